@@ -1,0 +1,44 @@
+# mnemo — two commands do all set-up: `make demo` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv demo test lint typecheck bench-locomo bench-perf schema-snapshot clean
+
+$(STAMP): pyproject.toml
+	test -d $(VENV) || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# CPU build of PyTorch first: any other spec pulls GBs of CUDA wheels.
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/mnemo demo
+
+test: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+bench-locomo: $(STAMP)
+	$(BIN)/mnemo bench locomo ../shared/bench/locomo/locomo-dev.json
+
+bench-perf: $(STAMP)
+	$(BIN)/mnemo bench perf
+
+schema-snapshot: $(STAMP)
+	$(BIN)/python -m tests.schema_snapshot > tests/data/canonical_schema.txt
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,286 @@
+"""The facade: ``AsyncArchive`` (the original) and ``Archive`` (a thin sync wrapper).
+
+Seed: archive-adr §0 "Glue, Not Surrender": mnemo is a substrate driver the
+caller owns, not an execution loop; memory-architecture §1 (the tiers this
+facade will grow into).
+
+::
+
+    async with await AsyncArchive.open() as archive:
+        scope = Scope("alice")
+        await archive.remember(scope, "Alice is allergic to peanuts", kind="preference")
+        result = await archive.recall(scope, "what food should I avoid?")
+
+    with Archive() as archive:            # same API, blocking
+        archive.recall(Scope("alice"), "allergies")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from mnemo import recall as recall_path
+from mnemo import reembed as reembed_path
+from mnemo import remember as write_path
+from mnemo.config import Settings, load_settings
+from mnemo.embed import Embeddings, load_embedder
+from mnemo.errors import UnknownScopeError
+from mnemo.models import ImportReport, Memory, RecallResult, Refusal, Scope, Turn
+from mnemo.runtime import Runtime
+from mnemo.store import Store
+from mnemo.store import scopes as scope_rows
+from mnemo.store import status as status_rows
+from mnemo.store import vectors as vector_rows
+from mnemo.store.pool import redact
+
+__all__ = ["Archive", "AsyncArchive", "Status"]
+
+_log = logging.getLogger("mnemo")
+T = TypeVar("T")
+Progress = write_path.Progress
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """What ``mnemo status`` shows."""
+
+    database: str
+    embedded: bool
+    pgvector: str
+    embedder: str
+    vector_table: str
+    counts: Mapping[str, int]
+    vectors: Sequence[tuple[str, str, int]]
+    pending_reembed: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "database": self.database, "embedded": self.embedded, "pgvector": self.pgvector,
+            "embedder": self.embedder, "vector_table": self.vector_table, "counts": dict(self.counts),
+            "vectors": [{"table": t, "slug": s, "rows": n} for t, s, n in self.vectors],
+            "pending_reembed": self.pending_reembed,
+        }
+
+
+class AsyncArchive:
+    """An open memory archive. Create with ``await AsyncArchive.open(...)``."""
+
+    def __init__(self, runtime: Runtime, pending_reembed: int) -> None:
+        self._rt = runtime
+        self.pending_reembed = pending_reembed
+
+    @classmethod
+    async def open(
+        cls, settings: Settings | None = None, *, embeddings: Embeddings | None = None, **overrides: Any
+    ) -> AsyncArchive:
+        """Connect (starting the embedded server if needed), migrate, and load the embedder.
+
+        ``overrides`` are :class:`Settings` fields and win over ``MNEMO_*`` variables.
+        """
+        if settings is None:
+            settings = load_settings(**overrides)
+        elif overrides:
+            settings = load_settings(**(settings.model_dump() | overrides))
+        if embeddings is None:
+            embeddings = await asyncio.to_thread(
+                load_embedder, settings.embedder, batch_size=settings.embed_batch_size,
+                kind_prefixes=settings.kind_prefixes,
+            )
+        store = await Store.open(
+            settings.database_url, home=settings.home, min_size=settings.pool_min_size,
+            max_size=settings.pool_max_size, ef_search=settings.hnsw_ef_search,
+        )
+        try:
+            async with store.connection() as conn:
+                table = await vector_rows.ensure_space(conn, settings.vector_space, embeddings.dim)
+            runtime = Runtime(settings, store, embeddings, table)
+            pending = await reembed_path.note_active_slug(runtime)
+        except BaseException:
+            await store.close()
+            raise
+        if pending:
+            _log.warning(
+                "%d stored items were embedded with another model than %s; recall cannot see their vectors "
+                "until you run `mnemo reembed`", pending, embeddings.slug,
+            )
+        return cls(runtime, pending)
+
+    async def __aenter__(self) -> AsyncArchive:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._rt.store.close()
+
+    @property
+    def settings(self) -> Settings:
+        return self._rt.settings
+
+    @property
+    def embeddings(self) -> Embeddings:
+        return self._rt.embeddings
+
+    @property
+    def runtime(self) -> Runtime:
+        return self._rt
+
+    # --- writes ----------------------------------------------------------------
+    async def remember(self, scope: Scope, content: object, *, kind: str = "semantic", anchored: bool = False,
+                       compressed: str | None = None, source_tag: str | None = None,
+                       source_confidence: float = 1.0, provenance: Sequence[str] = (),
+                       event_time: datetime | str | None = None, metadata: Mapping[str, Any] | None = None,
+                       embedding: Sequence[float] | np.ndarray | None = None) -> Memory:
+        """Store a curated memory, embedded immediately."""
+        return await write_path.remember(
+            self._rt, scope, content, kind=kind, anchored=anchored, compressed=compressed, source_tag=source_tag,
+            source_confidence=source_confidence, provenance=provenance, event_time=event_time, metadata=metadata,
+            embedding=embedding,
+        )
+
+    async def record_turn(self, scope: Scope, session: str, role: str, content: object, *,
+                          speaker: str | None = None, created_at: datetime | str | None = None,
+                          metadata: Mapping[str, Any] | None = None,
+                          embedding: Sequence[float] | np.ndarray | None = None) -> Turn:
+        """Append a raw exchange to the day table, embedded immediately."""
+        return await write_path.record_turn(self._rt, scope, session, role, content, speaker=speaker,
+                                            created_at=created_at, metadata=metadata, embedding=embedding)
+
+    async def import_file(self, scope: Scope, path: str | Path, *, fmt: str = "auto", sample: str | None = None,
+                          progress: Progress | None = None) -> ImportReport:
+        """Import a JSONL or LoCoMo conversation file in one transaction."""
+        return await write_path.import_file(self._rt, scope, Path(path), fmt=fmt, sample=sample,
+                                            progress=progress)
+
+    # --- reads -----------------------------------------------------------------
+    async def recall(self, scope: Scope, query: object, k: int = 10, *, as_entity: str | None = None,
+                     read_only: bool = False, threshold: float | None = None,
+                     kinds: tuple[str, ...] = recall_path.ITEM_KINDS) -> RecallResult | Refusal:
+        """Hybrid recall in ``scope``; a :class:`Refusal` when nothing is similar enough."""
+        return await recall_path.recall(self._rt, scope, query, k, as_entity=as_entity, read_only=read_only,
+                                        threshold=threshold, kinds=kinds)
+
+    # --- scopes and grants -----------------------------------------------------
+    async def create_scope(self, scope: Scope) -> None:
+        async with self._rt.store.connection() as conn:
+            await scope_rows.ensure_scope(conn, scope.entity_id, scope.namespace)
+
+    async def grant(self, scope: Scope, grantee: str) -> bool:
+        """Let entity ``grantee`` read ``scope`` (call as its owner). False if it already could."""
+        Scope(grantee)  # validates the id
+        async with self._rt.store.connection() as conn:
+            exists, _ = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, scope.entity_id)
+            if not exists:
+                raise UnknownScopeError(f"scope {scope} does not exist; write to it before granting access")
+            return await scope_rows.create_grant(conn, scope.entity_id, scope.namespace, grantee)
+
+    async def revoke(self, scope: Scope, grantee: str) -> bool:
+        async with self._rt.store.connection() as conn:
+            return await scope_rows.revoke_grant(conn, scope.entity_id, scope.namespace, grantee)
+
+    # --- maintenance -----------------------------------------------------------
+    async def status(self) -> Status:
+        async with self._rt.store.connection() as conn:
+            counts = await status_rows.chamber_counts(conn)
+            slugs = await vector_rows.slug_counts(conn)
+            missing = await vector_rows.count_missing(conn, self._rt.table, self._rt.slug)
+        return Status(
+            database="embedded " + str(self._rt.settings.pgdata) if self._rt.store.embedded
+            else redact(self._rt.store.url),
+            embedded=self._rt.store.embedded, pgvector=self._rt.store.pgvector_version,
+            embedder=self._rt.slug, vector_table=f"vectors.{self._rt.table}", counts=counts, vectors=slugs,
+            pending_reembed=missing,
+        )
+
+    async def reembed(self, *, batch_size: int = 256, progress: Progress | None = None) -> int:
+        """Embed every item that lacks a vector from the active model; resumable."""
+        done = await reembed_path.reembed(self._rt, batch_size=batch_size, progress=progress)
+        self.pending_reembed = await reembed_path.pending(self._rt)
+        return done
+
+
+class Archive:
+    """Blocking facade over :class:`AsyncArchive`; runs it on a private event-loop thread."""
+
+    def __init__(self, settings: Settings | None = None, *, embeddings: Embeddings | None = None,
+                 **overrides: Any) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="mnemo-archive", daemon=True)
+        self._thread.start()
+        try:
+            self._archive = self._run(AsyncArchive.open(settings, embeddings=embeddings, **overrides))
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+    def __enter__(self) -> Archive:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._loop.is_closed():
+            return
+        try:
+            self._run(self._archive.close())
+        finally:
+            self._stop_loop()
+
+    @property
+    def settings(self) -> Settings:
+        return self._archive.settings
+
+    @property
+    def pending_reembed(self) -> int:
+        return self._archive.pending_reembed
+
+    @property
+    def aio(self) -> AsyncArchive:
+        """The underlying :class:`AsyncArchive` (for use on this archive's own loop only)."""
+        return self._archive
+
+    def remember(self, scope: Scope, content: object, **kwargs: Any) -> Memory:
+        return self._run(self._archive.remember(scope, content, **kwargs))
+
+    def record_turn(self, scope: Scope, session: str, role: str, content: object, **kwargs: Any) -> Turn:
+        return self._run(self._archive.record_turn(scope, session, role, content, **kwargs))
+
+    def import_file(self, scope: Scope, path: str | Path, **kwargs: Any) -> ImportReport:
+        return self._run(self._archive.import_file(scope, path, **kwargs))
+
+    def recall(self, scope: Scope, query: object, k: int = 10, **kwargs: Any) -> RecallResult | Refusal:
+        return self._run(self._archive.recall(scope, query, k, **kwargs))
+
+    def create_scope(self, scope: Scope) -> None:
+        self._run(self._archive.create_scope(scope))
+
+    def grant(self, scope: Scope, grantee: str) -> bool:
+        return self._run(self._archive.grant(scope, grantee))
+
+    def revoke(self, scope: Scope, grantee: str) -> bool:
+        return self._run(self._archive.revoke(scope, grantee))
+
+    def status(self) -> Status:
+        return self._run(self._archive.status())
+
+    def reembed(self, **kwargs: Any) -> int:
+        return self._run(self._archive.reembed(**kwargs))

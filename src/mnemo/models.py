@@ -1,0 +1,249 @@
+"""Frozen domain records shared by every layer (DESIGN.md §2).
+
+Records are plain frozen dataclasses; Pydantic is used only where outside data
+enters (settings, HTTP/MCP payloads). ``Scope`` validates itself, so an invalid
+scope can never reach the store.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from mnemo.errors import InvalidScopeError
+
+__all__ = [
+    "MEMORY_KINDS",
+    "MEMORY_STATUSES",
+    "ROLES",
+    "Hit",
+    "ImportReport",
+    "Memory",
+    "RecallResult",
+    "Refusal",
+    "Scope",
+    "Turn",
+    "uuid7",
+]
+
+MEMORY_KINDS = (
+    "episodic",
+    "semantic",
+    "procedural",
+    "preference",
+    "reflection",
+    "correction",
+    "narrative",
+    "tension",
+    "insight",
+)
+MEMORY_STATUSES = ("candidate", "active", "archived", "pruned")
+ROLES = ("user", "assistant", "system", "tool")
+ItemKind = Literal["turn", "memory"]
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,127}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Who a memory belongs to: ``(entity_id, namespace)``.
+
+    Entity ids and namespaces are 1-128 characters of letters, digits and
+    ``_ . : @ + -``, starting with a letter or digit.
+    """
+
+    entity_id: str
+    namespace: str = "default"
+
+    def __post_init__(self) -> None:
+        for label, value in (("entity_id", self.entity_id), ("namespace", self.namespace)):
+            if not isinstance(value, str) or not _NAME_RE.match(value):
+                raise InvalidScopeError(
+                    f"invalid {label} {value!r}: use 1-128 letters, digits or '_.:@+-', "
+                    "starting with a letter or digit"
+                )
+
+    def __str__(self) -> str:
+        return f"{self.entity_id}/{self.namespace}"
+
+    @classmethod
+    def parse(cls, text: str) -> Scope:
+        """Parse ``entity`` or ``entity/namespace``."""
+        entity, _, namespace = text.partition("/")
+        return cls(entity, namespace or "default")
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One raw exchange in the day table."""
+
+    id: uuid.UUID
+    scope: Scope
+    session_id: str
+    turn_number: int
+    role: str
+    content: str
+    created_at: datetime
+    token_count: int
+    speaker: str | None = None
+    surprisal: float | None = None
+    flux_state: str | None = None
+    user_tier: str = "normal"
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """A curated memory item."""
+
+    id: uuid.UUID
+    scope: Scope
+    kind: str
+    content: str
+    created_at: datetime
+    alpha: float = 1.0
+    beta: float = 4.0
+    status: str = "active"
+    anchored: bool = False
+    compressed: str | None = None
+    source_tag: str | None = None
+    source_confidence: float = 1.0
+    provenance: tuple[str, ...] = ()
+    event_time: datetime | None = None
+    access_count: int = 0
+    last_accessed: datetime | None = None
+    token_count: int = 0
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One recalled item with every score that put it where it is."""
+
+    id: uuid.UUID
+    item_kind: ItemKind
+    content: str
+    score: float
+    similarity: float | None
+    vector_rank: int | None
+    lexical_rank: int | None
+    lexical_score: float | None
+    created_at: datetime
+    scope: Scope
+    session_id: str | None = None
+    turn_number: int | None = None
+    role: str | None = None
+    speaker: str | None = None
+    memory_kind: str | None = None
+    token_count: int = 0
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def components(self) -> dict[str, float | int | None]:
+        """The scores behind this hit, for display and traces."""
+        return {
+            "score": self.score,
+            "similarity": self.similarity,
+            "vector_rank": self.vector_rank,
+            "lexical_rank": self.lexical_rank,
+            "lexical_score": self.lexical_score,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    """Hits for a query, best first. Truthy; iterate it like a list."""
+
+    query: str
+    scope: Scope
+    hits: tuple[Hit, ...]
+    best_similarity: float | None
+    latency_ms: float
+    refused: Literal[False] = False
+
+    def __iter__(self) -> Iterator[Hit]:
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __getitem__(self, index: int) -> Hit:
+        return self.hits[index]
+
+    def __bool__(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """The archive holds nothing reliable about the query (hard refusal).
+
+    Returned instead of hits when the best candidate's similarity is below the
+    refusal threshold, so an agent answers "I don't know" rather than guessing.
+    Falsy and empty; ``candidates`` keeps the rejected near misses for inspection.
+    """
+
+    query: str
+    scope: Scope
+    best_similarity: float | None
+    threshold: float
+    latency_ms: float
+    candidates: tuple[Hit, ...] = ()
+    refused: Literal[True] = True
+    message: str = "The archive contains nothing reliable about this."
+
+    @property
+    def hits(self) -> tuple[Hit, ...]:
+        return ()
+
+    def __iter__(self) -> Iterator[Hit]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __bool__(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    """What an import wrote."""
+
+    scope: Scope
+    path: str
+    format: str
+    turns: int
+    sessions: int
+    seconds: float
+
+
+_uuid_lock = threading.Lock()
+_last_ms = 0
+_last_seq = 0
+
+
+def uuid7() -> uuid.UUID:
+    """A time-ordered UUIDv7 (RFC 9562), monotonic within this process."""
+    global _last_ms, _last_seq
+    with _uuid_lock:
+        ms = time.time_ns() // 1_000_000
+        if ms <= _last_ms:
+            ms = _last_ms
+            _last_seq += 1
+            if _last_seq > 0xFFF:
+                ms += 1
+                _last_seq = 0
+        else:
+            _last_seq = int.from_bytes(os.urandom(2), "big") & 0x3FF
+        _last_ms = ms
+        seq = _last_seq
+    rand_b = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
+    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | seq << 64 | 0b10 << 62 | rand_b
+    return uuid.UUID(int=value)

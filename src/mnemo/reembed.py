@@ -1,0 +1,69 @@
+"""Re-embedding after an embedder change (archive-adr §8 "Dimension Lock").
+
+Search only ever compares vectors sealed with the active slug, so after a model
+swap old vectors are simply invisible to the dense retriever. ``reembed`` finds
+items without an active-slug vector scope by scope, in batches, each batch in
+its own transaction: it can be stopped at any point and re-run, and it is safe
+alongside live writes (which already write active-slug vectors).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mnemo.runtime import Runtime
+from mnemo.store import scopes as scope_rows
+from mnemo.store import status as meta_rows
+from mnemo.store import vectors as vector_rows
+
+__all__ = ["note_active_slug", "pending", "reembed"]
+
+_SLUGS_KEY = "vector_slugs"
+
+
+async def note_active_slug(rt: Runtime) -> int:
+    """Record the active slug; return how many items need re-embedding (0 when none can)."""
+    async with rt.store.connection() as conn:
+        seen: dict[str, list[str]] = await meta_rows.get_meta(conn, _SLUGS_KEY) or {}
+        others = [s for table, slugs in seen.items() for s in slugs if (table, s) != (rt.table, rt.slug)]
+        count = await vector_rows.count_missing(conn, rt.table, rt.slug) if others else 0
+        if rt.slug not in seen.get(rt.table, []):
+            seen.setdefault(rt.table, []).append(rt.slug)
+            await meta_rows.set_meta(conn, _SLUGS_KEY, seen)
+    return count
+
+
+async def pending(rt: Runtime) -> int:
+    async with rt.store.connection() as conn:
+        return await vector_rows.count_missing(conn, rt.table, rt.slug)
+
+
+async def reembed(rt: Runtime, *, batch_size: int = 256, progress: Callable[[int, int], None] | None = None) -> int:
+    """Embed every item lacking an active-slug vector; returns how many were embedded."""
+    total = await pending(rt)
+    done = 0
+    if progress is not None:
+        progress(0, total)
+    async with rt.store.connection() as conn:
+        scopes = await scope_rows.list_scopes(conn)
+    for entity_id, namespace in scopes:
+        while True:
+            async with rt.store.connection() as conn:
+                batch = await vector_rows.missing_batch(conn, rt.table, rt.slug, entity_id, namespace, batch_size)
+            if not batch:
+                break
+            texts = [rt.embeddings.document_text(content, memory_kind) for _, _, content, memory_kind in batch]
+            vectors = await rt.embeddings.embed_documents(texts)
+            rows = [(entity_id, namespace, item_id, item_kind, rt.slug, vector)
+                    for (item_id, item_kind, _, _), vector in zip(batch, vectors, strict=True)]
+            async with rt.store.transaction() as conn:
+                await vector_rows.upsert_vectors(conn, rt.table, rows)
+            done += len(batch)
+            if progress is not None:
+                progress(done, max(total, done))
+    if done or total == 0:
+        async with rt.store.connection() as conn:
+            if await vector_rows.count_missing(conn, rt.table, rt.slug) == 0:
+                # Everything is sealed with the active slug: stop checking for stale vectors at start-up.
+                await meta_rows.set_meta(conn, _SLUGS_KEY, {rt.table: [rt.slug]})
+    return done

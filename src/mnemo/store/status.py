@@ -1,0 +1,37 @@
+"""Counts per chamber and small key/value facts kept in ``mnemo.meta``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+__all__ = ["chamber_counts", "get_meta", "set_meta"]
+
+
+async def chamber_counts(conn: psycopg.AsyncConnection) -> dict[str, int]:
+    cur = await conn.execute(
+        """SELECT (SELECT count(*) FROM mnemo.scopes), (SELECT count(*) FROM mnemo.grants),
+                  (SELECT count(*) FROM mnemo.turns), (SELECT count(*) FROM mnemo.memories),
+                  (SELECT count(*) FROM traces.retrievals),
+                  (SELECT count(*) FROM pg_tables WHERE schemaname = 'queue')"""
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    names = ("scopes", "grants", "turns", "memories", "traces", "queue_tables")
+    return dict(zip(names, (int(v) for v in row), strict=True))
+
+
+async def get_meta(conn: psycopg.AsyncConnection, key: str) -> Any:
+    cur = await conn.execute("SELECT value FROM mnemo.meta WHERE key = %s", (key,))
+    row = await cur.fetchone()
+    return None if row is None else row[0]
+
+
+async def set_meta(conn: psycopg.AsyncConnection, key: str, value: Any) -> None:
+    await conn.execute(
+        """INSERT INTO mnemo.meta (key, value) VALUES (%s, %s)
+           ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()""",
+        (key, Jsonb(value)),
+    )

@@ -1,0 +1,69 @@
+"""The day table (memory-architecture §2.2): raw exchanges."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+__all__ = ["TurnRow", "copy_turns", "insert_turn", "next_turn_numbers"]
+
+# (id, entity_id, namespace, session_id, turn_number, role, speaker, content, created_at, token_count, metadata)
+TurnRow = tuple[uuid.UUID, str, str, str, int, str, str | None, str, datetime, int, dict[str, Any]]
+
+_COLUMNS = (
+    "id, entity_id, namespace, session_id, turn_number, role, speaker, content, created_at, token_count, metadata"
+)
+
+
+async def next_turn_numbers(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, sessions: Sequence[str]
+) -> dict[str, int]:
+    """The next free turn number of each session (0 for a new session)."""
+    if not sessions:
+        return {}
+    cur = await conn.execute(
+        """SELECT session_id, max(turn_number) + 1 FROM mnemo.turns
+           WHERE entity_id = %s AND namespace = %s AND session_id = ANY(%s) GROUP BY session_id""",
+        (entity_id, namespace, list(sessions)),
+    )
+    found = {r[0]: int(r[1]) for r in await cur.fetchall()}
+    return {s: found.get(s, 0) for s in sessions}
+
+
+async def insert_turn(conn: psycopg.AsyncConnection, row: TurnRow) -> None:
+    await conn.execute(
+        f"INSERT INTO mnemo.turns ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        (*row[:10], Jsonb(row[10])),
+    )
+
+
+async def copy_turns(conn: psycopg.AsyncConnection, rows: Iterable[TurnRow]) -> int:
+    """Bulk-write turns with COPY; the caller owns the transaction."""
+    count = 0
+    async with conn.cursor().copy(f"COPY mnemo.turns ({_COLUMNS}) FROM STDIN") as copy:
+        for row in rows:
+            await copy.write_row((*row[:10], Jsonb(row[10])))
+            count += 1
+    return count
+
+
+async def existing_turn_numbers(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, keys: Sequence[tuple[str, int]]
+) -> list[tuple[str, int]]:
+    """Which ``(session_id, turn_number)`` pairs already exist in the scope."""
+    if not keys:
+        return []
+    cur = await conn.execute(
+        """SELECT t.session_id, t.turn_number FROM mnemo.turns t
+           JOIN unnest(%s::text[], %s::int[]) AS k(session_id, turn_number)
+             ON t.session_id = k.session_id AND t.turn_number = k.turn_number
+           WHERE t.entity_id = %s AND t.namespace = %s
+           ORDER BY 1, 2 LIMIT 5""",
+        ([k[0] for k in keys], [k[1] for k in keys], entity_id, namespace),
+    )
+    return [(r[0], int(r[1])) for r in await cur.fetchall()]

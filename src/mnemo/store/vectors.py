@@ -1,0 +1,217 @@
+"""The vectors chamber: one table per (vector space, dimension).
+
+Seeds: archive-adr §8 "Dimension Lock" (every vector sealed with the model
+slug; search compares only the active slug), cognitive-plan §2.2 (halfvec),
+DESIGN §8 (HNSW indexes halfvec up to 4,000 dimensions; wider spaces use a
+binary-quantised expression index re-ranked by exact cosine).
+
+Rows carry ``entity_id`` and ``namespace`` so the scope filter is applied
+inside the HNSW scan (``hnsw.iterative_scan = relaxed_order``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import psycopg
+from pgvector import HalfVector
+from psycopg import sql
+
+__all__ = [
+    "HNSW_MAX_DIM",
+    "count_missing",
+    "delete_items",
+    "ensure_space",
+    "insert_vectors",
+    "search",
+    "table_name",
+]
+
+HNSW_MAX_DIM = 4000
+VectorRow = tuple[str, str, uuid.UUID, str, str, np.ndarray]
+
+
+def table_name(space: str, dim: int) -> str:
+    """``universal`` + 384 -> ``universal_384`` (space names are validated by Settings)."""
+    return f"{space}_{int(dim)}"
+
+
+def _ident(table: str) -> sql.Composed:
+    return sql.SQL("vectors.{}").format(sql.Identifier(table))
+
+
+async def ensure_space(conn: psycopg.AsyncConnection, space: str, dim: int) -> str:
+    """Create the table and indexes for ``space`` at ``dim`` if missing; return its name."""
+    table = table_name(space, dim)
+    ident = _ident(table)
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtext('mnemo.vectors.' || %s))", (table,))
+        cur = await conn.execute("SELECT 1 FROM vectors.spaces WHERE table_name = %s", (table,))
+        if await cur.fetchone() is not None:
+            return table
+        await conn.execute(
+            sql.SQL(
+                """CREATE TABLE {t} (
+                       entity_id  text        NOT NULL,
+                       item_id    uuid        NOT NULL,
+                       namespace  text        NOT NULL,
+                       item_kind  text        NOT NULL CHECK (item_kind IN ('turn', 'memory')),
+                       slug       text        NOT NULL,
+                       embedding  halfvec({dim}) NOT NULL,
+                       created_at timestamptz NOT NULL DEFAULT now(),
+                       PRIMARY KEY (entity_id, item_id))"""
+            ).format(t=ident, dim=sql.Literal(int(dim)))
+        )
+        if dim <= HNSW_MAX_DIM:
+            index = sql.SQL("CREATE INDEX {name} ON {t} USING hnsw (embedding halfvec_cosine_ops)")
+        else:
+            index = sql.SQL(
+                "CREATE INDEX {name} ON {t} USING hnsw ((binary_quantize(embedding)::bit({dim})) bit_hamming_ops)"
+            )
+        await conn.execute(
+            index.format(name=sql.Identifier(f"{table}_hnsw"), t=ident, dim=sql.Literal(int(dim)))
+        )
+        await conn.execute(
+            sql.SQL("CREATE INDEX {name} ON {t} (entity_id, namespace, slug)").format(
+                name=sql.Identifier(f"{table}_scope"), t=ident
+            )
+        )
+        await conn.execute(
+            "INSERT INTO vectors.spaces (table_name, space, dim) VALUES (%s, %s, %s)", (table, space, dim)
+        )
+    return table
+
+
+async def insert_vectors(conn: psycopg.AsyncConnection, table: str, rows: Iterable[VectorRow]) -> int:
+    """Bulk-write vectors with binary COPY; the caller owns the transaction."""
+    count = 0
+    query = sql.SQL(
+        "COPY {t} (entity_id, namespace, item_id, item_kind, slug, embedding) FROM STDIN WITH (FORMAT BINARY)"
+    ).format(t=_ident(table))
+    async with conn.cursor().copy(query) as copy:
+        copy.set_types(["text", "text", "uuid", "text", "text", "halfvec"])
+        for entity_id, namespace, item_id, item_kind, slug, vector in rows:
+            await copy.write_row((entity_id, namespace, item_id, item_kind, slug, HalfVector(vector)))
+            count += 1
+    return count
+
+
+async def upsert_vectors(conn: psycopg.AsyncConnection, table: str, rows: Sequence[VectorRow]) -> None:
+    """Write or replace vectors (re-embedding replaces the old slug's row)."""
+    if not rows:
+        return
+    query = sql.SQL(
+        """INSERT INTO {t} (entity_id, namespace, item_id, item_kind, slug, embedding)
+           VALUES (%s, %s, %s, %s, %s, %s)
+           ON CONFLICT (entity_id, item_id) DO UPDATE
+           SET slug = EXCLUDED.slug, embedding = EXCLUDED.embedding, created_at = now()"""
+    ).format(t=_ident(table))
+    async with conn.cursor() as cur:
+        await cur.executemany(query, [(e, n, i, k, s, HalfVector(v)) for e, n, i, k, s, v in rows])
+
+
+async def search(
+    conn: psycopg.AsyncConnection,
+    table: str,
+    dim: int,
+    entity_id: str,
+    namespace: str,
+    slug: str,
+    query: np.ndarray,
+    limit: int,
+) -> list[tuple[uuid.UUID, str, float]]:
+    """Nearest vectors of one scope and slug: ``(item_id, item_kind, cosine_similarity)``, best first."""
+    q = HalfVector(query)
+    if dim <= HNSW_MAX_DIM:
+        stmt = sql.SQL(
+            """SELECT item_id, item_kind, 1 - (embedding <=> %(q)s) AS sim
+               FROM {t}
+               WHERE entity_id = %(e)s AND namespace = %(ns)s AND slug = %(slug)s
+               ORDER BY embedding <=> %(q)s
+               LIMIT %(n)s"""
+        ).format(t=_ident(table))
+    else:
+        stmt = sql.SQL(
+            """SELECT item_id, item_kind, 1 - (embedding <=> %(q)s) AS sim FROM (
+                   SELECT item_id, item_kind, embedding FROM {t}
+                   WHERE entity_id = %(e)s AND namespace = %(ns)s AND slug = %(slug)s
+                   ORDER BY binary_quantize(embedding)::bit({dim}) <~> binary_quantize(%(q)s)
+                   LIMIT %(n)s * 4) AS shortlist
+               ORDER BY embedding <=> %(q)s
+               LIMIT %(n)s"""
+        ).format(t=_ident(table), dim=sql.Literal(int(dim)))
+    cur = await conn.execute(stmt, {"q": q, "e": entity_id, "ns": namespace, "slug": slug, "n": limit})
+    return [(row[0], row[1], float(row[2])) for row in await cur.fetchall()]
+
+
+async def similarities(
+    conn: psycopg.AsyncConnection,
+    table: str,
+    entity_id: str,
+    slug: str,
+    query: np.ndarray,
+    item_ids: Sequence[uuid.UUID],
+) -> dict[uuid.UUID, float]:
+    """Exact cosine similarity of the query to specific items (for lexical-only candidates)."""
+    if not item_ids:
+        return {}
+    stmt = sql.SQL(
+        """SELECT item_id, 1 - (embedding <=> %s) FROM {t}
+           WHERE entity_id = %s AND slug = %s AND item_id = ANY(%s)"""
+    ).format(t=_ident(table))
+    cur = await conn.execute(stmt, (HalfVector(query), entity_id, slug, list(item_ids)))
+    return {row[0]: float(row[1]) for row in await cur.fetchall()}
+
+
+async def count_missing(conn: psycopg.AsyncConnection, table: str, slug: str) -> int:
+    """Items (turns and memories, all scopes) with no vector of ``slug`` in ``table``."""
+    stmt = sql.SQL(
+        """SELECT
+             (SELECT count(*) FROM mnemo.turns t WHERE NOT EXISTS (
+                 SELECT 1 FROM {v} v WHERE v.entity_id = t.entity_id AND v.item_id = t.id AND v.slug = %(s)s))
+           + (SELECT count(*) FROM mnemo.memories m WHERE m.status <> 'pruned' AND NOT EXISTS (
+                 SELECT 1 FROM {v} v WHERE v.entity_id = m.entity_id AND v.item_id = m.id AND v.slug = %(s)s))"""
+    ).format(v=_ident(table))
+    cur = await conn.execute(stmt, {"s": slug})
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def missing_batch(
+    conn: psycopg.AsyncConnection, table: str, slug: str, entity_id: str, namespace: str, limit: int
+) -> list[tuple[uuid.UUID, str, str, str | None]]:
+    """Up to ``limit`` items of one scope lacking a ``slug`` vector: ``(id, item_kind, content, memory_kind)``."""
+    stmt = sql.SQL(
+        """(SELECT t.id, 'turn', t.content, NULL::text FROM mnemo.turns t
+            WHERE t.entity_id = %(e)s AND t.namespace = %(ns)s AND NOT EXISTS (
+              SELECT 1 FROM {v} v WHERE v.entity_id = t.entity_id AND v.item_id = t.id AND v.slug = %(s)s)
+            ORDER BY t.id LIMIT %(n)s)
+           UNION ALL
+           (SELECT m.id, 'memory', m.content, m.kind FROM mnemo.memories m
+            WHERE m.entity_id = %(e)s AND m.namespace = %(ns)s AND m.status <> 'pruned' AND NOT EXISTS (
+              SELECT 1 FROM {v} v WHERE v.entity_id = m.entity_id AND v.item_id = m.id AND v.slug = %(s)s)
+            ORDER BY m.id LIMIT %(n)s)
+           LIMIT %(n)s"""
+    ).format(v=_ident(table))
+    cur = await conn.execute(stmt, {"e": entity_id, "ns": namespace, "s": slug, "n": limit})
+    return [(r[0], r[1], r[2], r[3]) for r in await cur.fetchall()]
+
+
+async def delete_items(conn: psycopg.AsyncConnection, table: str, entity_id: str, ids: Sequence[uuid.UUID]) -> None:
+    stmt = sql.SQL("DELETE FROM {t} WHERE entity_id = %s AND item_id = ANY(%s)").format(t=_ident(table))
+    await conn.execute(stmt, (entity_id, list(ids)))
+
+
+async def slug_counts(conn: psycopg.AsyncConnection) -> list[tuple[str, str, int]]:
+    """``(table, slug, rows)`` for every vector space table."""
+    cur = await conn.execute("SELECT table_name FROM vectors.spaces ORDER BY table_name")
+    tables = [r[0] for r in await cur.fetchall()]
+    out: list[tuple[str, str, int]] = []
+    for table in tables:
+        c = await conn.execute(
+            sql.SQL("SELECT slug, count(*) FROM {t} GROUP BY slug ORDER BY slug").format(t=_ident(table))
+        )
+        out.extend((table, str(slug), int(n)) for slug, n in await c.fetchall())
+    return out
