@@ -132,7 +132,10 @@ def _sentence_transformer(path: str, name: str, *, batch_size: int, kind_prefixe
         from pydantic_ai import Embedder
         from pydantic_ai.embeddings.sentence_transformers import SentenceTransformerEmbeddingModel
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
 
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
         model = SentenceTransformer(path, device="cpu", local_files_only=True, truncate_dim=truncate_dim)
     except Exception as exc:
         raise EmbedderError(f"cannot load the sentence-transformers model at {path}: {exc}") from exc

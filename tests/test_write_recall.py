@@ -1,0 +1,159 @@
+"""The write and recall paths end to end on the real database and embedder."""
+
+from __future__ import annotations
+
+import numpy as np
+import psycopg
+import pytest
+
+from mnemo import (
+    AsyncArchive,
+    ContentTooLargeError,
+    DimensionMismatchError,
+    EmptyContentError,
+    InvalidContentError,
+    InvalidScopeError,
+    RecallResult,
+    Refusal,
+    Scope,
+    UnknownScopeError,
+)
+from tests.conftest import snapshot
+
+ALICE = Scope("alice", "chat")
+
+
+async def test_remember_then_recall_with_component_scores(archive: AsyncArchive) -> None:
+    await archive.remember(ALICE, "Alice is allergic to peanuts and carries an epinephrine pen", kind="preference")
+    await archive.remember(ALICE, "The quarterly report is due on the first Friday of April")
+    await archive.record_turn(ALICE, "s1", "user", "My cat Miso knocked the plant off the windowsill again")
+    result = await archive.recall(ALICE, "which foods must alice avoid?", k=3)
+    assert isinstance(result, RecallResult) and result
+    top = result[0]
+    assert "peanuts" in top.content
+    assert top.item_kind == "memory" and top.memory_kind == "preference"
+    assert top.vector_rank == 1
+    assert top.similarity is not None and top.similarity > 0.3
+    assert top.score == pytest.approx(sum(1 / (60 + r) for r in (top.vector_rank, top.lexical_rank) if r))
+    scores = [h.score for h in result]
+    assert scores == sorted(scores, reverse=True)
+
+
+async def test_turns_are_numbered_and_embedded_immediately(archive: AsyncArchive) -> None:
+    first = await archive.record_turn(ALICE, "s1", "user", "I started learning the cello", speaker="Alice")
+    second = await archive.record_turn(ALICE, "s1", "assistant", "How are the lessons going?")
+    other = await archive.record_turn(ALICE, "s2", "user", "Back from the trip to Oslo")
+    assert (first.turn_number, second.turn_number, other.turn_number) == (0, 1, 0)
+    assert first.token_count == len(archive.embeddings.tokenizer("I started learning the cello",
+                                                                   add_special_tokens=False)["input_ids"])
+    result = await archive.recall(ALICE, "musical instrument practice", k=1)
+    assert result[0].id == first.id and result[0].speaker == "Alice" and result[0].session_id == "s1"
+
+
+async def test_lexical_candidates_find_what_embeddings_miss(archive: AsyncArchive) -> None:
+    for i in range(15):
+        await archive.record_turn(ALICE, "s", "user", f"We talked about the weather and the garden, day {i}")
+    code = await archive.record_turn(ALICE, "s", "user", "The wifi password is XK7QPZ9")
+    result = await archive.recall(ALICE, "XK7QPZ9", k=3, threshold=-1.0)
+    assert result[0].id == code.id
+    assert result[0].lexical_rank == 1
+
+
+async def test_refusal_when_nothing_is_similar(archive: AsyncArchive) -> None:
+    await archive.remember(ALICE, "Alice prefers window seats on long flights", kind="preference")
+    result = await archive.recall(ALICE, "lattice quantum chromodynamics gauge fields")
+    assert isinstance(result, Refusal)
+    assert not result and len(result) == 0 and list(result) == []
+    assert result.message == "The archive contains nothing reliable about this."
+    assert result.best_similarity is not None and result.best_similarity < result.threshold
+    assert result.candidates and result.candidates[0].similarity == result.best_similarity
+    # the same query with the threshold lowered below the best similarity returns hits
+    lowered = await archive.recall(ALICE, "lattice quantum chromodynamics gauge fields",
+                                   threshold=result.best_similarity - 0.01)
+    assert isinstance(lowered, RecallResult) and lowered[0].content.startswith("Alice prefers")
+
+
+async def test_every_recall_is_traced(archive: AsyncArchive, database_url: str) -> None:
+    memory = await archive.remember(ALICE, "Alice's birthday is on the 3rd of March")
+    await archive.recall(ALICE, "when is alice's birthday?", k=2, read_only=True)
+    await archive.recall(ALICE, "photosynthesis in desert cacti")
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute(
+            "SELECT query, outcome, hit_ids, read_only, reader FROM traces.retrievals ORDER BY at"
+        ).fetchall()
+    assert rows[0] == ("when is alice's birthday?", "hits", [memory.id], True, "alice")
+    assert rows[1][:2] == ("photosynthesis in desert cacti", "refusal") and rows[1][2] == []
+
+
+async def test_precomputed_vector_is_used(archive: AsyncArchive) -> None:
+    probe = await archive.embeddings.embed_query("deep sea submarines")
+    memory = await archive.remember(ALICE, "An unrelated sentence about tax forms", embedding=probe * 3.0)
+    result = await archive.recall(ALICE, "deep sea submarines", k=1)
+    assert result[0].id == memory.id and result[0].similarity == pytest.approx(1.0, abs=2e-3)
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda a: a.remember(ALICE, ""), EmptyContentError),
+        (lambda a: a.remember(ALICE, "   \n\t "), EmptyContentError),
+        (lambda a: a.remember(ALICE, "x" * 40_000), ContentTooLargeError),
+        (lambda a: a.remember(ALICE, "nul \x00 byte"), InvalidContentError),
+        (lambda a: a.remember(ALICE, b"\xff\xfe invalid utf-8"), InvalidContentError),
+        (lambda a: a.remember(ALICE, "lone surrogate \udcff"), InvalidContentError),
+        (lambda a: a.remember(ALICE, "fine", kind="gossip"), InvalidContentError),
+        (lambda a: a.remember(ALICE, "fine", embedding=np.ones(100)), DimensionMismatchError),
+        (lambda a: a.remember(ALICE, "fine", embedding=np.zeros(384)), InvalidContentError),
+        (lambda a: a.remember(ALICE, "fine", source_confidence=1.5), InvalidContentError),
+        (lambda a: a.record_turn(ALICE, "s", "narrator", "fine"), InvalidContentError),
+        (lambda a: a.record_turn(ALICE, "", "user", "fine"), InvalidContentError),
+        (lambda a: a.record_turn(ALICE, "s", "user", "fine", embedding=[0.1] * 383), DimensionMismatchError),
+        (lambda a: a.record_turn(ALICE, "s", "user", "\x00"), InvalidContentError),
+    ],
+)
+async def test_bad_writes_raise_and_change_nothing(archive: AsyncArchive, database_url: str, call, error) -> None:
+    await archive.remember(ALICE, "an existing memory")
+    before = snapshot(database_url)
+    with pytest.raises(error):
+        await call(archive)
+    assert snapshot(database_url) == before
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"query": ""}, EmptyContentError),
+        ({"query": "ok", "k": 0}, InvalidContentError),
+        ({"query": "ok", "k": 10_001}, InvalidContentError),
+        ({"query": "ok", "kinds": ("blocks",)}, InvalidContentError),
+        ({"query": "bad \x00"}, InvalidContentError),
+    ],
+)
+async def test_bad_recalls_raise_and_change_nothing(archive: AsyncArchive, database_url: str, kwargs, error) -> None:
+    await archive.remember(ALICE, "an existing memory")
+    before = snapshot(database_url)
+    with pytest.raises(error):
+        await archive.recall(ALICE, **kwargs)
+    assert snapshot(database_url) == before
+
+
+async def test_unknown_scope_is_an_error_not_a_refusal(archive: AsyncArchive, database_url: str) -> None:
+    before = snapshot(database_url)
+    with pytest.raises(UnknownScopeError, match="alicee/chat does not exist"):
+        await archive.recall(Scope("alicee", "chat"), "anything")
+    assert snapshot(database_url) == before
+
+
+@pytest.mark.parametrize("entity", ["", " bob", "bob/ns", "x" * 129, "bob;drop table", "-bob", "bö b"])
+def test_invalid_scopes_are_rejected(entity: str) -> None:
+    with pytest.raises(InvalidScopeError):
+        Scope(entity)
+
+
+async def test_kinds_filter(archive: AsyncArchive) -> None:
+    await archive.remember(ALICE, "Alice runs every morning along the river")
+    await archive.record_turn(ALICE, "s", "user", "I went running along the river this morning")
+    only_turns = await archive.recall(ALICE, "running by the river", kinds=("turn",))
+    only_memories = await archive.recall(ALICE, "running by the river", kinds=("memory",))
+    assert {h.item_kind for h in only_turns} == {"turn"}
+    assert {h.item_kind for h in only_memories} == {"memory"}
