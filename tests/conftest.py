@@ -109,7 +109,7 @@ def snapshot(url: str) -> dict[str, int]:
                WHERE schemaname IN ('mnemo', 'vectors', 'traces', 'queue') ORDER BY 1, 2"""
         ).fetchall()
         return {
-            f"{s}.{t}": conn.execute(f'SELECT count(*) FROM "{s}"."{t}"').fetchone()[0]  # type: ignore[index]
+            f"{s}.{t}": conn.execute(f'SELECT count(*) FROM "{s}"."{t}"').fetchone()[0]  # type: ignore[index]  # noqa: S608
             for s, t in tables
         }
 

@@ -82,7 +82,7 @@ async def test_unreachable_database_is_a_clear_error(embeddings: Embeddings) -> 
     from mnemo import DatabaseUnavailableError
 
     bad = "postgresql://nobody@127.0.0.1:1/nothing?connect_timeout=2"
-    with pytest.raises(DatabaseUnavailableError, match="cannot connect to postgresql://nobody@127.0.0.1:1/nothing"):
+    with pytest.raises(DatabaseUnavailableError, match=r"cannot connect to postgresql://nobody@127\.0\.0\.1:1/nothing"):
         await AsyncArchive.open(Settings(database_url=bad), embeddings=embeddings)
 
 

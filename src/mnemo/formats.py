@@ -116,9 +116,26 @@ def _turn_from_obj(obj: dict[str, Any], max_chars: int) -> TurnInput:
 
 
 _LOCOMO_DATE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$", re.I)
-_MONTHS = {m: i for i, m in enumerate(
-    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-     "november", "december"], start=1)}
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ],
+        start=1,
+    )
+}
 
 
 def parse_locomo_date(text: str) -> datetime:
@@ -177,13 +194,15 @@ def _locomo_sample(item: dict[str, Any], max_chars: int, prefix_sessions: bool) 
                 metadata["sample_id"] = sample_id
             if date_text:
                 metadata["session_date"] = date_text
-            out.append(TurnInput(
-                session_id=session_id,
-                role="user" if raw["speaker"] == speaker_a else "assistant",
-                content=check_content(content, max_chars=max_chars, label=f"turn {dia_id}"),
-                speaker=str(raw["speaker"]),
-                created_at=None if start is None else start + timedelta(seconds=30 * position),
-                turn_number=position,
-                metadata=metadata,
-            ))
+            out.append(
+                TurnInput(
+                    session_id=session_id,
+                    role="user" if raw["speaker"] == speaker_a else "assistant",
+                    content=check_content(content, max_chars=max_chars, label=f"turn {dia_id}"),
+                    speaker=str(raw["speaker"]),
+                    created_at=None if start is None else start + timedelta(seconds=30 * position),
+                    turn_number=position,
+                    metadata=metadata,
+                )
+            )
     return out

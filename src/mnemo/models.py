@@ -66,8 +66,7 @@ class Scope:
         for label, value in (("entity_id", self.entity_id), ("namespace", self.namespace)):
             if not isinstance(value, str) or not _NAME_RE.match(value):
                 raise InvalidScopeError(
-                    f"invalid {label} {value!r}: use 1-128 letters, digits or '_.:@+-', "
-                    "starting with a letter or digit"
+                    f"invalid {label} {value!r}: use 1-128 letters, digits or '_.:@+-', starting with a letter or digit"
                 )
 
     def __str__(self) -> str:

@@ -65,11 +65,19 @@ async def recall(
                 f"{reader!r} may not read scope {scope}; its owner can grant access with "
                 f"grant(Scope({scope.entity_id!r}, {scope.namespace!r}), {reader!r})"
             )
-        dense = await vector_rows.search(conn, rt.table, rt.embeddings.dim, scope.entity_id, scope.namespace,
-                                         rt.slug, query_vector, depth)
+        dense = await vector_rows.search(
+            conn, rt.table, rt.embeddings.dim, scope.entity_id, scope.namespace, rt.slug, query_vector, depth
+        )
         dense = [d for d in dense if d[1] in kinds]
-        lexical = await search_rows.lexical(conn, scope.entity_id, scope.namespace, text, depth,
-                                            turns="turn" in kinds, memories="memory" in kinds)
+        lexical = await search_rows.lexical(
+            conn,
+            scope.entity_id,
+            scope.namespace,
+            text,
+            depth,
+            turns="turn" in kinds,
+            memories="memory" in kinds,
+        )
         fused = rrf({"vector": [d[0] for d in dense], "lexical": [x[0] for x in lexical]}, k=rt.settings.rrf_k)
         kind_of = {d[0]: d[1] for d in dense} | {x[0]: x[1] for x in lexical}
         similarity = {d[0]: d[2] for d in dense}
@@ -79,9 +87,11 @@ async def recall(
         missing = [i for i in ids if i not in similarity]
         similarity |= await vector_rows.similarities(conn, rt.table, scope.entity_id, rt.slug, query_vector, missing)
         turn_rows = await search_rows.hydrate_turns(
-            conn, scope.entity_id, scope.namespace, [i for i in ids if kind_of[i] == "turn"])
+            conn, scope.entity_id, scope.namespace, [i for i in ids if kind_of[i] == "turn"]
+        )
         memory_rows = await search_rows.hydrate_memories(
-            conn, scope.entity_id, scope.namespace, [i for i in ids if kind_of[i] == "memory"])
+            conn, scope.entity_id, scope.namespace, [i for i in ids if kind_of[i] == "memory"]
+        )
 
         hits: list[Hit] = []
         for item in top:
@@ -89,15 +99,27 @@ async def recall(
             row: dict[str, Any] | None = turn_rows.get(item_id) or memory_rows.get(item_id)
             if row is None:
                 continue
-            hits.append(Hit(
-                id=item_id, item_kind=kind_of[item_id], content=row["content"],  # type: ignore[arg-type]
-                score=item.score, similarity=similarity.get(item_id),
-                vector_rank=item.ranks.get("vector"), lexical_rank=item.ranks.get("lexical"),
-                lexical_score=lexical_score.get(item_id), created_at=row["created_at"], scope=scope,
-                session_id=row.get("session_id"), turn_number=row.get("turn_number"), role=row.get("role"),
-                speaker=row.get("speaker"), memory_kind=row.get("memory_kind"),
-                token_count=row.get("token_count", 0), metadata=row.get("metadata") or {},
-            ))
+            hits.append(
+                Hit(
+                    id=item_id,
+                    item_kind="turn" if kind_of[item_id] == "turn" else "memory",
+                    content=row["content"],
+                    score=item.score,
+                    similarity=similarity.get(item_id),
+                    vector_rank=item.ranks.get("vector"),
+                    lexical_rank=item.ranks.get("lexical"),
+                    lexical_score=lexical_score.get(item_id),
+                    created_at=row["created_at"],
+                    scope=scope,
+                    session_id=row.get("session_id"),
+                    turn_number=row.get("turn_number"),
+                    role=row.get("role"),
+                    speaker=row.get("speaker"),
+                    memory_kind=row.get("memory_kind"),
+                    token_count=row.get("token_count", 0),
+                    metadata=row.get("metadata") or {},
+                )
+            )
             if len(hits) == k:
                 break
 
@@ -107,12 +129,27 @@ async def recall(
         latency_ms = (time.perf_counter() - started) * 1000
         if trace:
             await trace_rows.record_retrieval(
-                conn, trace_id=uuid7(), entity_id=scope.entity_id, namespace=scope.namespace, reader=reader,
-                query=text, k=k, outcome="refusal" if refused else "hits", best_similarity=best,
-                threshold=limit, hit_ids=[] if refused else [h.id for h in hits], latency_ms=latency_ms,
+                conn,
+                trace_id=uuid7(),
+                entity_id=scope.entity_id,
+                namespace=scope.namespace,
+                reader=reader,
+                query=text,
+                k=k,
+                outcome="refusal" if refused else "hits",
+                best_similarity=best,
+                threshold=limit,
+                hit_ids=[] if refused else [h.id for h in hits],
+                latency_ms=latency_ms,
                 read_only=read_only,
             )
     if refused:
-        return Refusal(query=text, scope=scope, best_similarity=best, threshold=limit, latency_ms=latency_ms,
-                       candidates=tuple(hits))
+        return Refusal(
+            query=text,
+            scope=scope,
+            best_similarity=best,
+            threshold=limit,
+            latency_ms=latency_ms,
+            candidates=tuple(hits),
+        )
     return RecallResult(query=text, scope=scope, hits=tuple(hits), best_similarity=best, latency_ms=latency_ms)

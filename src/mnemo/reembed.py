@@ -54,8 +54,10 @@ async def reembed(rt: Runtime, *, batch_size: int = 256, progress: Callable[[int
                 break
             texts = [rt.embeddings.document_text(content, memory_kind) for _, _, content, memory_kind in batch]
             vectors = await rt.embeddings.embed_documents(texts)
-            rows = [(entity_id, namespace, item_id, item_kind, rt.slug, vector)
-                    for (item_id, item_kind, _, _), vector in zip(batch, vectors, strict=True)]
+            rows = [
+                (entity_id, namespace, item_id, item_kind, rt.slug, vector)
+                for (item_id, item_kind, _, _), vector in zip(batch, vectors, strict=True)
+            ]
             async with rt.store.transaction() as conn:
                 await vector_rows.upsert_vectors(conn, rt.table, rows)
             done += len(batch)

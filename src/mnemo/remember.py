@@ -79,12 +79,26 @@ async def remember(
         vector = (await rt.embeddings.embed_documents([rt.embeddings.document_text(text, kind)]))[0]
     alpha, beta = ANCHORED_WEIGHT if anchored else DEFAULT_WEIGHT
     item_id = uuid7()
-    row = {
-        "id": item_id, "entity_id": scope.entity_id, "namespace": scope.namespace, "kind": kind,
-        "content": text, "compressed": compressed, "alpha": alpha, "beta": beta, "status": status,
-        "anchored": anchored, "source_tag": source_tag, "source_confidence": float(source_confidence),
-        "provenance": [str(p) for p in provenance], "event_time": when,
-        "token_count": rt.embeddings.count_tokens([text])[0], "metadata": dict(metadata or {}),
+    provenance_list = [str(p) for p in provenance]
+    token_count = rt.embeddings.count_tokens([text])[0]
+    meta = dict(metadata or {})
+    row: dict[str, Any] = {
+        "id": item_id,
+        "entity_id": scope.entity_id,
+        "namespace": scope.namespace,
+        "kind": kind,
+        "content": text,
+        "compressed": compressed,
+        "alpha": alpha,
+        "beta": beta,
+        "status": status,
+        "anchored": anchored,
+        "source_tag": source_tag,
+        "source_confidence": float(source_confidence),
+        "provenance": provenance_list,
+        "event_time": when,
+        "token_count": token_count,
+        "metadata": meta,
     }
     async with rt.store.transaction() as conn:
         await _ensure_scope(conn, rt, scope)
@@ -93,10 +107,22 @@ async def remember(
             conn, rt.table, [(scope.entity_id, scope.namespace, item_id, "memory", rt.slug, vector)]
         )
     return Memory(
-        id=item_id, scope=scope, kind=kind, content=text, created_at=created, alpha=alpha, beta=beta,
-        status=status, anchored=anchored, compressed=compressed, source_tag=source_tag,
-        source_confidence=float(source_confidence), provenance=tuple(row["provenance"]), event_time=when,
-        token_count=row["token_count"], metadata=row["metadata"],
+        id=item_id,
+        scope=scope,
+        kind=kind,
+        content=text,
+        created_at=created,
+        alpha=alpha,
+        beta=beta,
+        status=status,
+        anchored=anchored,
+        compressed=compressed,
+        source_tag=source_tag,
+        source_confidence=float(source_confidence),
+        provenance=tuple(provenance_list),
+        event_time=when,
+        token_count=token_count,
+        metadata=meta,
     )
 
 
@@ -163,10 +189,24 @@ async def import_turns(
             if number is None:
                 number = next_numbers[turn.session_id]
             next_numbers[turn.session_id] = max(next_numbers[turn.session_id], number + 1)
-            rows.append((uuid7(), scope.entity_id, scope.namespace, turn.session_id, number, turn.role,
-                         turn.speaker, turn.content, turn.created_at or now, count, dict(turn.metadata)))
-        vector_items = [(scope.entity_id, scope.namespace, r[0], "turn", rt.slug, v)
-                        for r, v in zip(rows, vectors, strict=True)]
+            rows.append(
+                (
+                    uuid7(),
+                    scope.entity_id,
+                    scope.namespace,
+                    turn.session_id,
+                    number,
+                    turn.role,
+                    turn.speaker,
+                    turn.content,
+                    turn.created_at or now,
+                    count,
+                    dict(turn.metadata),
+                )
+            )
+        vector_items = [
+            (scope.entity_id, scope.namespace, r[0], "turn", rt.slug, v) for r, v in zip(rows, vectors, strict=True)
+        ]
         if bulk:
             await turn_rows.copy_turns(conn, rows)
             await vector_rows.insert_vectors(conn, rt.table, vector_items)
@@ -175,8 +215,18 @@ async def import_turns(
                 await turn_rows.insert_turn(conn, row)
             await vector_rows.upsert_vectors(conn, rt.table, vector_items)
     return [
-        Turn(id=r[0], scope=scope, session_id=r[3], turn_number=r[4], role=r[5], content=r[7], created_at=r[8],
-             token_count=r[9], speaker=r[6], metadata=r[10])
+        Turn(
+            id=r[0],
+            scope=scope,
+            session_id=r[3],
+            turn_number=r[4],
+            role=r[5],
+            content=r[7],
+            created_at=r[8],
+            token_count=r[9],
+            speaker=r[6],
+            metadata=r[10],
+        )
         for r in rows
     ]
 
@@ -215,5 +265,11 @@ async def import_file(
     turns = parse_file(path, fmt=fmt, max_chars=rt.settings.max_content_chars, sample=sample)
     await import_turns(rt, scope, turns, progress=progress)
     used = detect_format(path) if fmt == "auto" else fmt
-    return ImportReport(scope=scope, path=str(path), format=used, turns=len(turns),
-                        sessions=len({t.session_id for t in turns}), seconds=time.perf_counter() - started)
+    return ImportReport(
+        scope=scope,
+        path=str(path),
+        format=used,
+        turns=len(turns),
+        sessions=len({t.session_id for t in turns}),
+        seconds=time.perf_counter() - started,
+    )

@@ -16,7 +16,7 @@ __all__ = ["FusedItem", "rrf"]
 K = TypeVar("K", bound=Hashable)
 
 
-class FusedItem(tuple):  # type: ignore[type-arg]
+class FusedItem(tuple[object, float, dict[str, int]]):
     """``(key, score, ranks)`` where ``ranks`` maps list name to 1-based rank."""
 
     __slots__ = ()

@@ -47,13 +47,21 @@ def _fail_cleanly(fn: F) -> F:
         except MnemoError as exc:
             err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
             raise typer.Exit(1) from None
+
     return wrapper  # type: ignore[return-value]
 
 
 @contextmanager
 def _progress(label: str) -> Iterator[Callable[[int, int], None]]:
-    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
-                   disable=not err.is_terminal, transient=False)
+    bar = Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=not err.is_terminal,
+        transient=False,
+    )
     task = bar.add_task(label, total=None)
 
     def update(done: int, total: int) -> None:
@@ -70,20 +78,37 @@ def _open() -> Archive:
 
 def _hit_json(hit: Hit) -> dict[str, Any]:
     return {
-        "id": str(hit.id), "item_kind": hit.item_kind, "content": hit.content, "created_at": hit.created_at.isoformat(),
-        "session_id": hit.session_id, "turn_number": hit.turn_number, "speaker": hit.speaker,
-        "memory_kind": hit.memory_kind, **hit.components(),
+        "id": str(hit.id),
+        "item_kind": hit.item_kind,
+        "content": hit.content,
+        "created_at": hit.created_at.isoformat(),
+        "session_id": hit.session_id,
+        "turn_number": hit.turn_number,
+        "speaker": hit.speaker,
+        "memory_kind": hit.memory_kind,
+        **hit.components(),
     }
 
 
 def _print_recall(result: RecallResult | Refusal, as_json: bool) -> None:
     if as_json:
-        out.print_json(json.dumps({
-            "query": result.query, "scope": str(result.scope), "refused": result.refused,
-            "best_similarity": result.best_similarity, "latency_ms": round(result.latency_ms, 2),
-            "hits": [_hit_json(h) for h in result.hits],
-            **({"message": result.message, "threshold": result.threshold} if isinstance(result, Refusal) else {}),
-        }))
+        out.print_json(
+            json.dumps(
+                {
+                    "query": result.query,
+                    "scope": str(result.scope),
+                    "refused": result.refused,
+                    "best_similarity": result.best_similarity,
+                    "latency_ms": round(result.latency_ms, 2),
+                    "hits": [_hit_json(h) for h in result.hits],
+                    **(
+                        {"message": result.message, "threshold": result.threshold}
+                        if isinstance(result, Refusal)
+                        else {}
+                    ),
+                }
+            )
+        )
         return
     if isinstance(result, Refusal):
         best = "none" if result.best_similarity is None else f"{result.best_similarity:.3f}"
@@ -95,9 +120,14 @@ def _print_recall(result: RecallResult | Refusal, as_json: bool) -> None:
     for rank, hit in enumerate(result.hits, start=1):
         who = f"{hit.speaker}: " if hit.speaker else ""
         table.add_row(
-            str(rank), f"{hit.score:.4f}", "-" if hit.similarity is None else f"{hit.similarity:.3f}",
-            str(hit.vector_rank or "-"), str(hit.lexical_rank or "-"), hit.memory_kind or hit.item_kind,
-            hit.created_at.strftime("%Y-%m-%d"), who + hit.content,
+            str(rank),
+            f"{hit.score:.4f}",
+            "-" if hit.similarity is None else f"{hit.similarity:.3f}",
+            str(hit.vector_rank or "-"),
+            str(hit.lexical_rank or "-"),
+            hit.memory_kind or hit.item_kind,
+            hit.created_at.strftime("%Y-%m-%d"),
+            who + hit.content,
         )
     out.print(table)
 
@@ -172,11 +202,22 @@ def import_(
     with _open() as archive, _progress("embedding") as progress:
         report = archive.import_file(scope, path, fmt=fmt, sample=sample, progress=progress)
     if as_json:
-        out.print_json(json.dumps({"scope": str(scope), "format": report.format, "turns": report.turns,
-                                   "sessions": report.sessions, "seconds": round(report.seconds, 3)}))
+        out.print_json(
+            json.dumps(
+                {
+                    "scope": str(scope),
+                    "format": report.format,
+                    "turns": report.turns,
+                    "sessions": report.sessions,
+                    "seconds": round(report.seconds, 3),
+                }
+            )
+        )
     else:
-        out.print(f"imported {report.turns} turns in {report.sessions} sessions ({report.format}) into {scope} "
-                  f"in {report.seconds:.1f}s")
+        out.print(
+            f"imported {report.turns} turns in {report.sessions} sessions ({report.format}) into {scope} "
+            f"in {report.seconds:.1f}s"
+        )
 
 
 @app.command()
@@ -193,8 +234,9 @@ def recall(
 ) -> None:
     """Recall memories and turns for a query (hybrid search, RRF)."""
     with _open() as archive:
-        result = archive.recall(Scope(entity, namespace), query, k, as_entity=as_entity, threshold=threshold,
-                                read_only=read_only)
+        result = archive.recall(
+            Scope(entity, namespace), query, k, as_entity=as_entity, threshold=threshold, read_only=read_only
+        )
     _print_recall(result, as_json)
 
 
@@ -262,12 +304,17 @@ def demo(as_json: JsonOpt = False) -> None:
                     imported = archive.import_file(scope, path, progress=progress)
         results = [archive.recall(scope, q, 3) for q in DEMO_QUERIES]
     if as_json:
-        out.print_json(json.dumps([{"query": r.query, "refused": r.refused,
-                                    "hits": [_hit_json(h) for h in r.hits]} for r in results]))
+        out.print_json(
+            json.dumps(
+                [{"query": r.query, "refused": r.refused, "hits": [_hit_json(h) for h in r.hits]} for r in results]
+            )
+        )
         return
     if imported is not None:
-        out.print(f"imported {imported.turns} turns of the sample conversation into {scope} "
-                  f"in {imported.seconds:.1f}s (database had {counts['turns']} turns before)")
+        out.print(
+            f"imported {imported.turns} turns of the sample conversation into {scope} "
+            f"in {imported.seconds:.1f}s (database had {counts['turns']} turns before)"
+        )
     else:
         out.print(f"the sample conversation is already in {scope}")
     for result in results:

@@ -52,7 +52,8 @@ async def revoke_grant(conn: psycopg.AsyncConnection, entity_id: str, namespace:
 async def list_grants(conn: psycopg.AsyncConnection, entity_id: str) -> list[tuple[str, str]]:
     """``(namespace, grantee)`` for every grant the entity has given."""
     cur = await conn.execute(
-        "SELECT namespace, grantee FROM mnemo.grants WHERE entity_id = %s ORDER BY namespace, grantee", (entity_id,)
+        "SELECT namespace, grantee FROM mnemo.grants WHERE entity_id = %s ORDER BY namespace, grantee",
+        (entity_id,),
     )
     return [(r[0], r[1]) for r in await cur.fetchall()]
 

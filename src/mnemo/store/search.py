@@ -16,16 +16,14 @@ import psycopg
 
 __all__ = ["hydrate_memories", "hydrate_turns", "lexical"]
 
-_OR_QUERY = "replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery"
-
-_LEXICAL_TURNS = f"""
+_LEXICAL_TURNS = """
     SELECT id, 'turn' AS item_kind, ts_rank_cd(tsv, q.q, 1) AS rank
-    FROM mnemo.turns, (SELECT {_OR_QUERY} AS q) AS q
+    FROM mnemo.turns, (SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery AS q) AS q
     WHERE entity_id = %(e)s AND namespace = %(ns)s AND tsv @@ q.q"""
 
-_LEXICAL_MEMORIES = f"""
+_LEXICAL_MEMORIES = """
     SELECT id, 'memory' AS item_kind, ts_rank_cd(tsv, q.q, 1) AS rank
-    FROM mnemo.memories, (SELECT {_OR_QUERY} AS q) AS q
+    FROM mnemo.memories, (SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery AS q) AS q
     WHERE entity_id = %(e)s AND namespace = %(ns)s AND status IN ('candidate', 'active') AND tsv @@ q.q"""
 
 
@@ -58,7 +56,17 @@ async def hydrate_turns(
            FROM mnemo.turns WHERE entity_id = %s AND namespace = %s AND id = ANY(%s)""",
         (entity_id, namespace, list(ids)),
     )
-    cols = ("id", "content", "created_at", "session_id", "turn_number", "role", "speaker", "token_count", "metadata")
+    cols = (
+        "id",
+        "content",
+        "created_at",
+        "session_id",
+        "turn_number",
+        "role",
+        "speaker",
+        "token_count",
+        "metadata",
+    )
     return {r[0]: dict(zip(cols, r, strict=True)) for r in await cur.fetchall()}
 
 

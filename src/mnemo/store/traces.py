@@ -31,7 +31,17 @@ async def record_retrieval(
                                           threshold, hit_ids, latency_ms, read_only)
            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
         (
-            trace_id, entity_id, namespace, reader, query, k, outcome, best_similarity,
-            threshold, list(hit_ids), latency_ms, read_only,
+            trace_id,
+            entity_id,
+            namespace,
+            reader,
+            query,
+            k,
+            outcome,
+            best_similarity,
+            threshold,
+            list(hit_ids),
+            latency_ms,
+            read_only,
         ),
     )

@@ -37,7 +37,7 @@ async def next_turn_numbers(
 
 async def insert_turn(conn: psycopg.AsyncConnection, row: TurnRow) -> None:
     await conn.execute(
-        f"INSERT INTO mnemo.turns ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        f"INSERT INTO mnemo.turns ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",  # noqa: S608 (constant columns)
         (*row[:10], Jsonb(row[10])),
     )
 

@@ -70,9 +70,7 @@ async def ensure_space(conn: psycopg.AsyncConnection, space: str, dim: int) -> s
             index = sql.SQL(
                 "CREATE INDEX {name} ON {t} USING hnsw ((binary_quantize(embedding)::bit({dim})) bit_hamming_ops)"
             )
-        await conn.execute(
-            index.format(name=sql.Identifier(f"{table}_hnsw"), t=ident, dim=sql.Literal(int(dim)))
-        )
+        await conn.execute(index.format(name=sql.Identifier(f"{table}_hnsw"), t=ident, dim=sql.Literal(int(dim))))
         await conn.execute(
             sql.SQL("CREATE INDEX {name} ON {t} (entity_id, namespace, slug)").format(
                 name=sql.Identifier(f"{table}_scope"), t=ident

@@ -1,0 +1,84 @@
+"""The CLI in-process with typer's runner, against a real test database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mnemo.interfaces.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def env(database_url: str, tmp_path: Path) -> dict[str, str]:
+    return {"MNEMO_DATABASE_URL": database_url, "MNEMO_HOME": str(tmp_path), "MNEMO_ENTITY": "cli"}
+
+
+def run(env: dict[str, str], *args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args), env=env)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_remember_record_recall_status_json(env: dict[str, str]) -> None:
+    code, out, _ = run(env, "remember", "The spare key is under the blue flowerpot", "--kind", "semantic", "--json")
+    assert code == 0 and json.loads(out)["scope"] == "cli/default"
+    code, out, _ = run(env, "record", "I water the ferns on Sundays", "--session", "s1", "--json")
+    assert code == 0 and json.loads(out) == {"id": json.loads(out)["id"], "session": "s1", "turn": 0}
+    code, out, _ = run(env, "recall", "where is the spare key?", "-k", "2", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["refused"] is False
+    assert data["hits"][0]["content"] == "The spare key is under the blue flowerpot"
+    assert {"score", "similarity", "vector_rank", "lexical_rank"} <= set(data["hits"][0])
+    code, out, _ = run(env, "recall", "orbital mechanics of Jupiter's moons", "--json")
+    assert code == 0 and json.loads(out)["refused"] is True
+    code, out, _ = run(env, "status", "--json")
+    status = json.loads(out)
+    assert code == 0 and status["counts"]["memories"] == 1 and status["counts"]["turns"] == 1
+    assert status["embedder"] == "sentence-transformers:all-MiniLM-L6-v2:384"
+    assert status["pending_reembed"] == 0
+
+
+def test_import_and_table_output(env: dict[str, str], tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"session": "x", "content": "Our wedding anniversary is on June 12"}\n')
+    code, out, _ = run(env, "import", str(path), "--namespace", "home")
+    assert code == 0 and "imported 1 turns in 1 sessions (jsonl) into cli/home" in out
+    code, out, _ = run(env, "recall", "anniversary date", "--namespace", "home")
+    assert code == 0 and "June 12" in out and "rrf" in out
+
+
+def test_errors_are_one_line_and_exit_nonzero(env: dict[str, str], tmp_path: Path) -> None:
+    code, _, err = run(env, "remember", "   ")
+    assert code == 1 and err.startswith("error: content is empty") and err.count("\n") <= 2
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"content": "ok"}\n{oops\n')
+    code, _, err = run(env, "import", str(bad))
+    assert code == 1 and "bad.jsonl:2: invalid JSON" in err
+    code, _, err = run(env, "recall", "anything", "--entity", "ghost")
+    assert code == 1 and "ghost/default does not exist" in err
+    code, _, err = run(env, "recall", "anything", "--entity", "bad entity")
+    assert code == 1 and "invalid entity_id" in err
+    code, _, err = run({**env, "MNEMO_REFUSAL_THRESHOLD": "seven"}, "status")
+    assert code == 1 and "refusal_threshold" in err
+
+
+def test_reembed_with_nothing_pending(env: dict[str, str]) -> None:
+    run(env, "remember", "something")
+    code, out, _ = run(env, "reembed", "--json")
+    assert code == 0 and json.loads(out) == {"reembedded": 0, "pending": 0}
+
+
+def test_demo_imports_and_recalls(env: dict[str, str]) -> None:
+    code, out, _ = run(env, "demo", "--json")
+    results = json.loads(out)
+    assert code == 0 and len(results) == 5
+    allergy = results[0]
+    assert allergy["query"] == "What is Maya allergic to?"
+    assert "shellfish" in allergy["hits"][0]["content"]
+    assert results[-1]["refused"] is True  # an off-topic question is refused, not guessed
+    code, out, _ = run(env, "demo")  # second run reuses the imported sample
+    assert code == 0 and "already in demo/sample" in out
