@@ -48,7 +48,7 @@ class Settings(BaseSettings):
         "embedding model name such as 'openai:text-embedding-3-small'.",
     )
     vector_space: str = Field(default="universal", description="Name of the active vector space.")
-    embed_batch_size: int = Field(default=64, ge=1, le=4096)
+    embed_batch_size: int = Field(default=32, ge=1, le=4096, description="Texts per model forward pass.")
     kind_prefixes: bool = Field(default=True, description="Prefix memory texts with their kind when embedding.")
 
     # --- write path ----------------------------------------------------------

@@ -36,6 +36,7 @@ Progress = Callable[[int, int], None]
 
 ANCHORED_WEIGHT = (50.0, 1.0)
 DEFAULT_WEIGHT = (1.0, 4.0)
+ANALYZE_AFTER = 500
 
 
 async def _ensure_scope(conn: psycopg.AsyncConnection, rt: Runtime, scope: Scope) -> None:
@@ -214,6 +215,12 @@ async def import_turns(
             for row in rows:
                 await turn_rows.insert_turn(conn, row)
             await vector_rows.upsert_vectors(conn, rt.table, vector_items)
+    if bulk and len(rows) >= ANALYZE_AFTER:
+        # Fresh statistics, so the planner uses the HNSW and GIN indexes right away instead of
+        # waiting for autovacuum after a large COPY.
+        async with rt.store.connection() as conn:
+            await turn_rows.analyze(conn)
+            await vector_rows.analyze(conn, rt.table)
     return [
         Turn(
             id=r[0],
@@ -242,7 +249,7 @@ def _duplicates(keys: Sequence[tuple[str, int | None]]) -> list[tuple[str, int |
 
 
 async def _embed_with_progress(rt: Runtime, texts: Sequence[str], progress: Progress | None) -> np.ndarray:
-    step = max(rt.embeddings.batch_size, 256)
+    step = rt.embeddings.chunk_size
     parts = []
     for start in range(0, len(texts), step):
         parts.append(await rt.embeddings.embed_documents(texts[start : start + step]))

@@ -67,3 +67,7 @@ async def existing_turn_numbers(
         ([k[0] for k in keys], [k[1] for k in keys], entity_id, namespace),
     )
     return [(r[0], int(r[1])) for r in await cur.fetchall()]
+
+
+async def analyze(conn: psycopg.AsyncConnection) -> None:
+    await conn.execute("ANALYZE mnemo.turns")

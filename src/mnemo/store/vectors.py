@@ -213,3 +213,7 @@ async def slug_counts(conn: psycopg.AsyncConnection) -> list[tuple[str, str, int
         )
         out.extend((table, str(slug), int(n)) for slug, n in await c.fetchall())
     return out
+
+
+async def analyze(conn: psycopg.AsyncConnection, table: str) -> None:
+    await conn.execute(sql.SQL("ANALYZE {t}").format(t=_ident(table)))
