@@ -16,8 +16,10 @@ from mnemo import (
     RecallResult,
     Refusal,
     Scope,
+    Settings,
     UnknownScopeError,
 )
+from mnemo.embed import Embeddings
 from tests.conftest import snapshot
 
 ALICE = Scope("alice", "chat")
@@ -34,9 +36,65 @@ async def test_remember_then_recall_with_component_scores(archive: AsyncArchive)
     assert top.item_kind == "memory" and top.memory_kind == "preference"
     assert top.vector_rank == 1
     assert top.similarity is not None and top.similarity > 0.3
-    assert top.score == pytest.approx(sum(1 / (60 + r) for r in (top.vector_rank, top.lexical_rank) if r))
+    assert top.lexical_score is not None and top.lexical_score > 0  # BM25: "alice" matches
+    assert top.neighbour_boost == 0.0  # memories have no conversation neighbours
     scores = [h.score for h in result]
     assert scores == sorted(scores, reverse=True)
+
+
+async def test_rrf_fusion_mode_scores(settings: Settings, embeddings: Embeddings) -> None:
+    archive = await AsyncArchive.open(settings, embeddings=embeddings, fusion="rrf", neighbour_weights=())
+    try:
+        await archive.remember(ALICE, "Alice is allergic to peanuts")
+        await archive.remember(ALICE, "The quarterly report is due in April")
+        result = await archive.recall(ALICE, "alice peanut allergy", k=2)
+    finally:
+        await archive.close()
+    for hit in result:
+        assert hit.score == pytest.approx(sum(1 / (60 + r) for r in (hit.vector_rank, hit.lexical_rank) if r))
+    assert result[0].content == "Alice is allergic to peanuts"
+
+
+FILLER = [
+    "The train was late again this morning",
+    "I bought new running shoes",
+    "We watched a documentary about owls",
+    "My neighbour is renovating the attic",
+    "The bakery on the corner closed down",
+    "I finished the crossword",
+    "It rained the whole weekend",
+    "Our book club read a mystery novel",
+    "I repotted the basil on the balcony",
+    "The printer at work jammed twice",
+    "We tried a new ramen place downtown",
+    "I lost my umbrella on the bus",
+]
+
+
+async def test_neighbour_smoothing_brings_in_the_answer_turn(settings: Settings, embeddings: Embeddings) -> None:
+    scope = Scope("nb", "chat")
+    turns = [
+        *FILLER[:6],
+        "What did you end up naming the new puppy?",
+        "We went with Pepper.",
+        *FILLER[6:],
+    ]
+    results = {}
+    for label, overrides in (("on", {}), ("off", {"neighbour_weights": ()})):
+        archive = await AsyncArchive.open(settings, embeddings=embeddings, **overrides)
+        try:
+            if label == "on":
+                for i, text in enumerate(turns):
+                    await archive.record_turn(scope, "s", "user" if i % 2 == 0 else "assistant", text)
+            results[label] = await archive.recall(scope, "what is the puppy called?", k=3, threshold=-1.0)
+        finally:
+            await archive.close()
+    on = [h.content for h in results["on"]]
+    off = [h.content for h in results["off"]]
+    assert on[0].startswith("What did you end up naming")
+    answer = next(h for h in results["on"] if h.content.startswith("We went with Pepper"))
+    assert answer.neighbour_boost > 0 and answer.vector_rank is not None and answer.vector_rank > 3
+    assert not any(c.startswith("We went with Pepper") for c in off)
 
 
 async def test_turns_are_numbered_and_embedded_immediately(archive: AsyncArchive) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import Field, ValidationError, field_validator, model_validator
@@ -60,7 +60,20 @@ class Settings(BaseSettings):
         default=0.25, ge=-1.0, le=1.0, description="Cosine similarity below which recall refuses."
     )
     rrf_k: int = Field(default=60, ge=1, le=10_000)
-    candidate_depth: int = Field(default=50, ge=1, le=10_000, description="Candidates per retriever.")
+    candidate_depth: int = Field(default=100, ge=1, le=10_000, description="Candidates per retriever.")
+    lexical: Literal["bm25", "tsrank"] = Field(
+        default="bm25", description="Lexical retriever: BM25 over in-database postings, or PostgreSQL ts_rank_cd."
+    )
+    fusion: Literal["zscore", "rrf"] = Field(
+        default="zscore", description="Combine retrievers by z-normalised scores, or by reciprocal rank."
+    )
+    lexical_weight: float = Field(default=1.0, ge=0.0, le=10.0, description="Lexical weight in z-score fusion.")
+    neighbour_weights: tuple[float, ...] = Field(
+        default=(0.4, 0.2),
+        description="Score shared from turns 1, 2, ... places away in the same session; () switches it off.",
+    )
+    neighbour_anchors: int = Field(default=30, ge=0, le=1000, description="Top candidates whose neighbours join.")
+    turn_context: bool = Field(default=True, description="Embed turns as 'Speaker: content'.")
     max_k: int = Field(default=200, ge=1, le=10_000)
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
 

@@ -83,6 +83,14 @@ class Embeddings:
             return KIND_PREFIXES.get(kind, "") + content
         return content
 
+    def turn_text(self, content: str, speaker: str | None = None) -> str:
+        """The text embedded for a conversation turn: ``"Speaker: content"`` when the speaker is known.
+
+        Questions about a conversation name people ("what did Ana paint?") while the turns
+        rarely do; sealing the speaker into the vector lets the dense retriever see it.
+        """
+        return f"{speaker}: {content}" if speaker else content
+
     async def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts for storage; returns an ``(n, dim)`` float32 array."""
         if not texts:

@@ -143,6 +143,7 @@ class Hit:
     memory_kind: str | None = None
     token_count: int = 0
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    neighbour_boost: float = 0.0
 
     def components(self) -> dict[str, float | int | None]:
         """The scores behind this hit, for display and traces."""
@@ -152,6 +153,7 @@ class Hit:
             "vector_rank": self.vector_rank,
             "lexical_rank": self.lexical_rank,
             "lexical_score": self.lexical_score,
+            "neighbour_boost": self.neighbour_boost,
         }
 
 

@@ -1,14 +1,24 @@
-"""The read path: hybrid search, fusion, hard refusal, trace.
+"""The read path: hybrid search, score fusion, neighbour smoothing, hard refusal, trace.
 
-Seeds: cognitive-plan §2.5 (HNSW + full-text candidates fused with RRF, k=60,
-top-50 from each list), archive-adr §7 ("The Mentat Refusal": below the
+Seeds: cognitive-plan §2.5 (HNSW + full-text candidates, fused), §4.6
+(contextual retrieval), archive-adr §7 ("The Mentat Refusal": below the
 threshold the caller gets a refusal, not a guess; "Sigil Scope": every read is
-scoped and cross-entity reads need a grant), memory-architecture §2.4.
+scoped and cross-entity reads need a grant), memory-architecture §1.3, §2.4.
 
-Pipeline: check access -> embed the query -> {HNSW candidates, full-text
-candidates} of that scope and the active embedder slug only -> RRF -> top k ->
-hydrate with similarity -> refuse if the best similarity is under the
-threshold -> append a trace row.
+Pipeline (each piece switchable in :class:`~mnemo.config.Settings`, measured by
+``mnemo bench locomo --ablate``):
+
+1. check access; embed the query;
+2. candidates of that scope and the active embedder slug only: HNSW (cosine)
+   and lexical (``lexical``: in-database BM25, or ``ts_rank_cd``),
+   ``candidate_depth`` each;
+3. fuse (``fusion``): z-scores of both retrievers over the candidates, lexical
+   weighted by ``lexical_weight``, every candidate scored by both retrievers
+   exactly — or reciprocal-rank fusion (k = ``rrf_k``);
+4. neighbour smoothing (``neighbour_weights``): the top ``neighbour_anchors``
+   turns bring their session neighbours in, and every turn earns a share of
+   its neighbours' scores;
+5. top k; refuse if the best similarity is under the threshold; trace.
 """
 
 from __future__ import annotations
@@ -17,19 +27,43 @@ import time
 import uuid
 from typing import Any
 
-from mnemo.cognition.fusion import rrf
+import psycopg
+
+from mnemo.cognition.fusion import rrf, zscore_fuse
+from mnemo.cognition.neighbours import smooth
 from mnemo.errors import AccessDeniedError, InvalidContentError, UnknownScopeError
 from mnemo.models import Hit, RecallResult, Refusal, Scope, uuid7
 from mnemo.runtime import Runtime
+from mnemo.store import lexicon
 from mnemo.store import scopes as scope_rows
 from mnemo.store import search as search_rows
 from mnemo.store import traces as trace_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.validate import check_content
 
-__all__ = ["recall"]
+__all__ = ["ITEM_KINDS", "recall"]
 
 ITEM_KINDS = ("turn", "memory")
+
+
+async def _lexical(
+    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, text: str, depth: int, kinds: tuple[str, ...]
+) -> list[tuple[uuid.UUID, str, float]]:
+    if rt.settings.lexical == "bm25":
+        return await lexicon.bm25(conn, scope.entity_id, scope.namespace, text, depth, kinds=kinds)
+    return await search_rows.lexical(
+        conn, scope.entity_id, scope.namespace, text, depth, turns="turn" in kinds, memories="memory" in kinds
+    )
+
+
+async def _lexical_scores(
+    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, text: str, ids: list[uuid.UUID]
+) -> dict[uuid.UUID, float]:
+    """Exact lexical scores of specific items (0 when no query term matches)."""
+    found: dict[uuid.UUID, float] = dict.fromkeys(ids, 0.0)
+    if ids and rt.settings.lexical == "bm25":
+        found |= {i: s for i, _, s in await lexicon.bm25(conn, scope.entity_id, scope.namespace, text, 0, ids=ids)}
+    return found
 
 
 async def recall(
@@ -46,14 +80,16 @@ async def recall(
 ) -> RecallResult | Refusal:
     """Recall up to ``k`` items of ``scope`` for ``query``; a :class:`Refusal` below the threshold."""
     started = time.perf_counter()
-    text = check_content(query, max_chars=rt.settings.max_content_chars, label="query")
-    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= rt.settings.max_k:
-        raise InvalidContentError(f"k must be an integer between 1 and {rt.settings.max_k}, not {k!r}")
+    cfg = rt.settings
+    text = check_content(query, max_chars=cfg.max_content_chars, label="query")
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= cfg.max_k:
+        raise InvalidContentError(f"k must be an integer between 1 and {cfg.max_k}, not {k!r}")
     if not kinds or any(kind not in ITEM_KINDS for kind in kinds):
         raise InvalidContentError(f"kinds must be a non-empty subset of {ITEM_KINDS}")
+    kinds = tuple(dict.fromkeys(kinds))
     reader = scope.entity_id if as_entity is None else Scope(as_entity).entity_id
-    limit = threshold if threshold is not None else rt.settings.refusal_threshold
-    depth = max(rt.settings.candidate_depth, k)
+    limit = threshold if threshold is not None else cfg.refusal_threshold
+    depth = max(cfg.candidate_depth, k)
     query_vector = await rt.embeddings.embed_query(text)
 
     async with rt.store.connection() as conn:
@@ -69,33 +105,69 @@ async def recall(
             conn, rt.table, rt.embeddings.dim, scope.entity_id, scope.namespace, rt.slug, query_vector, depth
         )
         dense = [d for d in dense if d[1] in kinds]
-        lexical = await search_rows.lexical(
-            conn,
-            scope.entity_id,
-            scope.namespace,
-            text,
-            depth,
-            turns="turn" in kinds,
-            memories="memory" in kinds,
-        )
-        fused = rrf({"vector": [d[0] for d in dense], "lexical": [x[0] for x in lexical]}, k=rt.settings.rrf_k)
+        lexical = await _lexical(rt, conn, scope, text, depth, kinds)
         kind_of = {d[0]: d[1] for d in dense} | {x[0]: x[1] for x in lexical}
+        vector_rank = {d[0]: rank for rank, d in enumerate(dense, start=1)}
+        lexical_rank = {x[0]: rank for rank, x in enumerate(lexical, start=1)}
         similarity = {d[0]: d[2] for d in dense}
         lexical_score = {x[0]: x[2] for x in lexical}
-        top = fused[: k * 2]  # head-room: a memory may have been archived since it was indexed
-        ids: list[uuid.UUID] = [item.key for item in top]  # type: ignore[misc]
-        missing = [i for i in ids if i not in similarity]
+        candidates = list(kind_of)
+
+        if cfg.fusion == "zscore":
+            similarity |= await vector_rows.similarities(
+                conn, rt.table, scope.entity_id, rt.slug, query_vector, [i for i in candidates if i not in similarity]
+            )
+            lexical_score |= await _lexical_scores(
+                rt, conn, scope, text, [i for i in candidates if i not in lexical_score]
+            )
+            base = zscore_fuse(
+                {"vector": similarity, "lexical": lexical_score}, weights={"lexical": cfg.lexical_weight}
+            )
+        else:
+            base = {
+                item.key: item.score  # type: ignore[misc]
+                for item in rrf({"vector": [d[0] for d in dense], "lexical": [x[0] for x in lexical]}, k=cfg.rrf_k)
+            }
+
+        final = dict(base)
+        if cfg.neighbour_weights and "turn" in kinds and base:
+            ranked = sorted(base, key=lambda i: -base[i])
+            anchors = [i for i in ranked if kind_of[i] == "turn"][: cfg.neighbour_anchors]
+            expand = anchors if cfg.fusion == "zscore" else []
+            where, bounds = await search_rows.positions(
+                conn,
+                scope.entity_id,
+                scope.namespace,
+                [i for i in candidates if kind_of[i] == "turn"],
+                expand,
+                len(cfg.neighbour_weights),
+            )
+            new = [i for i in where if i not in base]
+            if new:
+                kind_of |= dict.fromkeys(new, "turn")
+                similarity |= await vector_rows.similarities(
+                    conn, rt.table, scope.entity_id, rt.slug, query_vector, new
+                )
+                lexical_score |= await _lexical_scores(rt, conn, scope, text, new)
+                base = zscore_fuse(
+                    {"vector": similarity, "lexical": lexical_score},
+                    weights={"lexical": cfg.lexical_weight},
+                    reference=candidates,
+                )
+            final = smooth(base, where, cfg.neighbour_weights, floor=min(base.values()), bounds=bounds)
+
+        order = sorted(final, key=lambda i: (-final[i], str(i)))[: k * 2]  # head-room for archived memories
+        missing = [i for i in order if i not in similarity]
         similarity |= await vector_rows.similarities(conn, rt.table, scope.entity_id, rt.slug, query_vector, missing)
         turn_rows = await search_rows.hydrate_turns(
-            conn, scope.entity_id, scope.namespace, [i for i in ids if kind_of[i] == "turn"]
+            conn, scope.entity_id, scope.namespace, [i for i in order if kind_of[i] == "turn"]
         )
         memory_rows = await search_rows.hydrate_memories(
-            conn, scope.entity_id, scope.namespace, [i for i in ids if kind_of[i] == "memory"]
+            conn, scope.entity_id, scope.namespace, [i for i in order if kind_of[i] == "memory"]
         )
 
         hits: list[Hit] = []
-        for item in top:
-            item_id: uuid.UUID = item.key  # type: ignore[assignment]
+        for item_id in order:
             row: dict[str, Any] | None = turn_rows.get(item_id) or memory_rows.get(item_id)
             if row is None:
                 continue
@@ -104,10 +176,10 @@ async def recall(
                     id=item_id,
                     item_kind="turn" if kind_of[item_id] == "turn" else "memory",
                     content=row["content"],
-                    score=item.score,
+                    score=final[item_id],
                     similarity=similarity.get(item_id),
-                    vector_rank=item.ranks.get("vector"),
-                    lexical_rank=item.ranks.get("lexical"),
+                    vector_rank=vector_rank.get(item_id),
+                    lexical_rank=lexical_rank.get(item_id),
                     lexical_score=lexical_score.get(item_id),
                     created_at=row["created_at"],
                     scope=scope,
@@ -118,6 +190,7 @@ async def recall(
                     memory_kind=row.get("memory_kind"),
                     token_count=row.get("token_count", 0),
                     metadata=row.get("metadata") or {},
+                    neighbour_boost=final[item_id] - base.get(item_id, 0.0),
                 )
             )
             if len(hits) == k:

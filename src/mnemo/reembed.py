@@ -52,11 +52,16 @@ async def reembed(rt: Runtime, *, batch_size: int = 256, progress: Callable[[int
                 batch = await vector_rows.missing_batch(conn, rt.table, rt.slug, entity_id, namespace, batch_size)
             if not batch:
                 break
-            texts = [rt.embeddings.document_text(content, memory_kind) for _, _, content, memory_kind in batch]
+            texts = [
+                rt.embeddings.turn_text(content, speaker if rt.settings.turn_context else None)
+                if item_kind == "turn"
+                else rt.embeddings.document_text(content, memory_kind)
+                for _, item_kind, content, memory_kind, speaker in batch
+            ]
             vectors = await rt.embeddings.embed_documents(texts)
             rows = [
                 (entity_id, namespace, item_id, item_kind, rt.slug, vector)
-                for (item_id, item_kind, _, _), vector in zip(batch, vectors, strict=True)
+                for (item_id, item_kind, _, _, _), vector in zip(batch, vectors, strict=True)
             ]
             async with rt.store.transaction() as conn:
                 await vector_rows.upsert_vectors(conn, rt.table, rows)

@@ -24,6 +24,7 @@ from mnemo.errors import InvalidContentError, MalformedImportError, UnknownScope
 from mnemo.formats import TurnInput, detect_format, parse_file
 from mnemo.models import ImportReport, Memory, Scope, Turn, uuid7
 from mnemo.runtime import Runtime
+from mnemo.store import lexicon
 from mnemo.store import memories as memory_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import turns as turn_rows
@@ -104,6 +105,7 @@ async def remember(
     async with rt.store.transaction() as conn:
         await _ensure_scope(conn, rt, scope)
         created = await memory_rows.insert_memory(conn, row)
+        await lexicon.add_postings(conn, scope.entity_id, scope.namespace, "memory", [item_id])
         await vector_rows.upsert_vectors(
             conn, rt.table, [(scope.entity_id, scope.namespace, item_id, "memory", rt.slug, vector)]
         )
@@ -167,7 +169,8 @@ async def import_turns(
         return []
     texts = [t.content for t in turns]
     if vectors is None:
-        vectors = await _embed_with_progress(rt, texts, progress)
+        documents = [rt.embeddings.turn_text(t.content, t.speaker if rt.settings.turn_context else None) for t in turns]
+        vectors = await _embed_with_progress(rt, documents, progress)
     elif vectors.shape != (len(turns), rt.embeddings.dim):
         raise InvalidContentError(f"expected {len(turns)} vectors of dimension {rt.embeddings.dim}")
     tokens = rt.embeddings.count_tokens(texts)
@@ -215,6 +218,7 @@ async def import_turns(
             for row in rows:
                 await turn_rows.insert_turn(conn, row)
             await vector_rows.upsert_vectors(conn, rt.table, vector_items)
+        await lexicon.add_postings(conn, scope.entity_id, scope.namespace, "turn", [r[0] for r in rows])
     if bulk and len(rows) >= ANALYZE_AFTER:
         # Fresh statistics, so the planner uses the HNSW and GIN indexes right away instead of
         # waiting for autovacuum after a large COPY.

@@ -8,10 +8,10 @@ outranks a single strong vote, and no score calibration is needed.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import TypeVar
 
-__all__ = ["FusedItem", "rrf"]
+__all__ = ["FusedItem", "rrf", "zscore_fuse"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -65,3 +65,40 @@ def rrf(
             scores[key] = scores.get(key, 0.0) + weight / (k + position)
     fused = sorted(scores, key=lambda key: (-scores[key], min(ranks[key].values()), order[key]))
     return [FusedItem(key, scores[key], ranks[key]) for key in fused]
+
+
+def zscore_fuse(
+    scores: Mapping[str, Mapping[K, float]],
+    *,
+    weights: Mapping[str, float] | None = None,
+    missing: Mapping[str, float] | None = None,
+    reference: Collection[K] | None = None,
+) -> dict[K, float]:
+    """Weighted sum of per-retriever z-scores over the union of candidates.
+
+    Each retriever's scores are standardised over the candidates it scored
+    (mean 0, sd 1), so cosine similarities and BM25 scores become comparable;
+    an item a retriever did not score takes ``missing[name]`` (default: that
+    retriever's minimum, i.e. "no evidence from it"). With ``reference``, the
+    mean and deviation come from those items only, so late additions (such as
+    neighbours) are scored on the same scale as the retrieved candidates.
+    """
+    keys: list[K] = []
+    seen: set[K] = set()
+    for ranking in scores.values():
+        for key in ranking:
+            if key not in seen:
+                seen.add(key)
+                keys.append(key)
+    fused: dict[K, float] = dict.fromkeys(keys, 0.0)
+    for name, values in scores.items():
+        if not values:
+            continue
+        weight = 1.0 if weights is None else float(weights.get(name, 1.0))
+        raw = [v for k, v in values.items() if reference is None or k in reference] or list(values.values())
+        mu = sum(raw) / len(raw)
+        sd = (sum((v - mu) ** 2 for v in raw) / len(raw)) ** 0.5 or 1.0
+        default = min(raw) if missing is None or name not in missing else missing[name]
+        for key in keys:
+            fused[key] += weight * (values.get(key, default) - mu) / sd
+    return fused

@@ -321,6 +321,73 @@ def demo(as_json: JsonOpt = False) -> None:
         _print_recall(result, as_json=False)
 
 
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks: retrieval quality and performance.")
+app.add_typer(bench_app, name="bench")
+
+
+def _overrides(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"--set expects KEY=VALUE, got {pair!r}")
+        out[key.strip().replace("-", "_")] = value.strip()
+    return out
+
+
+@bench_app.command("locomo")
+@_fail_cleanly
+def bench_locomo(
+    path: Annotated[Path, typer.Argument(help="A LoCoMo-format file, e.g. ../shared/bench/locomo/locomo-dev.json.")],
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write every figure to this JSON file.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a setting, KEY=VALUE (repeatable).")] = None,
+    baselines: Annotated[bool, typer.Option(help="Also run the BM25 and dense baselines.")] = True,
+    ablate: Annotated[bool, typer.Option(help="Also run with each recall piece switched off.")] = False,
+) -> None:
+    """Retrieval quality on LoCoMo: recall@k per category, evidence within token budgets, latency."""
+    import asyncio
+
+    from mnemo.bench.locomo import ABLATIONS, run_locomo
+    from mnemo.bench.report import print_ablation, print_locomo
+    from mnemo.config import load_settings
+    from mnemo.embed import load_embedder
+
+    if not path.is_file():
+        raise typer.BadParameter(f"{path} is not a file", param_hint="PATH")
+    overrides = _overrides(set_ or [])
+    settings = load_settings(**overrides)  # validates the overrides before the long run
+    embeddings = load_embedder(
+        settings.embedder, batch_size=settings.embed_batch_size, kind_prefixes=settings.kind_prefixes
+    )
+
+    def run(extra: dict[str, object], with_baselines: bool, label: str) -> dict[str, Any]:
+        with _progress(label) as progress:
+            return asyncio.run(
+                run_locomo(
+                    path,
+                    embeddings=embeddings,
+                    overrides={**overrides, **extra},
+                    baselines=with_baselines,
+                    database_url=settings.database_url,
+                    progress=lambda _name, done, total: progress(done, total),
+                )
+            )
+
+    result = run({}, baselines, "recall")
+    print_locomo(result, out)
+    if ablate:
+        rows = [("all pieces on", result["systems"]["mnemo"])]
+        result["ablation"] = {}
+        for name, extra in ABLATIONS.items():
+            scores = run(extra, False, f"without {name}")["systems"]["mnemo"]
+            rows.append((f"without {name}", scores))
+            result["ablation"][name] = {"overrides": extra, "scores": scores}
+        print_ablation(rows, out)
+    if json_out is not None:
+        json_out.write_text(json.dumps(result, indent=2))
+        out.print(f"wrote {json_out}")
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

@@ -75,6 +75,9 @@ class Store:
         async def configure(c: psycopg.AsyncConnection) -> None:
             await register_vector_async(c)
             await c.execute("SET hnsw.iterative_scan = relaxed_order")
+            # psycopg prepares statements used 5+ times; PostgreSQL then may switch to a generic plan,
+            # which for scope- and term-dependent queries (BM25 postings, HNSW with filters) is 10x slower.
+            await c.execute("SET plan_cache_mode = force_custom_plan")
             await c.execute(f"SET hnsw.ef_search = {int(ef_search)}")
 
         pool = AsyncConnectionPool(

@@ -82,3 +82,38 @@ async def hydrate_memories(
     )
     cols = ("id", "content", "created_at", "memory_kind", "token_count", "metadata")
     return {r[0]: dict(zip(cols, r, strict=True)) for r in await cur.fetchall()}
+
+
+async def positions(
+    conn: psycopg.AsyncConnection,
+    entity_id: str,
+    namespace: str,
+    ids: Sequence[uuid.UUID],
+    anchors: Sequence[uuid.UUID],
+    distance: int,
+) -> tuple[dict[uuid.UUID, tuple[str, int]], dict[str, tuple[int, int]]]:
+    """``(session_id, turn_number)`` of the turns in ``ids`` plus every turn within ``distance``
+    of an anchor in the same session (neighbour expansion), and each of those sessions'
+    first and last turn number."""
+    if not ids and not anchors:
+        return {}, {}
+    cur = await conn.execute(
+        """WITH pos AS (
+               SELECT id, session_id, turn_number FROM mnemo.turns
+               WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)
+               UNION
+               SELECT n.id, n.session_id, n.turn_number
+               FROM mnemo.turns t JOIN mnemo.turns n
+                 ON n.entity_id = t.entity_id AND n.namespace = t.namespace AND n.session_id = t.session_id
+                AND n.turn_number BETWEEN t.turn_number - %(d)s AND t.turn_number + %(d)s
+               WHERE t.entity_id = %(e)s AND t.namespace = %(ns)s AND t.id = ANY(%(anchors)s)),
+           bounds AS (
+               SELECT session_id, min(turn_number) AS lo, max(turn_number) AS hi FROM mnemo.turns
+               WHERE entity_id = %(e)s AND namespace = %(ns)s AND session_id IN (SELECT session_id FROM pos)
+               GROUP BY session_id)
+           SELECT pos.id, pos.session_id, pos.turn_number, bounds.lo, bounds.hi
+           FROM pos JOIN bounds USING (session_id)""",
+        {"e": entity_id, "ns": namespace, "ids": list(ids), "anchors": list(anchors), "d": distance},
+    )
+    rows = await cur.fetchall()
+    return {r[0]: (r[1], int(r[2])) for r in rows}, {r[1]: (int(r[3]), int(r[4])) for r in rows}

@@ -179,22 +179,25 @@ async def count_missing(conn: psycopg.AsyncConnection, table: str, slug: str) ->
 
 async def missing_batch(
     conn: psycopg.AsyncConnection, table: str, slug: str, entity_id: str, namespace: str, limit: int
-) -> list[tuple[uuid.UUID, str, str, str | None]]:
-    """Up to ``limit`` items of one scope lacking a ``slug`` vector: ``(id, item_kind, content, memory_kind)``."""
+) -> list[tuple[uuid.UUID, str, str, str | None, str | None]]:
+    """Up to ``limit`` items of one scope lacking a ``slug`` vector.
+
+    Rows are ``(id, item_kind, content, memory_kind, speaker)``.
+    """
     stmt = sql.SQL(
-        """(SELECT t.id, 'turn', t.content, NULL::text FROM mnemo.turns t
+        """(SELECT t.id, 'turn', t.content, NULL::text, t.speaker FROM mnemo.turns t
             WHERE t.entity_id = %(e)s AND t.namespace = %(ns)s AND NOT EXISTS (
               SELECT 1 FROM {v} v WHERE v.entity_id = t.entity_id AND v.item_id = t.id AND v.slug = %(s)s)
             ORDER BY t.id LIMIT %(n)s)
            UNION ALL
-           (SELECT m.id, 'memory', m.content, m.kind FROM mnemo.memories m
+           (SELECT m.id, 'memory', m.content, m.kind, NULL::text FROM mnemo.memories m
             WHERE m.entity_id = %(e)s AND m.namespace = %(ns)s AND m.status <> 'pruned' AND NOT EXISTS (
               SELECT 1 FROM {v} v WHERE v.entity_id = m.entity_id AND v.item_id = m.id AND v.slug = %(s)s)
             ORDER BY m.id LIMIT %(n)s)
            LIMIT %(n)s"""
     ).format(v=_ident(table))
     cur = await conn.execute(stmt, {"e": entity_id, "ns": namespace, "s": slug, "n": limit})
-    return [(r[0], r[1], r[2], r[3]) for r in await cur.fetchall()]
+    return [(r[0], r[1], r[2], r[3], r[4]) for r in await cur.fetchall()]
 
 
 async def delete_items(conn: psycopg.AsyncConnection, table: str, entity_id: str, ids: Sequence[uuid.UUID]) -> None:

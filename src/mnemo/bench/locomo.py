@@ -1,0 +1,249 @@
+"""``mnemo bench locomo``: retrieval quality on a LoCoMo-format file, with baselines.
+
+Protocol (LoCoMo paper, Table 3, "dialog" unit; see shared/bench/locomo/README):
+every conversation goes into a fresh scope through the real write path; every
+question runs the real recall path read-only and ranks that conversation's
+turns; recall@k is the share of the question's evidence dia_ids in the top k
+(a question without evidence scores 1). "overall 1-4" and "overall 1-5" are
+means over the questions of those categories.
+
+Baselines in the same run, over the same turns and questions: BM25 (``bm25s``)
+over the turn texts, dense cosine with the same embedder over the turn texts,
+and their plain reciprocal-rank fusion.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mnemo.archive import AsyncArchive
+from mnemo.bench.metrics import budget_recall, mean, parse_evidence, percentile, recall_at_k
+from mnemo.cognition.fusion import rrf
+from mnemo.config import Settings
+from mnemo.embed import Embeddings
+from mnemo.errors import MalformedImportError
+from mnemo.formats import TurnInput, parse_locomo
+from mnemo.models import Scope
+from mnemo.remember import import_turns
+
+__all__ = ["BUDGETS", "CATEGORIES", "KS", "Conversation", "load_locomo", "run_locomo"]
+
+KS = (1, 5, 10, 25, 50)
+BUDGETS = (500, 1000, 2000)
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+Progress = Callable[[str, int, int], None]
+
+# Each recall piece, switched off: name -> setting overrides (used by `mnemo bench locomo --ablate`).
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "BM25 (ts_rank_cd instead)": {"lexical": "tsrank"},
+    "z-score fusion (RRF instead)": {"fusion": "rrf"},
+    "neighbour smoothing": {"neighbour_weights": ()},
+    "speaker in turn embeddings": {"turn_context": False},
+}
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    category: int
+    evidence: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Conversation:
+    sample_id: str
+    turns: tuple[TurnInput, ...]
+    questions: tuple[Question, ...]
+
+
+@dataclass
+class SystemRun:
+    """One system's rankings: per question (category, ranking of dia_ids), plus latencies."""
+
+    name: str
+    rows: list[tuple[int, tuple[str, ...], list[str]]] = field(default_factory=list)
+    latencies_ms: list[float] = field(default_factory=list)
+
+
+def load_locomo(path: Path, *, max_chars: int = 32_000) -> list[Conversation]:
+    text = path.read_text(encoding="utf-8")
+    data = json.loads(text)
+    if not isinstance(data, list):
+        data = [data]
+    conversations: list[Conversation] = []
+    for sample in data:
+        sample_id = str(sample.get("sample_id", f"sample-{len(conversations)}"))
+        turns = parse_locomo(json.dumps(sample), max_chars=max_chars, path=str(path))
+        questions = []
+        for qa in sample.get("qa", []):
+            if "question" not in qa or "category" not in qa:
+                raise MalformedImportError(f"{sample_id}: a QA item lacks 'question' or 'category'", path=str(path))
+            questions.append(
+                Question(str(qa["question"]), int(qa["category"]), tuple(parse_evidence(qa.get("evidence", []))))
+            )
+        conversations.append(Conversation(sample_id, tuple(turns), tuple(questions)))
+    return conversations
+
+
+def score(run: SystemRun, tokens: Mapping[str, Mapping[str, int]], sample_of: Sequence[str]) -> dict[str, Any]:
+    """Recall@k and budget recall per category and overall."""
+    per_question = []
+    for (category, evidence, ranking), sample in zip(run.rows, sample_of, strict=True):
+        rec = {f"R@{k}": recall_at_k(ranking, evidence, k) for k in KS}
+        rec |= {f"B@{b}": budget_recall(ranking, tokens[sample], evidence, b) for b in BUDGETS}
+        per_question.append((category, rec))
+    groups: dict[str, list[dict[str, float]]] = {name: [] for name in CATEGORIES.values()}
+    groups["overall 1-4"] = []
+    groups["overall 1-5"] = []
+    for category, rec in per_question:
+        groups[CATEGORIES.get(category, str(category))].append(rec)
+        groups["overall 1-5"].append(rec)
+        if category in (1, 2, 3, 4):
+            groups["overall 1-4"].append(rec)
+    metrics = [f"R@{k}" for k in KS] + [f"B@{b}" for b in BUDGETS]
+    out: dict[str, Any] = {
+        group: {"n": len(recs), **{m: round(100 * mean([r[m] for r in recs]), 2) for m in metrics}}
+        for group, recs in groups.items()
+    }
+    if run.latencies_ms:
+        out["latency_ms"] = {
+            "p50": round(percentile(run.latencies_ms, 50), 2),
+            "p95": round(percentile(run.latencies_ms, 95), 2),
+        }
+    return out
+
+
+async def run_mnemo(
+    conversations: Sequence[Conversation],
+    settings: Settings,
+    embeddings: Embeddings,
+    progress: Progress | None = None,
+) -> SystemRun:
+    run = SystemRun("mnemo")
+    archive = await AsyncArchive.open(settings, embeddings=embeddings)
+    try:
+        total = sum(len(c.questions) for c in conversations)
+        done = 0
+        for conv in conversations:
+            scope = Scope("locomo", conv.sample_id)
+            await import_turns(archive.runtime, scope, conv.turns)
+            for q in conv.questions:
+                started = time.perf_counter()
+                result = await archive.recall(scope, q.text, max(KS), read_only=True, threshold=-1.0, kinds=("turn",))
+                run.latencies_ms.append((time.perf_counter() - started) * 1000)
+                hits = result.hits if result.hits else getattr(result, "candidates", ())
+                run.rows.append((q.category, q.evidence, [str(h.metadata.get("dia_id")) for h in hits]))
+                done += 1
+                if progress is not None:
+                    progress("mnemo", done, total)
+    finally:
+        await archive.close()
+    return run
+
+
+def run_bm25(conversations: Sequence[Conversation]) -> SystemRun:
+    try:
+        import bm25s
+    except ImportError as exc:  # a dev dependency: the benchmark baseline only
+        raise RuntimeError("the BM25 baseline needs bm25s: pip install 'mnemo[dev]'") from exc
+    run = SystemRun("bm25s")
+    for conv in conversations:
+        ids = [str(t.metadata["dia_id"]) for t in conv.turns]
+        retriever = bm25s.BM25()
+        retriever.index(
+            bm25s.tokenize([t.content for t in conv.turns], stopwords="en", show_progress=False), show_progress=False
+        )
+        k = min(max(KS), len(ids))
+        for q in conv.questions:
+            started = time.perf_counter()
+            tokens = bm25s.tokenize([q.text], stopwords="en", show_progress=False)
+            if len(tokens.vocab) == 0:
+                ranking: list[str] = []
+            else:
+                docs, _ = retriever.retrieve(tokens, k=k, show_progress=False)
+                ranking = [ids[i] for i in docs[0]]
+            run.latencies_ms.append((time.perf_counter() - started) * 1000)
+            run.rows.append((q.category, q.evidence, ranking))
+    return run
+
+
+async def run_dense(conversations: Sequence[Conversation], embeddings: Embeddings) -> SystemRun:
+    run = SystemRun("dense")
+    for conv in conversations:
+        ids = [str(t.metadata["dia_id"]) for t in conv.turns]
+        matrix = await embeddings.embed_documents([t.content for t in conv.turns])
+        for q in conv.questions:
+            started = time.perf_counter()
+            query = await embeddings.embed_query(q.text)
+            order = np.argsort(-(matrix @ query), kind="stable")[: max(KS)]
+            run.latencies_ms.append((time.perf_counter() - started) * 1000)
+            run.rows.append((q.category, q.evidence, [ids[i] for i in order]))
+    return run
+
+
+def run_fusion(a: SystemRun, b: SystemRun) -> SystemRun:
+    run = SystemRun(f"{a.name}+{b.name} rrf")
+    for (category, evidence, ra), (_, _, rb) in zip(a.rows, b.rows, strict=True):
+        run.rows.append((category, evidence, [str(i.key) for i in rrf({"a": ra, "b": rb})][: max(KS)]))
+    return run
+
+
+async def run_locomo(
+    path: Path,
+    *,
+    embeddings: Embeddings,
+    overrides: Mapping[str, Any] | None = None,
+    database_url: str | None = None,
+    baselines: bool = True,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Run the benchmark; returns every figure (what ``--json`` writes)."""
+    conversations = load_locomo(path)
+    tokens = {
+        c.sample_id: dict(
+            zip(
+                (str(t.metadata["dia_id"]) for t in c.turns),
+                embeddings.count_tokens([t.content for t in c.turns]),
+                strict=True,
+            )
+        )
+        for c in conversations
+    }
+    sample_of = [c.sample_id for c in conversations for _ in c.questions]
+    with tempfile.TemporaryDirectory(prefix="mnemo-locomo-") as home:
+        settings = Settings(home=Path(home), database_url=database_url, **dict(overrides or {}))
+        started = time.perf_counter()
+        mnemo_run = await run_mnemo(conversations, settings, embeddings, progress)
+        seconds = time.perf_counter() - started
+    systems = {"mnemo": score(mnemo_run, tokens, sample_of)}
+    if baselines:
+        bm25_run = run_bm25(conversations)
+        dense_run = await run_dense(conversations, embeddings)
+        systems["bm25s"] = score(bm25_run, tokens, sample_of)
+        systems["dense"] = score(dense_run, tokens, sample_of)
+        systems["bm25s+dense rrf"] = score(run_fusion(bm25_run, dense_run), tokens, sample_of)
+    return {
+        "dataset": str(path),
+        "conversations": len(conversations),
+        "turns": sum(len(c.turns) for c in conversations),
+        "questions": len(sample_of),
+        "embedder": str(embeddings.slug),
+        "settings": {k: v for k, v in settings.model_dump(mode="json").items() if k not in {"home", "database_url"}},
+        "mnemo_seconds": round(seconds, 1),
+        "systems": systems,
+        "anchor": {
+            "name": "LoCoMo paper, DRAGON, dialog, all 10 conversations, all categories",
+            "R@5": 56.7,
+            "R@10": 66.2,
+            "R@25": 76.7,
+            "R@50": 82.7,
+        },
+    }

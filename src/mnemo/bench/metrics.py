@@ -1,0 +1,64 @@
+"""Retrieval metrics for the LoCoMo protocol (pure functions).
+
+- recall@k: the share of a question's evidence ids found in the top k of the
+  ranking; a question without evidence scores 1 (LoCoMo paper, Table 3).
+- budget recall: the share of evidence a caller gets if it fills ``budget``
+  tokens of context from the top of the ranking (an item that does not fit
+  ends the context).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+__all__ = ["EVIDENCE_RE", "budget_recall", "mean", "parse_evidence", "percentile", "recall_at_k"]
+
+EVIDENCE_RE = re.compile(r"D\d+:\d+")
+
+
+def parse_evidence(items: Iterable[object]) -> list[str]:
+    """Evidence dia_ids, split with ``D\\d+:\\d+`` (some entries hold two ids), de-duplicated in order."""
+    found: list[str] = []
+    for item in items:
+        for match in EVIDENCE_RE.findall(str(item)):
+            if match not in found:
+                found.append(match)
+    return found
+
+
+def recall_at_k(ranking: Sequence[str], evidence: Sequence[str], k: int) -> float:
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    wanted = set(evidence)
+    if not wanted:
+        return 1.0
+    return len(wanted.intersection(ranking[:k])) / len(wanted)
+
+
+def budget_recall(ranking: Sequence[str], tokens: Mapping[str, int], evidence: Sequence[str], budget: int) -> float:
+    wanted = set(evidence)
+    if not wanted:
+        return 1.0
+    used = 0
+    included: set[str] = set()
+    for item in ranking:
+        cost = tokens[item]
+        if used + cost > budget:
+            break
+        used += cost
+        included.add(item)
+    return len(wanted & included) / len(wanted)
+
+
+def mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """Nearest-rank percentile (``p`` in 0..100)."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[index]

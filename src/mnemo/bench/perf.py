@@ -1,0 +1,259 @@
+"""``mnemo bench perf``: ingest throughput, recall latency and ANN quality.
+
+Data are real sentences: the LoCoMo dev turns, expanded to the needed size by
+re-attributing them to other speakers on other dates (each copy is a distinct
+"Speaker: text" document, so no two vectors are the same unless the text is).
+Vectors are real embeddings, cached on disk by text so a second run is quick.
+Everything runs in throw-away embedded databases; nothing here is a unit test.
+
+Figures, each printed next to the machine's cores:
+- ingest: turns/s through the write path (embedding included) next to the raw
+  embedder's sentences/s on the same texts in the same run (the ratio is the
+  database overhead), and store-only rows/s with precomputed vectors (COPY);
+- recall latency p50/p95/p99 per scale, query embedding included and excluded,
+  next to an exact NumPy scan over the same vectors;
+- ANN quality: recall@10 of the HNSW candidates against exact search, and the
+  same with a scope filter that keeps 1% of the rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mnemo.archive import AsyncArchive
+from mnemo.bench.metrics import percentile
+from mnemo.config import Settings
+from mnemo.embed import Embeddings
+from mnemo.formats import TurnInput, parse_locomo
+from mnemo.models import Scope
+from mnemo.remember import import_turns
+from mnemo.store import vectors as vector_rows
+
+__all__ = ["build_corpus", "run_perf"]
+
+NAMES = [
+    "Ana",
+    "Ben",
+    "Chloé",
+    "Dev",
+    "Emeka",
+    "Fatima",
+    "Goran",
+    "Hana",
+    "Ivo",
+    "Jun",
+    "Kofi",
+    "Lena",
+    "Mateo",
+    "Nadia",
+    "Omar",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tara",
+    "Umar",
+    "Vera",
+    "Wen",
+    "Ximena",
+    "Yusuf",
+    "Zoe",
+]
+Progress = Callable[[str, int, int], None]
+
+
+def build_corpus(locomo: Path, size: int) -> tuple[list[TurnInput], list[str]]:
+    """``size`` turns (LoCoMo turns re-attributed copy by copy) and the LoCoMo questions."""
+    text = locomo.read_text(encoding="utf-8")
+    base = parse_locomo(text, max_chars=32_000)
+    questions = [str(qa["question"]) for sample in json.loads(text) for qa in sample.get("qa", [])]
+    turns: list[TurnInput] = []
+    copy = 0
+    while len(turns) < size:
+        for index, turn in enumerate(base):
+            if len(turns) == size:
+                break
+            speaker = turn.speaker if copy == 0 else NAMES[(index // 7 + copy) % len(NAMES)]
+            start = turn.created_at or datetime(2023, 1, 1, tzinfo=UTC)
+            turns.append(
+                TurnInput(
+                    session_id=f"c{copy}:{turn.session_id}",
+                    role=turn.role,
+                    content=turn.content,
+                    speaker=speaker,
+                    created_at=start + timedelta(days=41 * copy),
+                    turn_number=turn.turn_number,
+                    metadata={},
+                )
+            )
+        copy += 1
+    return turns, questions
+
+
+class VectorCache:
+    """Embeddings of documents, cached on disk by (slug, text) so re-runs skip the model."""
+
+    def __init__(self, directory: Path, embeddings: Embeddings) -> None:
+        self.embeddings = embeddings
+        key = hashlib.sha256(str(embeddings.slug).encode()).hexdigest()[:12]
+        self.path = directory / f"vectors-{key}.npz"
+        self.store: dict[str, np.ndarray] = {}
+        if self.path.exists():
+            with np.load(self.path, allow_pickle=False) as data:
+                self.store = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.sha1(text.encode()).hexdigest()
+
+    async def get(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        keys = [self._key(t) for t in texts]
+        todo = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in self.store}.items())
+        step = 4096
+        for start in range(0, len(todo), step):
+            chunk = todo[start : start + step]
+            vectors = await self.embeddings.embed_documents([t for _, t in chunk])
+            self.store.update(zip((k for k, _ in chunk), vectors, strict=True))
+            if progress is not None:
+                progress("embedding corpus", min(start + step, len(todo)), len(todo))
+        if todo:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            np.savez(self.path, keys=np.array(list(self.store)), vectors=np.stack(list(self.store.values())))
+        return np.stack([self.store[k] for k in keys]).astype(np.float32)
+
+
+def _lat(values: list[float]) -> dict[str, float]:
+    return {f"p{p}": round(percentile(values, p), 2) for p in (50, 95, 99)}
+
+
+async def _ingest(archive: AsyncArchive, turns: list[TurnInput], vectors: np.ndarray) -> dict[str, Any]:
+    emb = archive.embeddings
+    texts = [emb.turn_text(t.content, t.speaker) for t in turns]
+    started = time.perf_counter()
+    await emb.embed_documents(texts)
+    raw = len(texts) / (time.perf_counter() - started)
+    started = time.perf_counter()
+    await import_turns(archive.runtime, Scope("perf", "ingest"), turns)
+    write = len(turns) / (time.perf_counter() - started)
+    started = time.perf_counter()
+    await import_turns(archive.runtime, Scope("perf", "copy"), turns, vectors=vectors)
+    store_only = len(turns) / (time.perf_counter() - started)
+    return {
+        "turns": len(turns),
+        "raw_embedder_per_s": round(raw, 1),
+        "write_path_per_s": round(write, 1),
+        "write_vs_raw": round(write / raw, 3),
+        "store_only_rows_per_s": round(store_only, 1),
+    }
+
+
+async def _scale(
+    archive: AsyncArchive,
+    turns: list[TurnInput],
+    vectors: np.ndarray,
+    questions: list[str],
+    queries: int,
+    progress: Progress | None,
+) -> dict[str, Any]:
+    rt = archive.runtime
+    size = len(turns)
+    main, rare = Scope("perf", f"main{size}"), Scope("perf", f"rare{size}")
+    chunk = 20_000
+    for start in range(0, size, chunk):
+        await import_turns(rt, main, turns[start : start + chunk], vectors=vectors[start : start + chunk])
+        if progress is not None:
+            progress(f"storing {size:,}", min(start + chunk, size), size)
+    # a scope holding 1% as many rows as the main one, in the same vector table
+    rare_n = max(10, size // 100)
+    pick = np.random.default_rng(7).choice(size, rare_n, replace=False)
+    await import_turns(rt, rare, [turns[int(i)] for i in pick], vectors=vectors[pick])
+
+    qs = (questions * (queries // max(1, len(questions)) + 1))[:queries]
+    qvecs = np.stack([await archive.embeddings.embed_query(q) for q in qs])
+    for q in qs[:20]:  # warm-up: caches, plans
+        await archive.recall(main, q, 10, read_only=True, threshold=-1.0, trace=False)
+    full, warm = [], []
+    for q, v in zip(qs, qvecs, strict=True):
+        t0 = time.perf_counter()
+        await archive.recall(main, q, 10, read_only=True, threshold=-1.0, trace=False)
+        full.append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        await archive.recall(main, q, 10, read_only=True, threshold=-1.0, trace=False, query_vector=v)
+        warm.append((time.perf_counter() - t0) * 1000)
+    stored = vectors.astype(np.float16).astype(np.float32)  # what halfvec holds
+    numpy_ms = []
+    for v in qvecs:
+        t0 = time.perf_counter()
+        scores = stored @ v
+        top = np.argpartition(-scores, 10)[:10]
+        top[np.argsort(-scores[top])]
+        numpy_ms.append((time.perf_counter() - t0) * 1000)
+
+    async def ann_recall(scope: Scope, subset: np.ndarray) -> tuple[float, float]:
+        hits, complete = [], 0
+        async with rt.store.connection() as conn:
+            for v in qvecs[:200]:
+                found = await vector_rows.search(
+                    conn, rt.table, rt.embeddings.dim, scope.entity_id, scope.namespace, rt.slug, v, 10
+                )
+                exact = np.sort(subset @ v)[::-1][:10]
+                # tie-aware: an ANN hit counts when it is at least as close as the exact 10th neighbour
+                hits.append(sum(1 for _, _, sim in found if sim >= exact[-1] - 1e-3) / 10)
+                complete += len(found) == 10
+        return float(np.mean(hits)), complete / min(200, len(qvecs))
+
+    ann, _ = await ann_recall(main, stored)
+    ann_filtered, complete = await ann_recall(rare, stored[pick])
+    return {
+        "memories": size,
+        "queries": len(qs),
+        "recall_ms_with_embedding": _lat(full),
+        "recall_ms_without_embedding": _lat(warm),
+        "numpy_exact_scan_ms": _lat(numpy_ms),
+        "ann_recall_at_10": round(ann, 4),
+        "ann_recall_at_10_filtered_1pct": round(ann_filtered, 4),
+        "filtered_queries_with_10_results": round(complete, 4),
+        "ef_search": rt.settings.hnsw_ef_search,
+    }
+
+
+async def run_perf(
+    locomo: Path,
+    *,
+    embeddings: Embeddings,
+    scales: Sequence[int] = (10_000, 100_000),
+    ingest_turns: int = 2_000,
+    queries: int = 1_000,
+    cache_dir: Path | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    largest = max([*scales, ingest_turns])
+    turns, questions = build_corpus(locomo, largest)
+    cache = VectorCache(cache_dir or Path(tempfile.gettempdir()) / "mnemo-bench-cache", embeddings)
+    vectors = await cache.get([embeddings.turn_text(t.content, t.speaker) for t in turns], progress)
+    result: dict[str, Any] = {"cores": os.cpu_count(), "embedder": str(embeddings.slug), "scales": []}
+    with tempfile.TemporaryDirectory(prefix="mnemo-perf-") as home:
+        archive = await AsyncArchive.open(Settings(home=Path(home) / "ingest"), embeddings=embeddings)
+        try:
+            result["ingest"] = await _ingest(archive, turns[:ingest_turns], vectors[:ingest_turns])
+        finally:
+            await archive.close()
+        for size in sorted(scales):
+            archive = await AsyncArchive.open(Settings(home=Path(home) / f"s{size}"), embeddings=embeddings)
+            try:
+                result["scales"].append(
+                    await _scale(archive, turns[:size], vectors[:size], questions, queries, progress)
+                )
+            finally:
+                await archive.close()
+    return result

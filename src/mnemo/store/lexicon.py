@@ -1,0 +1,94 @@
+"""BM25 inside PostgreSQL: postings written with each item, scored in SQL.
+
+Seed: cognitive-plan §2.5 (hybrid search: lexical beside dense). The lexical
+retriever is Okapi BM25 (k1 = 1.2, b = 0.75) over PostgreSQL's english
+``tsvector`` (stemmed, stop words removed): document frequencies come from the
+scope's own postings, so rare words weigh more than names that appear in every
+turn. Everything stays in the one database, transactional with the write.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+import psycopg
+
+__all__ = ["add_postings", "bm25"]
+
+K1 = 1.2
+B = 0.75
+
+_TABLES = {"turn": "mnemo.turns", "memory": "mnemo.memories"}
+
+_ADD = {
+    kind: f"""
+    WITH new AS (
+        INSERT INTO mnemo.postings (entity_id, namespace, term, item_id, item_kind, tf, doc_len)
+        SELECT d.entity_id, d.namespace, u.lexeme, d.id, '{kind}', coalesce(array_length(u.positions, 1), 1),
+               sum(coalesce(array_length(u.positions, 1), 1)) OVER (PARTITION BY d.id)
+        FROM {table} d CROSS JOIN LATERAL unnest(d.tsv) u
+        WHERE d.entity_id = %(e)s AND d.namespace = %(ns)s AND d.id = ANY(%(ids)s)
+        RETURNING item_id, tf)
+    INSERT INTO mnemo.lexical_stats AS s (entity_id, namespace, docs, total_len)
+    SELECT %(e)s, %(ns)s, count(DISTINCT item_id), coalesce(sum(tf), 0) FROM new
+    ON CONFLICT (entity_id, namespace) DO UPDATE
+    SET docs = s.docs + EXCLUDED.docs, total_len = s.total_len + EXCLUDED.total_len"""  # noqa: S608
+    for kind, table in _TABLES.items()
+}
+
+_BM25 = """
+    WITH q AS (SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector('english', %(text)s))),
+    st AS (SELECT docs, greatest(total_len, 1)::float8 / greatest(docs, 1) AS avgdl
+           FROM mnemo.lexical_stats WHERE entity_id = %(e)s AND namespace = %(ns)s),
+    df AS (SELECT p.term, count(*) AS df FROM mnemo.postings p JOIN q ON p.term = q.term
+           WHERE p.entity_id = %(e)s AND p.namespace = %(ns)s GROUP BY p.term)
+    SELECT p.item_id, p.item_kind,
+           sum(ln(1 + (st.docs - df.df + 0.5) / (df.df + 0.5))
+               * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.doc_len / st.avgdl))) AS score
+    FROM mnemo.postings p JOIN df ON p.term = df.term CROSS JOIN st
+    WHERE p.entity_id = %(e)s AND p.namespace = %(ns)s {restrict}
+    GROUP BY p.item_id, p.item_kind
+    ORDER BY score DESC, p.item_id
+    LIMIT %(n)s"""
+
+
+async def add_postings(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, item_kind: str, ids: Sequence[uuid.UUID]
+) -> None:
+    """Index freshly written items (call inside the writing transaction)."""
+    if ids:
+        await conn.execute(_ADD[item_kind], {"e": entity_id, "ns": namespace, "ids": list(ids)})
+
+
+async def bm25(
+    conn: psycopg.AsyncConnection,
+    entity_id: str,
+    namespace: str,
+    text: str,
+    limit: int,
+    *,
+    kinds: Sequence[str] = ("turn", "memory"),
+    ids: Sequence[uuid.UUID] | None = None,
+) -> list[tuple[uuid.UUID, str, float]]:
+    """Top BM25 matches in one scope (or the scores of ``ids``): ``(id, item_kind, score)``, best first."""
+    restrict = "AND p.item_kind = ANY(%(kinds)s)"
+    if ids is not None:
+        restrict += " AND p.item_id = ANY(%(ids)s)"
+        limit = len(ids)
+        if not ids:
+            return []
+    cur = await conn.execute(
+        _BM25.format(restrict=restrict),
+        {
+            "text": text,
+            "e": entity_id,
+            "ns": namespace,
+            "k1": K1,
+            "b": B,
+            "n": limit,
+            "kinds": list(kinds),
+            "ids": list(ids or []),
+        },
+    )
+    return [(r[0], r[1], float(r[2])) for r in await cur.fetchall()]
