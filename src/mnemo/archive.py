@@ -226,8 +226,12 @@ class AsyncArchive:
         read_only: bool = False,
         threshold: float | None = None,
         kinds: tuple[str, ...] = recall_path.ITEM_KINDS,
+        query_vector: Sequence[float] | np.ndarray | None = None,
     ) -> RecallResult | Refusal:
-        """Hybrid recall in ``scope``; a :class:`Refusal` when nothing is similar enough."""
+        """Hybrid recall in ``scope``; a :class:`Refusal` when nothing is similar enough.
+
+        ``read_only`` promises no retrieval side effects; ``query_vector`` skips embedding the query.
+        """
         return await recall_path.recall(
             self._rt,
             scope,
@@ -237,6 +241,7 @@ class AsyncArchive:
             read_only=read_only,
             threshold=threshold,
             kinds=kinds,
+            query_vector=query_vector,
         )
 
     # --- scopes and grants -----------------------------------------------------

@@ -23,10 +23,14 @@ Pipeline (each piece switchable in :class:`~mnemo.config.Settings`, measured by
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import psycopg
 
 from mnemo.cognition.fusion import rrf, zscore_fuse
@@ -39,7 +43,7 @@ from mnemo.store import scopes as scope_rows
 from mnemo.store import search as search_rows
 from mnemo.store import traces as trace_rows
 from mnemo.store import vectors as vector_rows
-from mnemo.validate import check_content
+from mnemo.validate import check_content, check_vector
 
 __all__ = ["ITEM_KINDS", "recall"]
 
@@ -77,8 +81,12 @@ async def recall(
     threshold: float | None = None,
     kinds: tuple[str, ...] = ITEM_KINDS,
     trace: bool = True,
+    query_vector: Sequence[float] | np.ndarray | None = None,
 ) -> RecallResult | Refusal:
-    """Recall up to ``k`` items of ``scope`` for ``query``; a :class:`Refusal` below the threshold."""
+    """Recall up to ``k`` items of ``scope`` for ``query``; a :class:`Refusal` below the threshold.
+
+    ``query_vector`` (already embedded with the active model) skips the query embedding.
+    """
     started = time.perf_counter()
     cfg = rt.settings
     text = check_content(query, max_chars=cfg.max_content_chars, label="query")
@@ -90,22 +98,37 @@ async def recall(
     reader = scope.entity_id if as_entity is None else Scope(as_entity).entity_id
     limit = threshold if threshold is not None else cfg.refusal_threshold
     depth = max(cfg.candidate_depth, k)
-    query_vector = await rt.embeddings.embed_query(text)
+    given = None if query_vector is None else check_vector(query_vector, rt.embeddings.dim)
+    # The query is embedded in a worker thread while the database checks access and runs the
+    # lexical retriever, which needs no vector.
+    embedding = None if given is not None else asyncio.ensure_future(rt.embeddings.embed_query(text))
 
     async with rt.store.connection() as conn:
-        exists, allowed = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, reader)
-        if not exists:
-            raise UnknownScopeError(f"scope {scope} does not exist (nothing was ever stored there)")
-        if not allowed:
-            raise AccessDeniedError(
-                f"{reader!r} may not read scope {scope}; its owner can grant access with "
-                f"grant(Scope({scope.entity_id!r}, {scope.namespace!r}), {reader!r})"
-            )
+        try:
+            exists, allowed = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, reader)
+            if not exists:
+                raise UnknownScopeError(f"scope {scope} does not exist (nothing was ever stored there)")
+            if not allowed:
+                raise AccessDeniedError(
+                    f"{reader!r} may not read scope {scope}; its owner can grant access with "
+                    f"grant(Scope({scope.entity_id!r}, {scope.namespace!r}), {reader!r})"
+                )
+            lexical = await _lexical(rt, conn, scope, text, depth, kinds)
+            if embedding is not None:
+                qv = await embedding
+            else:
+                assert given is not None
+                qv = given
+        except BaseException:
+            if embedding is not None and not embedding.done():
+                embedding.cancel()
+                with contextlib.suppress(BaseException):
+                    await embedding
+            raise
         dense = await vector_rows.search(
-            conn, rt.table, rt.embeddings.dim, scope.entity_id, scope.namespace, rt.slug, query_vector, depth
+            conn, rt.table, rt.embeddings.dim, scope.entity_id, scope.namespace, rt.slug, qv, depth
         )
         dense = [d for d in dense if d[1] in kinds]
-        lexical = await _lexical(rt, conn, scope, text, depth, kinds)
         kind_of = {d[0]: d[1] for d in dense} | {x[0]: x[1] for x in lexical}
         vector_rank = {d[0]: rank for rank, d in enumerate(dense, start=1)}
         lexical_rank = {x[0]: rank for rank, x in enumerate(lexical, start=1)}
@@ -115,7 +138,7 @@ async def recall(
 
         if cfg.fusion == "zscore":
             similarity |= await vector_rows.similarities(
-                conn, rt.table, scope.entity_id, rt.slug, query_vector, [i for i in candidates if i not in similarity]
+                conn, rt.table, scope.entity_id, rt.slug, qv, [i for i in candidates if i not in similarity]
             )
             lexical_score |= await _lexical_scores(
                 rt, conn, scope, text, [i for i in candidates if i not in lexical_score]
@@ -145,9 +168,7 @@ async def recall(
             new = [i for i in where if i not in base]
             if new:
                 kind_of |= dict.fromkeys(new, "turn")
-                similarity |= await vector_rows.similarities(
-                    conn, rt.table, scope.entity_id, rt.slug, query_vector, new
-                )
+                similarity |= await vector_rows.similarities(conn, rt.table, scope.entity_id, rt.slug, qv, new)
                 lexical_score |= await _lexical_scores(rt, conn, scope, text, new)
                 base = zscore_fuse(
                     {"vector": similarity, "lexical": lexical_score},
@@ -158,7 +179,7 @@ async def recall(
 
         order = sorted(final, key=lambda i: (-final[i], str(i)))[: k * 2]  # head-room for archived memories
         missing = [i for i in order if i not in similarity]
-        similarity |= await vector_rows.similarities(conn, rt.table, scope.entity_id, rt.slug, query_vector, missing)
+        similarity |= await vector_rows.similarities(conn, rt.table, scope.entity_id, rt.slug, qv, missing)
         turn_rows = await search_rows.hydrate_turns(
             conn, scope.entity_id, scope.namespace, [i for i in order if kind_of[i] == "turn"]
         )

@@ -224,6 +224,7 @@ async def import_turns(
         # waiting for autovacuum after a large COPY.
         async with rt.store.connection() as conn:
             await turn_rows.analyze(conn)
+            await lexicon.analyze(conn)
             await vector_rows.analyze(conn, rt.table)
     return [
         Turn(

@@ -181,14 +181,14 @@ async def _scale(
     qs = (questions * (queries // max(1, len(questions)) + 1))[:queries]
     qvecs = np.stack([await archive.embeddings.embed_query(q) for q in qs])
     for q in qs[:20]:  # warm-up: caches, plans
-        await archive.recall(main, q, 10, read_only=True, threshold=-1.0, trace=False)
+        await archive.recall(main, q, 10, read_only=True, threshold=-1.0)
     full, warm = [], []
     for q, v in zip(qs, qvecs, strict=True):
         t0 = time.perf_counter()
-        await archive.recall(main, q, 10, read_only=True, threshold=-1.0, trace=False)
+        await archive.recall(main, q, 10, read_only=True, threshold=-1.0)
         full.append((time.perf_counter() - t0) * 1000)
         t0 = time.perf_counter()
-        await archive.recall(main, q, 10, read_only=True, threshold=-1.0, trace=False, query_vector=v)
+        await archive.recall(main, q, 10, read_only=True, threshold=-1.0, query_vector=v)
         warm.append((time.perf_counter() - t0) * 1000)
     stored = vectors.astype(np.float16).astype(np.float32)  # what halfvec holds
     numpy_ms = []

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from mnemo.bench.locomo import BUDGETS, CATEGORIES, KS
 
-__all__ = ["print_ablation", "print_locomo"]
+__all__ = ["print_ablation", "print_locomo", "print_perf"]
 
 
 def print_locomo(result: dict[str, Any], console: Console) -> None:
@@ -80,5 +80,46 @@ def print_ablation(rows: list[tuple[str, dict[str, Any]]], console: Console) -> 
             f"{row['R@25']:.1f}",
             f"{row['B@1000']:.1f}",
             f"{scores.get('latency_ms', {}).get('p50', float('nan')):.1f}",
+        )
+    console.print(table)
+
+
+def print_perf(result: dict[str, Any], console: Console) -> None:
+    cores = result["cores"]
+    ing = result["ingest"]
+    table = Table(title=f"ingest ({ing['turns']:,} turns, {cores} cores, {result['embedder']})")
+    for col in ("raw embedder sent/s", "write path turns/s", "write / raw", "store-only rows/s (COPY)"):
+        table.add_column(col, justify="right")
+    table.add_row(
+        f"{ing['raw_embedder_per_s']:,.1f}",
+        f"{ing['write_path_per_s']:,.1f}",
+        f"{100 * ing['write_vs_raw']:.1f}%",
+        f"{ing['store_only_rows_per_s']:,.0f}",
+    )
+    console.print(table)
+    table = Table(title=f"recall latency, ms ({cores} cores; k=10; ef_search from settings)")
+    for col in (
+        "memories",
+        "with embedding p50/p95/p99",
+        "without embedding p50/p95/p99",
+        "numpy exact p50/p95/p99",
+        "ANN R@10",
+        "ANN R@10, 1% filter",
+        "filtered: k results",
+    ):
+        table.add_column(col, justify="right")
+    for s in result["scales"]:
+
+        def fmt(d: dict[str, float]) -> str:
+            return f"{d['p50']:.1f} / {d['p95']:.1f} / {d['p99']:.1f}"
+
+        table.add_row(
+            f"{s['memories']:,}",
+            fmt(s["recall_ms_with_embedding"]),
+            fmt(s["recall_ms_without_embedding"]),
+            fmt(s["numpy_exact_scan_ms"]),
+            f"{s['ann_recall_at_10']:.3f}",
+            f"{s['ann_recall_at_10_filtered_1pct']:.3f}",
+            f"{100 * s['filtered_queries_with_10_results']:.0f}%",
         )
     console.print(table)

@@ -388,6 +388,50 @@ def bench_locomo(
         out.print(f"wrote {json_out}")
 
 
+@bench_app.command("perf")
+@_fail_cleanly
+def bench_perf(
+    locomo: Annotated[Path, typer.Option(help="Source of realistic sentences (LoCoMo format).")] = Path(
+        "../shared/bench/locomo/locomo-dev.json"
+    ),
+    scale: Annotated[list[int] | None, typer.Option(help="Memories in one scope (repeatable).")] = None,
+    queries: Annotated[int, typer.Option(min=10, help="Recalls timed per scale.")] = 1000,
+    ingest_turns: Annotated[int, typer.Option(min=100, help="Turns for the ingest measurement.")] = 2000,
+    cache_dir: Annotated[Path | None, typer.Option(help="Where corpus embeddings are cached.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write every figure to this JSON file.")] = None,
+) -> None:
+    """Ingest throughput, recall latency (p50/p95/p99) and ANN recall@10 at 10k and 100k memories."""
+    import asyncio
+
+    from mnemo.bench.perf import run_perf
+    from mnemo.bench.report import print_perf
+    from mnemo.config import load_settings
+    from mnemo.embed import load_embedder
+
+    if not locomo.is_file():
+        raise typer.BadParameter(f"{locomo} is not a file", param_hint="--locomo")
+    settings = load_settings()
+    embeddings = load_embedder(
+        settings.embedder, batch_size=settings.embed_batch_size, kind_prefixes=settings.kind_prefixes
+    )
+    with _progress("perf") as progress:
+        result = asyncio.run(
+            run_perf(
+                locomo,
+                embeddings=embeddings,
+                scales=tuple(scale or (10_000, 100_000)),
+                queries=queries,
+                ingest_turns=ingest_turns,
+                cache_dir=cache_dir or settings.home / "bench-cache",
+                progress=lambda _label, done, total: progress(done, total),
+            )
+        )
+    print_perf(result, out)
+    if json_out is not None:
+        json_out.write_text(json.dumps(result, indent=2))
+        out.print(f"wrote {json_out}")
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

@@ -37,17 +37,25 @@ _ADD = {
     for kind, table in _TABLES.items()
 }
 
+# Every postings access is a lookup on the primary key prefix (entity_id, namespace, term), written
+# as a correlated/LATERAL subquery so the plan cannot degrade into a join of two whole postings
+# scans when statistics are missing (right after a bulk import).
 _BM25 = """
-    WITH q AS (SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector('english', %(text)s))),
-    st AS (SELECT docs, greatest(total_len, 1)::float8 / greatest(docs, 1) AS avgdl
-           FROM mnemo.lexical_stats WHERE entity_id = %(e)s AND namespace = %(ns)s),
-    df AS (SELECT p.term, count(*) AS df FROM mnemo.postings p JOIN q ON p.term = q.term
-           WHERE p.entity_id = %(e)s AND p.namespace = %(ns)s GROUP BY p.term)
+    WITH q AS MATERIALIZED (SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector('english', %(text)s))),
+    st AS MATERIALIZED (
+        SELECT docs, greatest(total_len, 1)::float8 / greatest(docs, 1) AS avgdl
+        FROM mnemo.lexical_stats WHERE entity_id = %(e)s AND namespace = %(ns)s),
+    df AS MATERIALIZED (
+        SELECT q.term, (SELECT count(*) FROM mnemo.postings c
+                        WHERE c.entity_id = %(e)s AND c.namespace = %(ns)s AND c.term = q.term) AS df
+        FROM q)
     SELECT p.item_id, p.item_kind,
            sum(ln(1 + (st.docs - df.df + 0.5) / (df.df + 0.5))
                * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.doc_len / st.avgdl))) AS score
-    FROM mnemo.postings p JOIN df ON p.term = df.term CROSS JOIN st
-    WHERE p.entity_id = %(e)s AND p.namespace = %(ns)s {restrict}
+    FROM df CROSS JOIN st CROSS JOIN LATERAL (
+        SELECT item_id, item_kind, tf, doc_len FROM mnemo.postings p
+        WHERE p.entity_id = %(e)s AND p.namespace = %(ns)s AND p.term = df.term {restrict}) AS p
+    WHERE df.df > 0
     GROUP BY p.item_id, p.item_kind
     ORDER BY score DESC, p.item_id
     LIMIT %(n)s"""
@@ -92,3 +100,7 @@ async def bm25(
         },
     )
     return [(r[0], r[1], float(r[2])) for r in await cur.fetchall()]
+
+
+async def analyze(conn: psycopg.AsyncConnection) -> None:
+    await conn.execute("ANALYZE mnemo.postings")
