@@ -48,7 +48,7 @@ def test_import_and_table_output(env: dict[str, str], tmp_path: Path) -> None:
     code, out, _ = run(env, "import", str(path), "--namespace", "home")
     assert code == 0 and "imported 1 turns in 1 sessions (jsonl) into cli/home" in out
     code, out, _ = run(env, "recall", "anniversary date", "--namespace", "home")
-    assert code == 0 and "June 12" in out and "rrf" in out
+    assert code == 0 and "June 12" in out and "score" in out and "sim" in out
 
 
 def test_errors_are_one_line_and_exit_nonzero(env: dict[str, str], tmp_path: Path) -> None:

@@ -217,3 +217,17 @@ async def test_kinds_filter(archive: AsyncArchive) -> None:
     only_memories = await archive.recall(ALICE, "running by the river", kinds=("memory",))
     assert {h.item_kind for h in only_turns} == {"turn"}
     assert {h.item_kind for h in only_memories} == {"memory"}
+
+
+async def test_recall_with_a_precomputed_query_vector(archive: AsyncArchive, database_url: str) -> None:
+    await archive.remember(ALICE, "Alice's passport expires in November")
+    await archive.remember(ALICE, "Alice grows chillies on her balcony")
+    text = await archive.recall(ALICE, "when does her passport run out?", k=2)
+    vector = await archive.embeddings.embed_query("when does her passport run out?")
+    given = await archive.recall(ALICE, "when does her passport run out?", k=2, query_vector=vector)
+    assert [h.id for h in given] == [h.id for h in text]
+    assert given[0].similarity == pytest.approx(text[0].similarity, abs=1e-6)
+    before = snapshot(database_url)
+    with pytest.raises(DimensionMismatchError):
+        await archive.recall(ALICE, "passport", query_vector=np.ones(12))
+    assert snapshot(database_url) == before

@@ -12,11 +12,16 @@ from mnemo.bench.locomo import BUDGETS, CATEGORIES, KS
 __all__ = ["print_ablation", "print_locomo", "print_perf"]
 
 
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
 def print_locomo(result: dict[str, Any], console: Console) -> None:
     systems: dict[str, Any] = result["systems"]
     for group in ("overall 1-5", "overall 1-4"):
+        n = next(iter(systems.values()))[group]["n"]
         table = Table(
-            title=f"LoCoMo retrieval, {group} ({result['questions']} questions, {result['turns']} turns, "
+            title=f"LoCoMo retrieval, {group} ({n} questions; {result['turns']} turns in "
             f"{result['conversations']} conversations)"
         )
         table.add_column("system")
@@ -35,8 +40,8 @@ def print_locomo(result: dict[str, Any], console: Console) -> None:
                 str(row["n"]),
                 *(f"{row[f'R@{k}']:.1f}" for k in KS),
                 *(f"{row[f'B@{b}']:.1f}" for b in BUDGETS),
-                f"{lat.get('p50', float('nan')):.1f}",
-                f"{lat.get('p95', float('nan')):.1f}",
+                _ms(lat.get("p50")),
+                _ms(lat.get("p95")),
             )
         if group == "overall 1-5":
             anchor = result["anchor"]
@@ -79,7 +84,7 @@ def print_ablation(rows: list[tuple[str, dict[str, Any]]], console: Console) -> 
             f"{row['R@10']:.1f}",
             f"{row['R@25']:.1f}",
             f"{row['B@1000']:.1f}",
-            f"{scores.get('latency_ms', {}).get('p50', float('nan')):.1f}",
+            _ms(scores.get("latency_ms", {}).get("p50")),
         )
     console.print(table)
 

@@ -115,13 +115,13 @@ def _print_recall(result: RecallResult | Refusal, as_json: bool) -> None:
         out.print(f"[yellow]{result.message}[/] (best similarity {best} < threshold {result.threshold:.2f})")
         return
     table = Table(title=f"recall: {result.query!r} in {result.scope}  ({result.latency_ms:.1f} ms)")
-    for col in ("#", "rrf", "sim", "vec", "lex", "kind", "when", "content"):
+    for col in ("#", "score", "sim", "vec", "lex", "kind", "when", "content"):
         table.add_column(col, overflow="fold" if col == "content" else "ellipsis", no_wrap=col != "content")
     for rank, hit in enumerate(result.hits, start=1):
         who = f"{hit.speaker}: " if hit.speaker else ""
         table.add_row(
             str(rank),
-            f"{hit.score:.4f}",
+            f"{hit.score:.3f}",
             "-" if hit.similarity is None else f"{hit.similarity:.3f}",
             str(hit.vector_rank or "-"),
             str(hit.lexical_rank or "-"),
