@@ -69,6 +69,34 @@ NAMES = [
     "Yusuf",
     "Zoe",
 ]
+SURNAMES = [
+    "Silva",
+    "Okafor",
+    "Novak",
+    "Haddad",
+    "Kim",
+    "Moreau",
+    "Rossi",
+    "Larsen",
+    "Mehta",
+    "Tanaka",
+    "Kowalski",
+    "Nguyen",
+    "Osei",
+    "Petrov",
+    "Quispe",
+    "Rahman",
+    "Schmidt",
+    "Takahashi",
+    "Urquhart",
+    "Varga",
+    "Weber",
+    "Xu",
+    "Yilmaz",
+    "Zhou",
+    "Adeyemi",
+    "Brennan",
+]
 Progress = Callable[[str, int, int], None]
 
 
@@ -83,7 +111,11 @@ def build_corpus(locomo: Path, size: int) -> tuple[list[TurnInput], list[str]]:
         for index, turn in enumerate(base):
             if len(turns) == size:
                 break
-            speaker = turn.speaker if copy == 0 else NAMES[(index // 7 + copy) % len(NAMES)]
+            if copy == 0:
+                speaker = turn.speaker
+            else:  # 26 x 26 distinct "First Last" speakers before any (speaker, text) pair repeats
+                first = NAMES[(index // 7 + copy) % len(NAMES)]
+                speaker = f"{first} {SURNAMES[(copy - 1) // len(NAMES) % len(SURNAMES)]}"
             start = turn.created_at or datetime(2023, 1, 1, tzinfo=UTC)
             turns.append(
                 TurnInput(
