@@ -37,6 +37,7 @@ _ADD = {
     for kind, table in _TABLES.items()
 }
 
+# Arithmetic is float8 throughout (numeric literals would make it several times slower).
 # Every postings access is a lookup on the primary key prefix (entity_id, namespace, term), written
 # as a correlated/LATERAL subquery so the plan cannot degrade into a join of two whole postings
 # scans when statistics are missing (right after a bulk import).
@@ -50,8 +51,10 @@ _BM25 = """
                         WHERE c.entity_id = %(e)s AND c.namespace = %(ns)s AND c.term = q.term) AS df
         FROM q)
     SELECT p.item_id, p.item_kind,
-           sum(ln(1 + (st.docs - df.df + 0.5) / (df.df + 0.5))
-               * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.doc_len / st.avgdl))) AS score
+           sum(ln(1.0::float8 + (st.docs - df.df + 0.5::float8) / (df.df + 0.5::float8))
+               * p.tf * (%(k1)s::float8 + 1.0::float8)
+               / (p.tf + %(k1)s::float8 * (1.0::float8 - %(b)s::float8 + %(b)s::float8 * p.doc_len / st.avgdl))
+           ) AS score
     FROM df CROSS JOIN st CROSS JOIN LATERAL (
         SELECT item_id, item_kind, tf, doc_len FROM mnemo.postings p
         WHERE p.entity_id = %(e)s AND p.namespace = %(ns)s AND p.term = df.term {restrict}) AS p
@@ -59,6 +62,30 @@ _BM25 = """
     GROUP BY p.item_id, p.item_kind
     ORDER BY score DESC, p.item_id
     LIMIT %(n)s"""
+
+
+# BM25 of given items: their postings come from the (entity_id, item_id) covering index; only
+# the matched terms' document frequencies touch the per-term index.
+_BM25_ITEMS = """
+    WITH q AS MATERIALIZED (SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector('english', %(text)s))),
+    st AS MATERIALIZED (
+        SELECT docs, greatest(total_len, 1)::float8 / greatest(docs, 1) AS avgdl
+        FROM mnemo.lexical_stats WHERE entity_id = %(e)s AND namespace = %(ns)s),
+    p AS MATERIALIZED (
+        SELECT item_id, item_kind, term, tf, doc_len FROM mnemo.postings
+        WHERE entity_id = %(e)s AND item_id = ANY(%(ids)s) AND namespace = %(ns)s
+          AND term IN (SELECT term FROM q)),
+    df AS MATERIALIZED (
+        SELECT t.term, (SELECT count(*) FROM mnemo.postings c
+                        WHERE c.entity_id = %(e)s AND c.namespace = %(ns)s AND c.term = t.term) AS df
+        FROM (SELECT DISTINCT term FROM p) AS t)
+    SELECT p.item_id, p.item_kind,
+           sum(ln(1.0::float8 + (st.docs - df.df + 0.5::float8) / (df.df + 0.5::float8))
+               * p.tf * (%(k1)s::float8 + 1.0::float8)
+               / (p.tf + %(k1)s::float8 * (1.0::float8 - %(b)s::float8 + %(b)s::float8 * p.doc_len / st.avgdl))
+           ) AS score
+    FROM p JOIN df USING (term) CROSS JOIN st
+    GROUP BY p.item_id, p.item_kind"""
 
 
 async def add_postings(
@@ -80,14 +107,11 @@ async def bm25(
     ids: Sequence[uuid.UUID] | None = None,
 ) -> list[tuple[uuid.UUID, str, float]]:
     """Top BM25 matches in one scope (or the scores of ``ids``): ``(id, item_kind, score)``, best first."""
-    restrict = "AND p.item_kind = ANY(%(kinds)s)"
-    if ids is not None:
-        restrict += " AND p.item_id = ANY(%(ids)s)"
-        limit = len(ids)
-        if not ids:
-            return []
+    if ids is not None and not ids:
+        return []
+    stmt = _BM25_ITEMS if ids is not None else _BM25.format(restrict="AND p.item_kind = ANY(%(kinds)s)")
     cur = await conn.execute(
-        _BM25.format(restrict=restrict),
+        stmt,
         {
             "text": text,
             "e": entity_id,
@@ -103,4 +127,8 @@ async def bm25(
 
 
 async def analyze(conn: psycopg.AsyncConnection) -> None:
-    await conn.execute("ANALYZE mnemo.postings")
+    """Fresh statistics and visibility map after a bulk write (index-only scans need the latter).
+
+    VACUUM cannot run in a transaction: call this on an autocommit connection.
+    """
+    await conn.execute("VACUUM (ANALYZE) mnemo.postings")

@@ -107,10 +107,13 @@ async def positions(
                  ON n.entity_id = t.entity_id AND n.namespace = t.namespace AND n.session_id = t.session_id
                 AND n.turn_number BETWEEN t.turn_number - %(d)s AND t.turn_number + %(d)s
                WHERE t.entity_id = %(e)s AND t.namespace = %(ns)s AND t.id = ANY(%(anchors)s)),
-           bounds AS (
-               SELECT session_id, min(turn_number) AS lo, max(turn_number) AS hi FROM mnemo.turns
-               WHERE entity_id = %(e)s AND namespace = %(ns)s AND session_id IN (SELECT session_id FROM pos)
-               GROUP BY session_id)
+           bounds AS (  -- two index probes per session, not a scan of its turns
+               SELECT s.session_id,
+                      (SELECT min(turn_number) FROM mnemo.turns
+                       WHERE entity_id = %(e)s AND namespace = %(ns)s AND session_id = s.session_id) AS lo,
+                      (SELECT max(turn_number) FROM mnemo.turns
+                       WHERE entity_id = %(e)s AND namespace = %(ns)s AND session_id = s.session_id) AS hi
+               FROM (SELECT DISTINCT session_id FROM pos) AS s)
            SELECT pos.id, pos.session_id, pos.turn_number, bounds.lo, bounds.hi
            FROM pos JOIN bounds USING (session_id)""",
         {"e": entity_id, "ns": namespace, "ids": list(ids), "anchors": list(anchors), "d": distance},
