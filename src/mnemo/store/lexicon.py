@@ -37,55 +37,62 @@ _ADD = {
     for kind, table in _TABLES.items()
 }
 
+# Shared pieces of the two BM25 statements (module constants only; user text is a parameter).
 # Arithmetic is float8 throughout (numeric literals would make it several times slower).
-# Every postings access is a lookup on the primary key prefix (entity_id, namespace, term), written
-# as a correlated/LATERAL subquery so the plan cannot degrade into a join of two whole postings
-# scans when statistics are missing (right after a bulk import).
-_BM25 = """
-    WITH q AS MATERIALIZED (SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector('english', %(text)s))),
+_QUERY_AND_STATS = """
+    q AS MATERIALIZED (SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector('english', %(text)s))),
     st AS MATERIALIZED (
         SELECT docs, greatest(total_len, 1)::float8 / greatest(docs, 1) AS avgdl
-        FROM mnemo.lexical_stats WHERE entity_id = %(e)s AND namespace = %(ns)s),
-    df AS MATERIALIZED (
-        SELECT q.term, (SELECT count(*) FROM mnemo.postings c
-                        WHERE c.entity_id = %(e)s AND c.namespace = %(ns)s AND c.term = q.term) AS df
-        FROM q)
+        FROM mnemo.lexical_stats WHERE entity_id = %(e)s AND namespace = %(ns)s)"""
+_DOC_FREQ = """(SELECT count(*) FROM mnemo.postings c
+                 WHERE c.entity_id = %(e)s AND c.namespace = %(ns)s AND c.term = {term}) AS df"""
+_SCORE = """
     SELECT p.item_id, p.item_kind,
            sum(ln(1.0::float8 + (st.docs - df.df + 0.5::float8) / (df.df + 0.5::float8))
                * p.tf * (%(k1)s::float8 + 1.0::float8)
                / (p.tf + %(k1)s::float8 * (1.0::float8 - %(b)s::float8 + %(b)s::float8 * p.doc_len / st.avgdl))
-           ) AS score
+           ) AS score"""
+
+# Top matches: every postings access is a lookup on the primary key prefix (entity_id, namespace,
+# term), written as a correlated/LATERAL subquery so the plan cannot degrade into a join of two
+# whole postings scans when statistics are missing (right after a bulk import).
+_BM25 = (
+    "WITH"  # noqa: S608 (composed from module constants)
+    + _QUERY_AND_STATS
+    + ",\n    df AS MATERIALIZED (SELECT q.term, "
+    + _DOC_FREQ.format(term="q.term")
+    + " FROM q)"
+    + _SCORE
+    + """
     FROM df CROSS JOIN st CROSS JOIN LATERAL (
         SELECT item_id, item_kind, tf, doc_len FROM mnemo.postings p
-        WHERE p.entity_id = %(e)s AND p.namespace = %(ns)s AND p.term = df.term {restrict}) AS p
+        WHERE p.entity_id = %(e)s AND p.namespace = %(ns)s AND p.term = df.term
+          AND p.item_kind = ANY(%(kinds)s)) AS p
     WHERE df.df > 0
     GROUP BY p.item_id, p.item_kind
     ORDER BY score DESC, p.item_id
     LIMIT %(n)s"""
+)
 
-
-# BM25 of given items: their postings come from the (entity_id, item_id) covering index; only
+# Scores of given items: their postings come from the (entity_id, item_id) covering index; only
 # the matched terms' document frequencies touch the per-term index.
-_BM25_ITEMS = """
-    WITH q AS MATERIALIZED (SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector('english', %(text)s))),
-    st AS MATERIALIZED (
-        SELECT docs, greatest(total_len, 1)::float8 / greatest(docs, 1) AS avgdl
-        FROM mnemo.lexical_stats WHERE entity_id = %(e)s AND namespace = %(ns)s),
+_BM25_ITEMS = (
+    "WITH"  # noqa: S608 (composed from module constants)
+    + _QUERY_AND_STATS
+    + """,
     p AS MATERIALIZED (
         SELECT item_id, item_kind, term, tf, doc_len FROM mnemo.postings
         WHERE entity_id = %(e)s AND item_id = ANY(%(ids)s) AND namespace = %(ns)s
           AND term IN (SELECT term FROM q)),
-    df AS MATERIALIZED (
-        SELECT t.term, (SELECT count(*) FROM mnemo.postings c
-                        WHERE c.entity_id = %(e)s AND c.namespace = %(ns)s AND c.term = t.term) AS df
-        FROM (SELECT DISTINCT term FROM p) AS t)
-    SELECT p.item_id, p.item_kind,
-           sum(ln(1.0::float8 + (st.docs - df.df + 0.5::float8) / (df.df + 0.5::float8))
-               * p.tf * (%(k1)s::float8 + 1.0::float8)
-               / (p.tf + %(k1)s::float8 * (1.0::float8 - %(b)s::float8 + %(b)s::float8 * p.doc_len / st.avgdl))
-           ) AS score
+    df AS MATERIALIZED (SELECT t.term, """
+    + _DOC_FREQ.format(term="t.term")
+    + """
+                        FROM (SELECT DISTINCT term FROM p) AS t)"""
+    + _SCORE
+    + """
     FROM p JOIN df USING (term) CROSS JOIN st
     GROUP BY p.item_id, p.item_kind"""
+)
 
 
 async def add_postings(
@@ -109,7 +116,7 @@ async def bm25(
     """Top BM25 matches in one scope (or the scores of ``ids``): ``(id, item_kind, score)``, best first."""
     if ids is not None and not ids:
         return []
-    stmt = _BM25_ITEMS if ids is not None else _BM25.format(restrict="AND p.item_kind = ANY(%(kinds)s)")
+    stmt = _BM25_ITEMS if ids is not None else _BM25
     cur = await conn.execute(
         stmt,
         {
