@@ -11,6 +11,8 @@ in one transaction, so a failure leaves nothing half-written.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -168,57 +170,84 @@ async def import_turns(
     if not turns:
         return []
     texts = [t.content for t in turns]
-    if vectors is None:
-        documents = [rt.embeddings.turn_text(t.content, t.speaker if rt.settings.turn_context else None) for t in turns]
-        vectors = await _embed_with_progress(rt, documents, progress)
-    elif vectors.shape != (len(turns), rt.embeddings.dim):
+    if vectors is not None and vectors.shape != (len(turns), rt.embeddings.dim):
         raise InvalidContentError(f"expected {len(turns)} vectors of dimension {rt.embeddings.dim}")
+    documents = [rt.embeddings.turn_text(t.content, t.speaker if rt.settings.turn_context else None) for t in turns]
+    # Pipelined, still all or nothing: inside one transaction, chunk k's vectors are written (HNSW
+    # inserts) while chunk k+1 is embedded in a worker thread.
+    step = rt.embeddings.chunk_size
+    chunks = [(start, min(start + step, len(turns))) for start in range(0, len(turns), step)]
+
+    def embed(index: int) -> asyncio.Future[np.ndarray]:
+        lo, hi = chunks[index]
+        if vectors is not None:
+            done: asyncio.Future[np.ndarray] = asyncio.get_running_loop().create_future()
+            done.set_result(vectors[lo:hi])
+            return done
+        return asyncio.ensure_future(rt.embeddings.embed_documents(documents[lo:hi]))
+
+    # Counted before any embedding starts: the tokenizer object is shared with the model and is
+    # not safe to use from two threads at once.
     tokens = rt.embeddings.count_tokens(texts)
+    pending = embed(0)
     now = datetime.now(UTC)
-    async with rt.store.transaction() as conn:
-        await _ensure_scope(conn, rt, scope)
-        sessions = sorted({t.session_id for t in turns})
-        next_numbers = await turn_rows.next_turn_numbers(conn, scope.entity_id, scope.namespace, sessions)
-        explicit = [(t.session_id, t.turn_number) for t in turns if t.turn_number is not None]
-        clashes = await turn_rows.existing_turn_numbers(conn, scope.entity_id, scope.namespace, explicit)
-        if clashes or len(set(explicit)) != len(explicit):
-            shown = clashes or _duplicates(explicit)
-            raise MalformedImportError(
-                f"turn numbers already used in scope {scope}: {shown}; import into another scope or "
-                "drop the explicit turn numbers to append"
-            )
-        rows: list[turn_rows.TurnRow] = []
-        for turn, count in zip(turns, tokens, strict=True):
-            number = turn.turn_number
-            if number is None:
-                number = next_numbers[turn.session_id]
-            next_numbers[turn.session_id] = max(next_numbers[turn.session_id], number + 1)
-            rows.append(
-                (
-                    uuid7(),
-                    scope.entity_id,
-                    scope.namespace,
-                    turn.session_id,
-                    number,
-                    turn.role,
-                    turn.speaker,
-                    turn.content,
-                    turn.created_at or now,
-                    count,
-                    dict(turn.metadata),
+    try:
+        async with rt.store.transaction() as conn:
+            await _ensure_scope(conn, rt, scope)
+            sessions = sorted({t.session_id for t in turns})
+            next_numbers = await turn_rows.next_turn_numbers(conn, scope.entity_id, scope.namespace, sessions)
+            explicit = [(t.session_id, t.turn_number) for t in turns if t.turn_number is not None]
+            clashes = await turn_rows.existing_turn_numbers(conn, scope.entity_id, scope.namespace, explicit)
+            if clashes or len(set(explicit)) != len(explicit):
+                shown = clashes or _duplicates(explicit)
+                raise MalformedImportError(
+                    f"turn numbers already used in scope {scope}: {shown}; import into another scope or "
+                    "drop the explicit turn numbers to append"
                 )
-            )
-        vector_items = [
-            (scope.entity_id, scope.namespace, r[0], "turn", rt.slug, v) for r, v in zip(rows, vectors, strict=True)
-        ]
-        if bulk:
-            await turn_rows.copy_turns(conn, rows)
-            await vector_rows.insert_vectors(conn, rt.table, vector_items)
-        else:
-            for row in rows:
-                await turn_rows.insert_turn(conn, row)
-            await vector_rows.upsert_vectors(conn, rt.table, vector_items)
-        await lexicon.add_postings(conn, scope.entity_id, scope.namespace, "turn", [r[0] for r in rows])
+            rows: list[turn_rows.TurnRow] = []
+            for turn, count in zip(turns, tokens, strict=True):
+                number = turn.turn_number
+                if number is None:
+                    number = next_numbers[turn.session_id]
+                next_numbers[turn.session_id] = max(next_numbers[turn.session_id], number + 1)
+                rows.append(
+                    (
+                        uuid7(),
+                        scope.entity_id,
+                        scope.namespace,
+                        turn.session_id,
+                        number,
+                        turn.role,
+                        turn.speaker,
+                        turn.content,
+                        turn.created_at or now,
+                        count,
+                        dict(turn.metadata),
+                    )
+                )
+            if bulk:
+                await turn_rows.copy_turns(conn, rows)
+            else:
+                for row in rows:
+                    await turn_rows.insert_turn(conn, row)
+            await lexicon.add_postings(conn, scope.entity_id, scope.namespace, "turn", [r[0] for r in rows])
+            for index, (lo, hi) in enumerate(chunks):
+                chunk_vectors = await pending
+                if index + 1 < len(chunks):
+                    pending = embed(index + 1)
+                items = [
+                    (scope.entity_id, scope.namespace, r[0], "turn", rt.slug, v)
+                    for r, v in zip(rows[lo:hi], chunk_vectors, strict=True)
+                ]
+                if bulk:
+                    await vector_rows.insert_vectors(conn, rt.table, items)
+                else:
+                    await vector_rows.upsert_vectors(conn, rt.table, items)
+                if progress is not None:
+                    progress(hi, len(turns))
+    except BaseException:
+        await _cancel(pending)
+        raise
     if bulk and len(rows) >= ANALYZE_AFTER:
         # Fresh statistics, so the planner uses the HNSW and GIN indexes right away instead of
         # waiting for autovacuum after a large COPY.
@@ -253,14 +282,12 @@ def _duplicates(keys: Sequence[tuple[str, int | None]]) -> list[tuple[str, int |
     return dupes[:5]
 
 
-async def _embed_with_progress(rt: Runtime, texts: Sequence[str], progress: Progress | None) -> np.ndarray:
-    step = rt.embeddings.chunk_size
-    parts = []
-    for start in range(0, len(texts), step):
-        parts.append(await rt.embeddings.embed_documents(texts[start : start + step]))
-        if progress is not None:
-            progress(min(start + step, len(texts)), len(texts))
-    return np.concatenate(parts)
+async def _cancel(task: asyncio.Future[np.ndarray]) -> None:
+    """Stop (or drain) an embedding still in flight when the import fails."""
+    if not task.done():
+        task.cancel()
+    with contextlib.suppress(BaseException):
+        await task
 
 
 async def import_file(
