@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 from typing import Any
 
@@ -29,8 +28,3 @@ async def insert_memory(conn: psycopg.AsyncConnection, row: MemoryRow) -> dateti
     created = await cur.fetchone()
     assert created is not None
     return created[0]
-
-
-async def exists(conn: psycopg.AsyncConnection, entity_id: str, item_id: uuid.UUID) -> bool:
-    cur = await conn.execute("SELECT 1 FROM mnemo.memories WHERE entity_id = %s AND id = %s", (entity_id, item_id))
-    return await cur.fetchone() is not None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import psycopg
 
-__all__ = ["create_grant", "ensure_scope", "list_grants", "list_scopes", "read_access", "revoke_grant"]
+__all__ = ["create_grant", "ensure_scope", "list_scopes", "read_access", "revoke_grant"]
 
 
 async def ensure_scope(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> None:
@@ -47,15 +47,6 @@ async def revoke_grant(conn: psycopg.AsyncConnection, entity_id: str, namespace:
         (entity_id, namespace, grantee),
     )
     return cur.rowcount == 1
-
-
-async def list_grants(conn: psycopg.AsyncConnection, entity_id: str) -> list[tuple[str, str]]:
-    """``(namespace, grantee)`` for every grant the entity has given."""
-    cur = await conn.execute(
-        "SELECT namespace, grantee FROM mnemo.grants WHERE entity_id = %s ORDER BY namespace, grantee",
-        (entity_id,),
-    )
-    return [(r[0], r[1]) for r in await cur.fetchall()]
 
 
 async def list_scopes(conn: psycopg.AsyncConnection) -> list[tuple[str, str]]:

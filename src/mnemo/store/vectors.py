@@ -22,7 +22,6 @@ from psycopg import sql
 __all__ = [
     "HNSW_MAX_DIM",
     "count_missing",
-    "delete_items",
     "ensure_space",
     "insert_vectors",
     "search",
@@ -198,11 +197,6 @@ async def missing_batch(
     ).format(v=_ident(table))
     cur = await conn.execute(stmt, {"e": entity_id, "ns": namespace, "s": slug, "n": limit})
     return [(r[0], r[1], r[2], r[3], r[4]) for r in await cur.fetchall()]
-
-
-async def delete_items(conn: psycopg.AsyncConnection, table: str, entity_id: str, ids: Sequence[uuid.UUID]) -> None:
-    stmt = sql.SQL("DELETE FROM {t} WHERE entity_id = %s AND item_id = ANY(%s)").format(t=_ident(table))
-    await conn.execute(stmt, (entity_id, list(ids)))
 
 
 async def slug_counts(conn: psycopg.AsyncConnection) -> list[tuple[str, str, int]]:
