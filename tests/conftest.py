@@ -18,6 +18,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 for _key in [k for k in os.environ if k.startswith("MNEMO_")]:
     del os.environ[_key]  # tests must not pick up a developer's configuration
+# Tests rank deterministically (expected blend weights, no noise); tests of the stochastic
+# mode ask for it explicitly with a seed.
+os.environ["MNEMO_SCORING"] = "deterministic"
 
 from mnemo import Archive, AsyncArchive, Settings  # noqa: E402
 from mnemo.embed import Embeddings, load_embedder  # noqa: E402

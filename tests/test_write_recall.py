@@ -51,7 +51,7 @@ async def test_rrf_fusion_mode_scores(settings: Settings, embeddings: Embeddings
     finally:
         await archive.close()
     for hit in result:
-        assert hit.score == pytest.approx(sum(1 / (60 + r) for r in (hit.vector_rank, hit.lexical_rank) if r))
+        assert hit.fused == pytest.approx(sum(1 / (60 + r) for r in (hit.vector_rank, hit.lexical_rank) if r))
     assert result[0].content == "Alice is allergic to peanuts"
 
 

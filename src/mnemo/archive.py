@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import threading
+import uuid
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,19 +30,25 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from mnemo import assemble as assemble_path
+from mnemo import gate as gate_path
 from mnemo import recall as recall_path
 from mnemo import reembed as reembed_path
 from mnemo import remember as write_path
+from mnemo.assemble import ContextBlock
 from mnemo.config import Settings, load_settings
 from mnemo.embed import Embeddings, load_embedder
-from mnemo.errors import UnknownScopeError
-from mnemo.models import ImportReport, Memory, RecallResult, Refusal, Scope, Turn
+from mnemo.errors import UnknownItemError, UnknownScopeError
+from mnemo.gate import FlushReport, Observation
+from mnemo.models import ImportReport, Memory, MemoryHistory, RecallResult, Refusal, Scope, Turn, WeightChange
 from mnemo.runtime import Runtime
 from mnemo.store import Store
+from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import status as status_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.store.pool import redact
+from mnemo.validate import check_id
 
 __all__ = ["Archive", "AsyncArchive", "Status"]
 
@@ -84,11 +92,18 @@ class AsyncArchive:
 
     @classmethod
     async def open(
-        cls, settings: Settings | None = None, *, embeddings: Embeddings | None = None, **overrides: Any
+        cls,
+        settings: Settings | None = None,
+        *,
+        embeddings: Embeddings | None = None,
+        llm: Any = None,
+        **overrides: Any,
     ) -> AsyncArchive:
-        """Connect (starting the embedded server if needed), migrate, and load the embedder.
+        """Connect (starting the embedded server if needed), migrate, load the embedder, and re-evaluate
+        scratch-buffer items an earlier run left unflushed (crash recovery).
 
-        ``overrides`` are :class:`Settings` fields and win over ``MNEMO_*`` variables.
+        ``overrides`` are :class:`Settings` fields and win over ``MNEMO_*`` variables. ``llm`` is a
+        Pydantic AI model (or model name) for the optional LLM steps; default: ``settings.llm``.
         """
         if settings is None:
             settings = load_settings(**overrides)
@@ -111,11 +126,14 @@ class AsyncArchive:
         try:
             async with store.connection() as conn:
                 table = await vector_rows.ensure_space(conn, settings.vector_space, embeddings.dim)
-            runtime = Runtime(settings, store, embeddings, table)
+            runtime = Runtime(settings, store, embeddings, table, random.Random(settings.seed), llm or settings.llm)
             pending = await reembed_path.note_active_slug(runtime)
+            recovered = await gate_path.recover(runtime)
         except BaseException:
             await store.close()
             raise
+        if recovered:
+            _log.info("re-evaluated %d buffered items left by an earlier run", sum(len(r.outcomes) for r in recovered))
         if pending:
             _log.warning(
                 "%d stored items were embedded with another model than %s; recall cannot see their vectors "
@@ -132,7 +150,13 @@ class AsyncArchive:
         await self.close()
 
     async def close(self) -> None:
-        await self._rt.store.close()
+        """Flush every scratch buffer (graceful shutdown), then disconnect."""
+        try:
+            await gate_path.recover(self._rt)
+        except Exception as exc:  # never lose the connection close; the items stay buffered for next time
+            _log.warning("could not flush the scratch buffer on close (%s); it will be flushed on next open", exc)
+        finally:
+            await self._rt.store.close()
 
     @property
     def settings(self) -> Settings:
@@ -161,8 +185,10 @@ class AsyncArchive:
         event_time: datetime | str | None = None,
         metadata: Mapping[str, Any] | None = None,
         embedding: Sequence[float] | np.ndarray | None = None,
+        supersedes: Sequence[uuid.UUID | str] = (),
     ) -> Memory:
-        """Store a curated memory, embedded immediately."""
+        """Store a curated memory, embedded immediately. ``supersedes``: memories this one updates
+        (their weight is lowered through the audit log, nothing is deleted)."""
         return await write_path.remember(
             self._rt,
             scope,
@@ -176,6 +202,7 @@ class AsyncArchive:
             event_time=event_time,
             metadata=metadata,
             embedding=embedding,
+            supersedes=supersedes,
         )
 
     async def record_turn(
@@ -227,10 +254,14 @@ class AsyncArchive:
         threshold: float | None = None,
         kinds: tuple[str, ...] = recall_path.ITEM_KINDS,
         query_vector: Sequence[float] | np.ndarray | None = None,
+        cues: Mapping[str, object] | None = None,
+        seed: int | None = None,
     ) -> RecallResult | Refusal:
-        """Hybrid recall in ``scope``; a :class:`Refusal` when nothing is similar enough.
+        """Hybrid recall in ``scope`` with cognitive scoring; a :class:`Refusal` when nothing is similar enough.
 
-        ``read_only`` promises no retrieval side effects; ``query_vector`` skips embedding the query.
+        ``read_only`` promises no retrieval side effects (no reinforcement, no co-access links);
+        ``query_vector`` skips embedding the query; ``cues`` penalise mismatching kinds or metadata;
+        ``seed`` fixes this recall's stochastic draws.
         """
         return await recall_path.recall(
             self._rt,
@@ -242,7 +273,94 @@ class AsyncArchive:
             threshold=threshold,
             kinds=kinds,
             query_vector=query_vector,
+            cues=cues,
+            seed=seed,
         )
+
+    async def context(
+        self,
+        scope: Scope,
+        text: object,
+        budget: int = 2000,
+        *,
+        seed: int | None = None,
+        read_only: bool = False,
+        as_entity: str | None = None,
+    ) -> ContextBlock:
+        """The context block to prepend for ``text``: anchored memories, rolled identity memories and
+        situational recall, within ``budget`` tokens of the embedder's tokenizer."""
+        return await assemble_path.assemble(
+            self._rt, scope, text, budget, seed=seed, read_only=read_only, as_entity=as_entity
+        )
+
+    async def why(self, scope: Scope, memory_id: uuid.UUID | str) -> MemoryHistory:
+        """A memory's weight history from the audit log (``mnemo why``)."""
+        item = check_id(memory_id, label="memory id")
+        async with self._rt.store.connection() as conn:
+            states = await dynamic_rows.memory_states(conn, scope.entity_id, scope.namespace, [item], live_only=False)
+            if item not in states:
+                raise UnknownItemError(f"no memory {item} in scope {scope}")
+            changes, events = await dynamic_rows.weight_history(conn, scope.entity_id, scope.namespace, item)
+        row = states[item]
+        fired: dict[uuid.UUID, list[str]] = {}
+        for e in events:
+            fired.setdefault(e["change_id"], []).append(f"{e['ceiling']} ({'enforced' if e['enforced'] else 'shadow'})")
+        return MemoryHistory(
+            id=item,
+            scope=scope,
+            content=row["content"],
+            kind=row["kind"],
+            status=row["status"],
+            anchored=row["anchored"],
+            alpha=row["alpha"],
+            beta=row["beta"],
+            access_count=row["access_count"],
+            last_accessed=row["last_accessed"],
+            created_at=row["created_at"],
+            changes=tuple(
+                WeightChange(
+                    at=c["at"],
+                    operation=c["operation"],
+                    gain=c["gain"],
+                    old=None if c["old_alpha"] is None else (c["old_alpha"], c["old_beta"]),
+                    new=(c["new_alpha"], c["new_beta"]),
+                    reason=c["reason"],
+                    evidence=c["evidence"] or {},
+                    blocked=c["blocked"],
+                    ceilings=tuple(fired.get(c["id"], ())),
+                )
+                for c in changes
+            ),
+        )
+
+    # --- gates -------------------------------------------------------------------
+    async def observe(
+        self,
+        scope: Scope,
+        content: object,
+        *,
+        kind: str = "episodic",
+        role: str | None = None,
+        source_tag: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        attention: str | None = None,
+    ) -> Observation:
+        """Offer one item of the agent's stream to the entry gate; every ``gate_flush_every`` items the
+        exit gate decides which become memories."""
+        return await gate_path.observe(
+            self._rt,
+            scope,
+            content,
+            kind=kind,
+            role=role,
+            source_tag=source_tag,
+            metadata=metadata,
+            attention=attention,
+        )
+
+    async def flush(self, scope: Scope, *, attention: str | None = None) -> FlushReport:
+        """Run the scope's scratch buffer through the exit gate now."""
+        return await gate_path.flush(self._rt, scope, attention=attention)
 
     # --- scopes and grants -----------------------------------------------------
     async def create_scope(self, scope: Scope) -> None:
@@ -349,6 +467,18 @@ class Archive:
 
     def recall(self, scope: Scope, query: object, k: int = 10, **kwargs: Any) -> RecallResult | Refusal:
         return self._run(self._archive.recall(scope, query, k, **kwargs))
+
+    def context(self, scope: Scope, text: object, budget: int = 2000, **kwargs: Any) -> ContextBlock:
+        return self._run(self._archive.context(scope, text, budget, **kwargs))
+
+    def why(self, scope: Scope, memory_id: uuid.UUID | str) -> MemoryHistory:
+        return self._run(self._archive.why(scope, memory_id))
+
+    def observe(self, scope: Scope, content: object, **kwargs: Any) -> Observation:
+        return self._run(self._archive.observe(scope, content, **kwargs))
+
+    def flush(self, scope: Scope, **kwargs: Any) -> FlushReport:
+        return self._run(self._archive.flush(scope, **kwargs))
 
     def create_scope(self, scope: Scope) -> None:
         self._run(self._archive.create_scope(scope))

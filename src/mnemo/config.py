@@ -77,6 +77,68 @@ class Settings(BaseSettings):
     max_k: int = Field(default=200, ge=1, le=10_000)
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
 
+    # --- cognitive dynamics (cognitive-plan §2.3, §2.7, §3.1, §3.8, §3.9) -----
+    scoring: Literal["stochastic", "deterministic"] = Field(
+        default="stochastic",
+        description="Stochastic: Dirichlet-sampled blend weights, sampled Beta weights, ACT-R noise (seeded by "
+        "`seed`). Deterministic: their expected values, so a query always ranks the same (benchmarks, tests).",
+    )
+    seed: int | None = Field(default=None, description="Seed for every stochastic choice; unset: from the OS.")
+    mutation: bool = Field(default=True, description="Recall that is not read-only reinforces what it returns.")
+    blend_depth: int = Field(default=50, ge=1, le=1000, description="Top search candidates the blend re-ranks.")
+    blend_mature_after: int = Field(
+        default=100, ge=0, description="Memories in a scope before the mature blend alphas replace cold-start ones."
+    )
+    recency_half_life_days: float = Field(default=7.0, gt=0)
+    actr_decay: float = Field(default=0.5, gt=0, lt=1, description="ACT-R base-level decay d.")
+    actr_noise: float = Field(default=0.4, gt=0, le=5, description="ACT-R logistic noise scale s.")
+    actr_tau: float = Field(
+        default=-4.5,
+        description="ACT-R retrieval threshold (ages in seconds: -4.5 is about a single use two hours ago).",
+    )
+    actr_spreading: float = Field(default=1.0, ge=0, description="Weight of context similarity in activation.")
+    actr_mismatch: float = Field(default=-1.0, le=0, description="Partial-match penalty per mismatched cue.")
+    access_history: int = Field(default=20, ge=1, le=1000, description="Exact access timestamps kept per memory.")
+    reinforce_gain: float = Field(default=0.1, ge=0, description="Weight gain for a recalled memory.")
+    suppress_gain: float = Field(default=0.05, ge=0, description="Weight loss for a near miss.")
+    near_miss_until: int = Field(default=20, ge=0, le=1000, description="Blended ranks up to here are near misses.")
+    coaccess_seeds: int = Field(default=5, ge=0, le=100, description="Top memories whose co-access links spread.")
+    spreading_hops: int = Field(default=1, ge=0, le=2, description="Hops of spreading beyond direct partners.")
+    coaccess_max_edges: int = Field(default=32, ge=1, le=10_000, description="Co-access links kept per memory.")
+    coaccess_min_strength: float = Field(default=0.05, ge=0, lt=1)
+    coaccess_half_life_days: float = Field(default=30.0, gt=0)
+    weight_ceiling: float = Field(default=0.95, gt=0, lt=1, description="Highest weight centre (unless anchored).")
+    ceiling_enforced: bool = Field(default=True, description="False: the ceiling only logs (shadow mode).")
+    rate_limit: float = Field(default=0.10, gt=0, description="Largest relative weight change in one step.")
+    rate_limit_enforced: bool = Field(default=False, description="False: the rate limit only logs (shadow mode).")
+
+    # --- gates and scratch buffer (cognitive-plan §2.8, §2.9) ----------------------------
+    gate_flush_every: int = Field(default=5, ge=1, le=10_000, description="Exchanges between exit-gate flushes.")
+    scratch_ttl_hours: float = Field(default=24.0, gt=0)
+    gate_core: float = Field(default=0.6, description="Relevance above this is core.")
+    gate_peripheral: float = Field(default=0.3, description="Relevance above this is peripheral.")
+    gate_confirming: float = Field(default=0.85, description="Similarity to a memory above this confirms it.")
+    gate_contradiction_floor: float = Field(default=0.7, description="Similarity needed to test contradiction.")
+    gate_noise: float = Field(default=0.05, ge=0, le=1, description="Chance a drop or skip is buffered anyway.")
+    gate_default_relevance: float = Field(
+        default=0.65, description="Relevance of an item flushed alone with no attention text (permissive)."
+    )
+    gate_reinforce_gain: float = Field(default=0.5, ge=0)
+    gate_contradict_gain: float = Field(default=1.0, ge=0)
+    buffer_rounds: int = Field(default=2, ge=1, le=100, description="Flushes an item may stay buffered.")
+
+    # --- context assembly (cognitive-plan §3.2) ----------------------------------------
+    identity_top: int = Field(default=20, ge=0, le=1000, description="Strongest memories that roll for identity.")
+    identity_threshold: float = Field(default=0.6, ge=0, le=1)
+    identity_share: float = Field(default=0.4, ge=0, le=1, description="Budget share identity may take.")
+    context_full: int = Field(default=3, ge=0, le=1000, description="Situational entries given in full text.")
+    context_candidates: int = Field(default=40, ge=1, le=10_000)
+
+    # --- optional LLM ---------------------------------------------------------------------
+    llm: str | None = Field(
+        default=None, description="A Pydantic AI model name (e.g. 'openai:gpt-4o-mini'); unset: offline only."
+    )
+
     @field_validator("vector_space")
     @classmethod
     def _check_space(cls, value: str) -> str:

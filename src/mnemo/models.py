@@ -26,10 +26,12 @@ __all__ = [
     "Hit",
     "ImportReport",
     "Memory",
+    "MemoryHistory",
     "RecallResult",
     "Refusal",
     "Scope",
     "Turn",
+    "WeightChange",
     "uuid7",
 ]
 
@@ -144,11 +146,28 @@ class Hit:
     token_count: int = 0
     metadata: Mapping[str, Any] = field(default_factory=dict)
     neighbour_boost: float = 0.0
+    fused: float | None = None  # the fused, neighbour-smoothed search score (z-score units)
+    search: float = 0.0  # fused score min-max scaled over the blended candidates, [0, 1]
+    activation: float = 0.0  # ACT-R retrieval probability, [0, 1]
+    weight: float = 0.0  # Beta weight centre (deterministic) or a draw (stochastic)
+    recency: float = 0.0  # 0.5 ** (time since last use / half-life)
+    coaccess: float = 0.0  # spreading activation over co-access links
+    noise: float = 0.0  # exploration noise (0.5 in deterministic mode)
+    compressed: str | None = None
 
     def components(self) -> dict[str, float | int | None]:
-        """The scores behind this hit, for display and traces."""
+        """The scores behind this hit, for display and traces: ``score`` is the blend of
+        ``search``, ``activation``, ``weight``, ``recency``, ``coaccess`` and ``noise``
+        (weights in :attr:`RecallResult.weights`); the rest explain ``search``."""
         return {
             "score": self.score,
+            "search": self.search,
+            "activation": self.activation,
+            "weight": self.weight,
+            "recency": self.recency,
+            "coaccess": self.coaccess,
+            "noise": self.noise,
+            "fused": self.fused,
             "similarity": self.similarity,
             "vector_rank": self.vector_rank,
             "lexical_rank": self.lexical_rank,
@@ -166,6 +185,7 @@ class RecallResult:
     hits: tuple[Hit, ...]
     best_similarity: float | None
     latency_ms: float
+    weights: Mapping[str, float] = field(default_factory=dict)  # the blend weights this recall used
     refused: Literal[False] = False
 
     def __iter__(self) -> Iterator[Hit]:
@@ -223,6 +243,47 @@ class ImportReport:
     turns: int
     sessions: int
     seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class WeightChange:
+    """One audited weight change (``mnemo why``)."""
+
+    at: datetime
+    operation: str
+    gain: float
+    old: tuple[float, float] | None  # (alpha, beta) before; None at creation
+    new: tuple[float, float]
+    reason: str
+    evidence: Mapping[str, Any]
+    blocked: bool
+    ceilings: tuple[str, ...] = ()  # ceilings that fired, "name (enforced)" or "name (shadow)"
+
+    @property
+    def center(self) -> float:
+        return self.new[0] / (self.new[0] + self.new[1])
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryHistory:
+    """A memory's current state and every audited change to its weight, oldest first."""
+
+    id: uuid.UUID
+    scope: Scope
+    content: str
+    kind: str
+    status: str
+    anchored: bool
+    alpha: float
+    beta: float
+    access_count: int
+    last_accessed: datetime | None
+    created_at: datetime
+    changes: tuple[WeightChange, ...]
+
+    @property
+    def center(self) -> float:
+        return self.alpha / (self.alpha + self.beta)
 
 
 _uuid_lock = threading.Lock()

@@ -1,6 +1,6 @@
 """The read path: hybrid search, score fusion, neighbour smoothing, hard refusal, trace.
 
-Seeds: cognitive-plan §2.5 (HNSW + full-text candidates, fused), §4.6
+Seeds: cognitive-plan §2.5, §2.7, §3.1, §3.8 (HNSW + full-text candidates, fused), §4.6
 (contextual retrieval), archive-adr §7 ("The Mentat Refusal": below the
 threshold the caller gets a refusal, not a guess; "Sigil Scope": every read is
 scoped and cross-entity reads need a grant), memory-architecture §1.3, §2.4.
@@ -18,26 +18,55 @@ Pipeline (each piece switchable in :class:`~mnemo.config.Settings`, measured by
 4. neighbour smoothing (``neighbour_weights``): the top ``neighbour_anchors``
    turns bring their session neighbours in, and every turn earns a share of
    its neighbours' scores;
-5. top k; refuse if the best similarity is under the threshold; trace.
+5. cognitive blend (cognitive-plan §2.7, §3.1): the top ``blend_depth``
+   candidates, plus memories reached by spreading activation over co-access
+   links from the best ``coaccess_seeds`` memories, are scored by
+   ``sum_c w_c * component_c`` over the min-max-scaled search score, ACT-R
+   retrieval probability, Beta weight, recency (7-day half-life), co-access
+   activation and noise; ``w`` is a Dirichlet draw (``scoring="stochastic"``)
+   or its expectation (``"deterministic"``), cold-start or mature alphas;
+6. top k; refuse if the best similarity is under the threshold; trace;
+7. unless read-only, retrieval-induced mutation (cognitive-plan §3.8): the
+   returned memories are reinforced and linked, near misses (blended ranks
+   ``max(k, 5) + 1`` to ``near_miss_until``) mildly suppressed. Only the
+   scope's owner mutates it; reads through a grant leave it unchanged.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import psycopg
 
+from mnemo import dynamics
+from mnemo.cognition.activation import (
+    AccessHistory,
+    activation,
+    base_level,
+    logistic_noise,
+    partial_match,
+    retrieval_probability,
+    spreading,
+)
 from mnemo.cognition.fusion import rrf, zscore_fuse
 from mnemo.cognition.neighbours import smooth
+from mnemo.cognition.relevance import COLD_START_ALPHAS, MATURE_ALPHAS, blend, blend_weights, minmax, recency
+from mnemo.cognition.spreading import spread
+from mnemo.cognition.weights import DEFAULT
+from mnemo.config import Settings
+from mnemo.dynamics import history_of, weight_of
 from mnemo.errors import AccessDeniedError, InvalidContentError, UnknownScopeError
 from mnemo.models import Hit, RecallResult, Refusal, Scope, uuid7
 from mnemo.runtime import Runtime
+from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import lexicon
 from mnemo.store import scopes as scope_rows
 from mnemo.store import search as search_rows
@@ -82,10 +111,16 @@ async def recall(
     kinds: tuple[str, ...] = ITEM_KINDS,
     trace: bool = True,
     query_vector: Sequence[float] | np.ndarray | None = None,
+    cues: Mapping[str, object] | None = None,
+    now: datetime | None = None,
+    seed: int | None = None,
 ) -> RecallResult | Refusal:
     """Recall up to ``k`` items of ``scope`` for ``query``; a :class:`Refusal` below the threshold.
 
-    ``query_vector`` (already embedded with the active model) skips the query embedding.
+    ``query_vector`` (already embedded with the active model) skips the query embedding. ``cues``
+    (e.g. ``{"kind": "preference"}``) penalise candidates whose kind or metadata disagree (ACT-R
+    partial matching). ``now`` is the time activation and recency are measured at (default: now);
+    ``seed`` fixes the stochastic draws of this one recall.
     """
     started = time.perf_counter()
     cfg = rt.settings
@@ -177,27 +212,59 @@ async def recall(
                 )
             final = smooth(base, where, cfg.neighbour_weights, floor=min(base.values()), bounds=bounds)
 
-        order = sorted(final, key=lambda i: (-final[i], str(i)))[: k * 2]  # head-room for archived memories
-        missing = [i for i in order if i not in similarity]
+        # --- cognitive blend over the head of the search ranking (cognitive-plan §3.1) ---------
+        when = now or datetime.now(UTC)
+        rng = (random.Random(seed) if seed is not None else rt.child_rng()) if cfg.scoring == "stochastic" else None
+        head = sorted(final, key=lambda i: (-final[i], str(i)))[: max(cfg.blend_depth, k * 2)]
+        memory_head = [i for i in head if kind_of[i] == "memory"]
+        activated: dict[uuid.UUID, float] = {}
+        if memory_head and cfg.coaccess_seeds:
+            seeds = memory_head[: cfg.coaccess_seeds]
+            links = await dynamics.neighbours(conn, cfg, scope, seeds, when)
+            if links:
+                activated = spread(dict.fromkeys(seeds, 1.0), links, hops=cfg.spreading_hops)
+                for extra in activated:
+                    if extra not in kind_of:
+                        kind_of[extra] = "memory"
+                        head.append(extra)
+        missing = [i for i in head if i not in similarity]
         similarity |= await vector_rows.similarities(conn, rt.table, scope.entity_id, rt.slug, qv, missing)
         turn_rows = await search_rows.hydrate_turns(
-            conn, scope.entity_id, scope.namespace, [i for i in order if kind_of[i] == "turn"]
+            conn, scope.entity_id, scope.namespace, [i for i in head if kind_of[i] == "turn"]
         )
-        memory_rows = await search_rows.hydrate_memories(
-            conn, scope.entity_id, scope.namespace, [i for i in order if kind_of[i] == "memory"]
+        memory_rows = await dynamic_rows.memory_states(
+            conn, scope.entity_id, scope.namespace, [i for i in head if kind_of[i] == "memory"]
         )
-
-        hits: list[Hit] = []
-        for item_id in order:
+        mature = bool(memory_rows) and await search_rows.has_at_least(
+            conn, scope.entity_id, scope.namespace, cfg.blend_mature_after
+        )
+        weights = blend_weights(
+            MATURE_ALPHAS if mature else COLD_START_ALPHAS,
+            None if rng is None else np.random.default_rng(rng.getrandbits(64)),
+        )
+        searched = minmax({i: final[i] for i in head if i in final})
+        scored: list[tuple[float, uuid.UUID, dict[str, float]]] = []
+        for item_id in head:
             row: dict[str, Any] | None = turn_rows.get(item_id) or memory_rows.get(item_id)
             if row is None:
                 continue
+            parts = _components(cfg, row, kind_of[item_id], similarity.get(item_id, 0.0), when, cues, rng) | {
+                "search": searched.get(item_id, 0.0),
+                "coaccess": activated.get(item_id, 0.0),
+            }
+            scored.append((blend(parts, weights), item_id, parts))
+        scored.sort(key=lambda x: (-x[0], str(x[1])))
+
+        hits: list[Hit] = []
+        for score, item_id, parts in scored[:k]:
+            row = turn_rows.get(item_id) or memory_rows.get(item_id)
+            assert row is not None
             hits.append(
                 Hit(
                     id=item_id,
                     item_kind="turn" if kind_of[item_id] == "turn" else "memory",
                     content=row["content"],
-                    score=final[item_id],
+                    score=score,
                     similarity=similarity.get(item_id),
                     vector_rank=vector_rank.get(item_id),
                     lexical_rank=lexical_rank.get(item_id),
@@ -208,14 +275,21 @@ async def recall(
                     turn_number=row.get("turn_number"),
                     role=row.get("role"),
                     speaker=row.get("speaker"),
-                    memory_kind=row.get("memory_kind"),
+                    memory_kind=row.get("kind"),
                     token_count=row.get("token_count", 0),
                     metadata=row.get("metadata") or {},
-                    neighbour_boost=final[item_id] - base.get(item_id, 0.0),
+                    neighbour_boost=final.get(item_id, 0.0) - base.get(item_id, 0.0),
+                    fused=final.get(item_id),
+                    search=parts["search"],
+                    activation=parts["activation"],
+                    weight=parts["weight"],
+                    recency=parts["recency"],
+                    coaccess=parts["coaccess"],
+                    noise=parts["noise"],
+                    compressed=row.get("compressed"),
                 )
             )
-            if len(hits) == k:
-                break
+        near_misses = [i for _, i, _ in scored[max(k, 5) : cfg.near_miss_until] if kind_of[i] == "memory"]
 
         sims = [h.similarity for h in hits if h.similarity is not None]
         best = max(sims) if sims else None
@@ -237,6 +311,17 @@ async def recall(
                 latency_ms=latency_ms,
                 read_only=read_only,
             )
+        if not refused and not read_only and cfg.mutation and reader == scope.entity_id:
+            async with conn.transaction():
+                await dynamics.mutate_after_recall(
+                    conn,
+                    cfg,
+                    scope,
+                    [h.id for h in hits if h.item_kind == "memory"],
+                    near_misses,
+                    query=text,
+                    now=when,
+                )
     if refused:
         return Refusal(
             query=text,
@@ -246,4 +331,46 @@ async def recall(
             latency_ms=latency_ms,
             candidates=tuple(hits),
         )
-    return RecallResult(query=text, scope=scope, hits=tuple(hits), best_similarity=best, latency_ms=latency_ms)
+    return RecallResult(
+        query=text, scope=scope, hits=tuple(hits), best_similarity=best, latency_ms=latency_ms, weights=weights
+    )
+
+
+def _components(
+    cfg: Settings,
+    row: Mapping[str, Any],
+    item_kind: str,
+    similarity: float,
+    now: datetime,
+    cues: Mapping[str, object] | None,
+    rng: random.Random | None,
+) -> dict[str, float]:
+    """ACT-R activation, weight, recency and noise of one candidate (turns have the prior weight and a
+    single trace at their time)."""
+    if item_kind == "memory":
+        weight = weight_of(row)
+        history = history_of(row)
+        last = row.get("last_accessed") or row.get("event_time") or row["created_at"]
+        attributes: dict[str, object] = {**(row.get("metadata") or {}), "kind": row["kind"]}
+    else:
+        weight = DEFAULT
+        history = AccessHistory(row["created_at"].timestamp())
+        last = row["created_at"]
+        attributes = {
+            **(row.get("metadata") or {}),
+            "kind": "turn",
+            "role": row.get("role"),
+            "speaker": row.get("speaker"),
+        }
+    a = activation(
+        base_level(history, now.timestamp(), cfg.actr_decay),
+        spreading(similarity, cfg.actr_spreading),
+        partial_match(attributes, cues or {}, cfg.actr_mismatch),
+        logistic_noise(rng, cfg.actr_noise) if rng is not None else 0.0,
+    )
+    return {
+        "activation": retrieval_probability(a, cfg.actr_tau, cfg.actr_noise),
+        "weight": weight.observe(rng) if rng is not None else weight.center,
+        "recency": recency((now - last).total_seconds(), cfg.recency_half_life_days * 86400),
+        "noise": rng.random() if rng is not None else 0.5,
+    }

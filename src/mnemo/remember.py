@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from mnemo import dynamics
 from mnemo.errors import InvalidContentError, MalformedImportError, UnknownScopeError
 from mnemo.formats import TurnInput, detect_format, parse_file
 from mnemo.models import ImportReport, Memory, Scope, Turn, uuid7
@@ -31,9 +33,9 @@ from mnemo.store import memories as memory_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import turns as turn_rows
 from mnemo.store import vectors as vector_rows
-from mnemo.validate import check_content, check_kind, check_role, check_session, check_vector, to_utc
+from mnemo.validate import check_content, check_id, check_kind, check_role, check_session, check_vector, to_utc
 
-__all__ = ["import_file", "import_turns", "record_turn", "remember"]
+__all__ = ["ensure_scope", "import_file", "import_turns", "record_turn", "remember", "store_memory"]
 
 Progress = Callable[[int, int], None]
 
@@ -42,7 +44,7 @@ DEFAULT_WEIGHT = (1.0, 4.0)
 ANALYZE_AFTER = 500
 
 
-async def _ensure_scope(conn: psycopg.AsyncConnection, rt: Runtime, scope: Scope) -> None:
+async def ensure_scope(conn: psycopg.AsyncConnection, rt: Runtime, scope: Scope) -> None:
     if rt.settings.auto_create_scopes:
         await scope_rows.ensure_scope(conn, scope.entity_id, scope.namespace)
         return
@@ -66,8 +68,13 @@ async def remember(
     metadata: Mapping[str, Any] | None = None,
     embedding: Sequence[float] | np.ndarray | None = None,
     status: str = "active",
+    supersedes: Sequence[uuid.UUID | str] = (),
 ) -> Memory:
-    """Store one curated memory and its vector; returns the stored record."""
+    """Store one curated memory and its vector; returns the stored record.
+
+    ``supersedes`` names memories this one updates: each is contradicted (its weight
+    lowers, audited with the reason ``superseded``), never deleted.
+    """
     text = check_content(content, max_chars=rt.settings.max_content_chars)
     check_kind(kind)
     if compressed is not None:
@@ -86,6 +93,9 @@ async def remember(
     provenance_list = [str(p) for p in provenance]
     token_count = rt.embeddings.count_tokens([text])[0]
     meta = dict(metadata or {})
+    old_ids = [check_id(i) for i in supersedes]
+    if old_ids:
+        meta["supersedes"] = [str(i) for i in old_ids]
     row: dict[str, Any] = {
         "id": item_id,
         "entity_id": scope.entity_id,
@@ -105,12 +115,20 @@ async def remember(
         "metadata": meta,
     }
     async with rt.store.transaction() as conn:
-        await _ensure_scope(conn, rt, scope)
-        created = await memory_rows.insert_memory(conn, row)
-        await lexicon.add_postings(conn, scope.entity_id, scope.namespace, "memory", [item_id])
-        await vector_rows.upsert_vectors(
-            conn, rt.table, [(scope.entity_id, scope.namespace, item_id, "memory", rt.slug, vector)]
-        )
+        await ensure_scope(conn, rt, scope)
+        created = await store_memory(conn, rt, scope, row, vector)
+        if old_ids:
+            await dynamics.change_weights(
+                conn,
+                rt.settings,
+                scope,
+                [
+                    dynamics.WeightRequest(
+                        o, "contradict", rt.settings.gate_contradict_gain, "superseded", {"by": str(item_id)}
+                    )
+                    for o in old_ids
+                ],
+            )
     return Memory(
         id=item_id,
         scope=scope,
@@ -129,6 +147,18 @@ async def remember(
         token_count=token_count,
         metadata=meta,
     )
+
+
+async def store_memory(
+    conn: psycopg.AsyncConnection, rt: Runtime, scope: Scope, row: Mapping[str, Any], vector: np.ndarray
+) -> datetime:
+    """Write a validated memory row, its postings and its vector (inside the caller's transaction)."""
+    created = await memory_rows.insert_memory(conn, dict(row))
+    await lexicon.add_postings(conn, scope.entity_id, scope.namespace, "memory", [row["id"]])
+    await vector_rows.upsert_vectors(
+        conn, rt.table, [(scope.entity_id, scope.namespace, row["id"], "memory", rt.slug, vector)]
+    )
+    return created
 
 
 async def record_turn(
@@ -193,7 +223,7 @@ async def import_turns(
     now = datetime.now(UTC)
     try:
         async with rt.store.transaction() as conn:
-            await _ensure_scope(conn, rt, scope)
+            await ensure_scope(conn, rt, scope)
             sessions = sorted({t.session_id for t in turns})
             next_numbers = await turn_rows.next_turn_numbers(conn, scope.entity_id, scope.namespace, sessions)
             explicit = [(t.session_id, t.turn_number) for t in turns if t.turn_number is not None]

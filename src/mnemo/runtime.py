@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import random
+from dataclasses import dataclass, field
+from typing import Any
 
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
@@ -17,6 +19,12 @@ class Runtime:
     store: Store
     embeddings: Embeddings
     table: str  # the active vector space table, e.g. "universal_384"
+    rng: random.Random = field(default_factory=random.Random)  # seeded from settings.seed by the archive
+    llm: Any = None  # a Pydantic AI model (or model name) for the optional LLM steps
+
+    def child_rng(self) -> random.Random:
+        """A generator for one operation, drawn from the archive's seeded stream."""
+        return random.Random(self.rng.getrandbits(64))
 
     @property
     def slug(self) -> str:

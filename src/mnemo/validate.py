@@ -7,6 +7,7 @@ says what to change.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -21,7 +22,7 @@ from mnemo.errors import (
 )
 from mnemo.models import MEMORY_KINDS, ROLES
 
-__all__ = ["check_content", "check_kind", "check_role", "check_session", "check_vector", "to_utc"]
+__all__ = ["check_content", "check_id", "check_kind", "check_role", "check_session", "check_vector", "to_utc"]
 
 
 def check_content(content: object, *, max_chars: int, label: str = "content") -> str:
@@ -94,3 +95,15 @@ def to_utc(value: Any, *, label: str = "time") -> datetime:
     if not isinstance(value, datetime):
         raise InvalidContentError(f"{label} must be a datetime or ISO-8601 text")
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
+def check_id(value: object, *, label: str = "id") -> uuid.UUID:
+    """A UUID, or a string that parses as one."""
+    if isinstance(value, uuid.UUID):
+        return value
+    if isinstance(value, str):
+        try:
+            return uuid.UUID(value.strip())
+        except ValueError:
+            pass
+    raise InvalidContentError(f"{label} must be a UUID, not {value!r}")

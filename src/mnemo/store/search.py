@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-__all__ = ["hydrate_memories", "hydrate_turns", "lexical"]
+__all__ = ["has_at_least", "hydrate_memories", "hydrate_turns", "lexical", "positions"]
 
 _LEXICAL_TURNS = """
     SELECT id, 'turn' AS item_kind, ts_rank_cd(tsv, q.q, 1) AS rank
@@ -120,3 +120,16 @@ async def positions(
     )
     rows = await cur.fetchall()
     return {r[0]: (r[1], int(r[2])) for r in rows}, {r[1]: (int(r[3]), int(r[4])) for r in rows}
+
+
+async def has_at_least(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, n: int) -> bool:
+    """Whether the scope holds at least ``n`` live memories (counts no further than ``n``)."""
+    if n <= 0:
+        return True
+    cur = await conn.execute(
+        """SELECT count(*) FROM (SELECT 1 FROM mnemo.memories WHERE entity_id = %s AND namespace = %s
+                                 AND status IN ('candidate', 'active') LIMIT %s) AS s""",
+        (entity_id, namespace, n),
+    )
+    row = await cur.fetchone()
+    return row is not None and int(row[0]) >= n

@@ -1,13 +1,14 @@
-"""The traces chamber (archive-adr §2 "The Eye"): an append-only record of recalls."""
+"""The traces chamber (archive-adr §2 "The Eye"): an append-only record of recalls and gate decisions."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 import psycopg
 
-__all__ = ["record_retrieval"]
+__all__ = ["gate_decisions", "record_gate_decisions", "record_retrieval"]
 
 
 async def record_retrieval(
@@ -45,3 +46,45 @@ async def record_retrieval(
             read_only,
         ),
     )
+
+
+async def record_gate_decisions(conn: psycopg.AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """Append entry/exit gate decisions (cognitive-plan §2.8-2.9: every decision is traced)."""
+    if not rows:
+        return
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            """INSERT INTO traces.gate_decisions (id, entity_id, namespace, at, gate, item_id, action, reason,
+                                                  relevance, similarity, contradiction, related_id, memory_id,
+                                                  content)
+               VALUES (%(id)s, %(entity_id)s, %(namespace)s, %(at)s, %(gate)s, %(item_id)s, %(action)s,
+                       %(reason)s, %(relevance)s, %(similarity)s, %(contradiction)s, %(related_id)s,
+                       %(memory_id)s, %(content)s)""",
+            [
+                {"relevance": None, "similarity": None, "contradiction": None, "related_id": None, "memory_id": None}
+                | dict(r)
+                for r in rows
+            ],
+        )
+
+
+async def gate_decisions(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> list[dict[str, Any]]:
+    cols = (
+        "at",
+        "gate",
+        "item_id",
+        "action",
+        "reason",
+        "relevance",
+        "similarity",
+        "contradiction",
+        "related_id",
+        "memory_id",
+        "content",
+    )
+    cur = await conn.execute(
+        f"SELECT {', '.join(cols)} FROM traces.gate_decisions "  # noqa: S608
+        "WHERE entity_id = %s AND namespace = %s ORDER BY at, id",
+        (entity_id, namespace),
+    )
+    return [dict(zip(cols, r, strict=True)) for r in await cur.fetchall()]

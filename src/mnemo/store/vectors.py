@@ -26,6 +26,7 @@ __all__ = [
     "insert_vectors",
     "search",
     "table_name",
+    "vectors_of",
 ]
 
 HNSW_MAX_DIM = 4000
@@ -118,14 +119,18 @@ async def search(
     slug: str,
     query: np.ndarray,
     limit: int,
+    *,
+    item_kind: str | None = None,
 ) -> list[tuple[uuid.UUID, str, float]]:
-    """Nearest vectors of one scope and slug: ``(item_id, item_kind, cosine_similarity)``, best first."""
+    """Nearest vectors of one scope and slug (of one ``item_kind`` if given):
+    ``(item_id, item_kind, cosine_similarity)``, best first."""
     q = HalfVector(query)
     if dim <= HNSW_MAX_DIM:
         stmt = sql.SQL(
             """SELECT item_id, item_kind, 1 - (embedding <=> %(q)s) AS sim
                FROM {t}
                WHERE entity_id = %(e)s AND namespace = %(ns)s AND slug = %(slug)s
+                 AND (%(kind)s::text IS NULL OR item_kind = %(kind)s)
                ORDER BY embedding <=> %(q)s
                LIMIT %(n)s"""
         ).format(t=_ident(table))
@@ -134,12 +139,15 @@ async def search(
             """SELECT item_id, item_kind, 1 - (embedding <=> %(q)s) AS sim FROM (
                    SELECT item_id, item_kind, embedding FROM {t}
                    WHERE entity_id = %(e)s AND namespace = %(ns)s AND slug = %(slug)s
+                     AND (%(kind)s::text IS NULL OR item_kind = %(kind)s)
                    ORDER BY binary_quantize(embedding)::bit({dim}) <~> binary_quantize(%(q)s)
                    LIMIT %(n)s * 4) AS shortlist
                ORDER BY embedding <=> %(q)s
                LIMIT %(n)s"""
         ).format(t=_ident(table), dim=sql.Literal(int(dim)))
-    cur = await conn.execute(stmt, {"q": q, "e": entity_id, "ns": namespace, "slug": slug, "n": limit})
+    cur = await conn.execute(
+        stmt, {"q": q, "e": entity_id, "ns": namespace, "slug": slug, "n": limit, "kind": item_kind}
+    )
     return [(row[0], row[1], float(row[2])) for row in await cur.fetchall()]
 
 
@@ -160,6 +168,21 @@ async def similarities(
     ).format(t=_ident(table))
     cur = await conn.execute(stmt, (HalfVector(query), entity_id, slug, list(item_ids)))
     return {row[0]: float(row[1]) for row in await cur.fetchall()}
+
+
+async def vectors_of(
+    conn: psycopg.AsyncConnection, table: str, entity_id: str, slug: str, ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, np.ndarray]:
+    """The stored vectors of ``ids`` (active slug only), as float32 arrays."""
+    if not ids:
+        return {}
+    cur = await conn.execute(
+        sql.SQL("SELECT item_id, embedding FROM {t} WHERE entity_id = %s AND slug = %s AND item_id = ANY(%s)").format(
+            t=_ident(table)
+        ),
+        (entity_id, slug, list(ids)),
+    )
+    return {r[0]: np.asarray(r[1].to_numpy(), dtype=np.float32) for r in await cur.fetchall()}
 
 
 async def count_missing(conn: psycopg.AsyncConnection, table: str, slug: str) -> int:

@@ -1,0 +1,185 @@
+"""Context assembly: the block of memory an agent prepends to its prompt, within a token budget.
+
+Seed: cognitive-plan §3.2 (dynamic context injection + stochastic identity
+injection) and §2.10 (token counting). Three parts, in this order:
+
+1. **Always**: anchored (immutable) memories, every time, whole.
+2. **Identity**: the ``identity_top`` strongest other memories by weight centre
+   each roll their Beta weight; above ``identity_threshold`` a memory is
+   injected whole, otherwise it is absent this time. Never truncated. This
+   track has its own allocation, ``identity_share`` of what the anchored part
+   leaves.
+3. **Situational**: recall for the attention text (hybrid search + cognitive
+   blend), best first, until the budget is full; the first ``context_full``
+   entries in full text, the rest in their compressed form (the stored
+   one-liner, else the first sentence).
+
+Token counts use the embedder's own tokenizer (no download); every rendered
+line is counted, headers included, so the block never exceeds the budget
+(only anchored memories may, and the result says so).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from mnemo import recall as recall_path
+from mnemo.cognition.context import Candidate, pack_situational, roll_identity
+from mnemo.dynamics import weight_of
+from mnemo.errors import InvalidContentError
+from mnemo.models import Hit, Scope
+from mnemo.runtime import Runtime
+from mnemo.store import dynamics as dynamic_rows
+from mnemo.validate import check_content
+
+__all__ = ["ContextBlock", "ContextItem", "assemble", "compress"]
+
+Track = Literal["anchored", "identity", "situational"]
+HEADERS = {
+    "anchored": "## Always true",
+    "identity": "## Who I am and what I value",
+    "situational": "## Relevant memories",
+}
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class ContextItem:
+    id: uuid.UUID
+    track: Track
+    mode: Literal["full", "compressed"]
+    text: str  # the rendered line
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBlock:
+    """The context to prepend: ``text``, what went into it, and its size."""
+
+    scope: Scope
+    text: str
+    tokens: int
+    budget: int
+    items: tuple[ContextItem, ...]
+    refused: bool  # recall found nothing reliable for the attention text
+
+    @property
+    def over_budget(self) -> bool:
+        return self.tokens > self.budget
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "scope": str(self.scope),
+            "text": self.text,
+            "tokens": self.tokens,
+            "budget": self.budget,
+            "refused": self.refused,
+            "items": [
+                {"id": str(i.id), "track": i.track, "mode": i.mode, "tokens": i.tokens, "text": i.text}
+                for i in self.items
+            ],
+        }
+
+
+def compress(text: str, max_words: int = 24) -> str:
+    """The offline compressed form: the first sentence, cut to ``max_words`` words."""
+    first = _SENTENCE.split(text.strip(), maxsplit=1)[0]
+    words = first.split()
+    return " ".join(words[:max_words]) + ("…" if len(words) > max_words or first != text.strip() else "")
+
+
+def _stamp(when: datetime | None) -> str:
+    return when.strftime("%Y-%m-%d") if when else ""
+
+
+def _line(content: str, *, when: datetime | None = None, who: str | None = None, kind: str | None = None) -> str:
+    tags = " · ".join(t for t in (_stamp(when), kind, who) if t)
+    return f"- [{tags}] {content}" if tags else f"- {content}"
+
+
+def _hit_line(hit: Hit, content: str) -> str:
+    kind = hit.memory_kind if hit.item_kind == "memory" else "said"
+    return _line(content, when=hit.created_at, who=hit.speaker or hit.role, kind=kind)
+
+
+async def assemble(
+    rt: Runtime,
+    scope: Scope,
+    attention: object,
+    budget: int,
+    *,
+    seed: int | None = None,
+    read_only: bool = False,
+    as_entity: str | None = None,
+) -> ContextBlock:
+    """Build the context block for ``attention`` in ``scope`` within ``budget`` tokens."""
+    cfg = rt.settings
+    text = check_content(attention, max_chars=cfg.max_content_chars, label="attention text")
+    if not isinstance(budget, int) or isinstance(budget, bool) or not 1 <= budget <= 1_000_000:
+        raise InvalidContentError(f"budget must be an integer number of tokens between 1 and 1000000, not {budget!r}")
+    rng = random.Random(seed) if seed is not None else rt.child_rng()
+    count = rt.embeddings.count_tokens
+
+    # Recall first: it checks that the scope exists and that the reader may read it.
+    result = await recall_path.recall(
+        rt, scope, text, min(cfg.context_candidates, cfg.max_k), read_only=read_only, as_entity=as_entity
+    )
+    async with rt.store.connection() as conn:
+        anchored = await dynamic_rows.strongest(conn, scope.entity_id, scope.namespace, 1000, anchored=True)
+        strongest = await dynamic_rows.strongest(
+            conn, scope.entity_id, scope.namespace, cfg.identity_top, anchored=False
+        )
+
+    items: list[ContextItem] = []
+    lines = [_line(m["content"], kind=m["kind"]) for m in anchored]
+    for m, line, tokens in zip(anchored, lines, count(lines) if lines else [], strict=True):
+        items.append(ContextItem(m["id"], "anchored", "full", line, tokens))
+    header_cost = dict(zip(HEADERS, count(list(HEADERS.values())), strict=True))
+    used = sum(i.tokens for i in items) + (header_cost["anchored"] if items else 0)
+    left = max(budget - used, 0)
+
+    identity_lines = [_line(m["content"], kind=m["kind"]) for m in strongest]
+    identity_tokens = count(identity_lines) if identity_lines else []
+    share = int(left * cfg.identity_share) - header_cost["identity"]
+    rolled = roll_identity(
+        [Candidate(i, identity_tokens[i], None, weight_of(m)) for i, m in enumerate(strongest)],
+        rng,
+        threshold=cfg.identity_threshold,
+        budget=max(share, 0),
+    )
+    chosen = {strongest[p.key]["id"] for p in rolled}
+    for p in sorted(rolled, key=lambda p: p.key):
+        items.append(ContextItem(strongest[p.key]["id"], "identity", "full", identity_lines[p.key], p.tokens))
+    if rolled:
+        left -= sum(p.tokens for p in rolled) + header_cost["identity"]
+
+    hits: Sequence[Hit] = [h for h in result.hits if h.id not in chosen and h.id not in {m["id"] for m in anchored}]
+    full_lines = [_hit_line(h, h.content) for h in hits]
+    short_lines = [_hit_line(h, h.compressed or compress(h.content)) for h in hits]
+    full_tokens = count(full_lines) if hits else []
+    short_tokens = count(short_lines) if hits else []
+    placed = pack_situational(
+        [
+            Candidate(i, full_tokens[i], short_tokens[i] if short_lines[i] != full_lines[i] else None)
+            for i in range(len(hits))
+        ],
+        max(left - header_cost["situational"], 0),
+        full_count=cfg.context_full,
+    )
+    for p in placed:
+        line = full_lines[p.key] if p.mode == "full" else short_lines[p.key]
+        items.append(ContextItem(hits[p.key].id, "situational", p.mode, line, p.tokens))
+
+    sections = []
+    for track, header in HEADERS.items():
+        body = [i.text for i in items if i.track == track]
+        if body:
+            sections.append("\n".join([header, *body]))
+    block = "\n\n".join(sections)
+    return ContextBlock(scope, block, count([block])[0] if block else 0, budget, tuple(items), result.refused)

@@ -1,0 +1,83 @@
+"""The relevance blend: search rank, activation, weight, recency, co-access, noise.
+
+Seed: cognitive-plan §3.1 (components in [0, 1] mixed by Dirichlet-sampled
+weights; a cold-start alpha set that favours semantic search until the
+archive holds enough memories, then the mature set; noise for exploration;
+temporal recency). The seed's "semantic similarity" is mnemo's fused search
+score (semantic + lexical, min-max scaled over the candidates), and its
+"emotional" component is not modelled (no gut signal yet); ACT-R activation
+and the Beta weight take its place.
+
+Stochastic mode draws the blend weights from Dirichlet(alphas) and the noise
+component uniformly, both from a seeded generator; deterministic mode (the
+default for benchmarks and tests) uses the expected weights
+``alpha_c / sum(alpha)`` and noise 0.5, so one query always ranks the same.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+__all__ = [
+    "COLD_START_ALPHAS",
+    "COMPONENTS",
+    "MATURE_ALPHAS",
+    "blend",
+    "blend_weights",
+    "minmax",
+    "recency",
+]
+
+COMPONENTS = ("search", "activation", "weight", "recency", "coaccess", "noise")
+
+COLD_START_ALPHAS: Mapping[str, float] = {
+    "search": 12.0,
+    "activation": 1.0,
+    "weight": 1.0,
+    "recency": 1.5,
+    "coaccess": 1.0,
+    "noise": 0.5,
+}
+MATURE_ALPHAS: Mapping[str, float] = {
+    "search": 8.0,
+    "activation": 2.0,
+    "weight": 2.0,
+    "recency": 1.5,
+    "coaccess": 3.0,
+    "noise": 0.5,
+}
+
+
+def blend_weights(alphas: Mapping[str, float], rng: np.random.Generator | None = None) -> dict[str, float]:
+    """Weights summing to 1: a Dirichlet(alphas) draw with ``rng``, else their expected values."""
+    keys = [c for c in COMPONENTS if c in alphas]
+    values = np.array([alphas[c] for c in keys], dtype=float)
+    if len(keys) == 0 or np.any(values <= 0):
+        raise ValueError("every blend alpha must be > 0")
+    drawn = rng.dirichlet(values) if rng is not None else values / values.sum()
+    return {c: float(w) for c, w in zip(keys, drawn, strict=True)}
+
+
+def recency(age_seconds: float, half_life_seconds: float = 7 * 86400.0) -> float:
+    """Exponential decay since the last use: 1 now, 0.5 after one half-life."""
+    if half_life_seconds <= 0:
+        raise ValueError("half-life must be > 0")
+    return math.pow(0.5, max(age_seconds, 0.0) / half_life_seconds)
+
+
+def minmax(scores: Mapping[object, float]) -> dict[object, float]:
+    """Scale scores to [0, 1] over the candidates (all 1.0 when they are equal)."""
+    if not scores:
+        return {}
+    lo, hi = min(scores.values()), max(scores.values())
+    if hi - lo < 1e-12:
+        return dict.fromkeys(scores, 1.0)
+    return {k: (v - lo) / (hi - lo) for k, v in scores.items()}
+
+
+def blend(components: Mapping[str, float], weights: Mapping[str, float]) -> float:
+    """The final score: ``sum_c weight_c * component_c`` (components missing from ``components`` count 0)."""
+    return sum(w * components.get(c, 0.0) for c, w in weights.items())

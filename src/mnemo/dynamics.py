@@ -1,0 +1,233 @@
+"""Orchestration of memory dynamics: audited weight changes, retrieval-induced mutation, co-access.
+
+Seeds: cognitive-plan §3.8 (retrieval strengthens: access count, timestamps,
+``reinforce(0.1)``, co-access; near misses ranked 6-20 get ``contradict(0.05)``),
+§3.9 (every weight change goes through one function that enforces the
+ceilings and diminishing returns and writes an audit row; disabled ceilings
+log what they would have blocked), §3.1 (co-access updated on every
+co-retrieval, weak and old links pruned) and §4.1 (light decay).
+
+The pure math is in :mod:`mnemo.cognition`; this module reads and writes rows
+through :mod:`mnemo.store.dynamics` inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+
+from mnemo.cognition.activation import AccessHistory, record_access
+from mnemo.cognition.safety import Change, Operation, Policy, propose
+from mnemo.cognition.spreading import edge_strength, pairs, prune
+from mnemo.cognition.weights import StochasticWeight
+from mnemo.config import Settings
+from mnemo.errors import UnknownItemError
+from mnemo.models import Scope, uuid7
+from mnemo.store import dynamics as rows
+
+__all__ = [
+    "WeightRequest",
+    "change_weights",
+    "history_of",
+    "mutate_after_recall",
+    "neighbours",
+    "policy",
+    "weight_of",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class WeightRequest:
+    """One requested weight change and why."""
+
+    memory_id: uuid.UUID
+    operation: Operation
+    gain: float
+    reason: str
+    evidence: Mapping[str, Any] | None = None
+
+
+def policy(settings: Settings) -> Policy:
+    return Policy(
+        ceiling=settings.weight_ceiling,
+        ceiling_enforced=settings.ceiling_enforced,
+        max_step=settings.rate_limit,
+        rate_limit_enforced=settings.rate_limit_enforced,
+    )
+
+
+def weight_of(row: Mapping[str, Any]) -> StochasticWeight:
+    return StochasticWeight(float(row["alpha"]), float(row["beta"]), bool(row["anchored"]))
+
+
+def history_of(row: Mapping[str, Any]) -> AccessHistory:
+    """The ACT-R access history of a memory row (first trace: event_time, else created_at)."""
+    first: datetime = row.get("event_time") or row["created_at"]
+    recent = tuple(sorted(t.timestamp() for t in row.get("access_timestamps") or ()))
+    oldest = row.get("oldest_access")
+    return AccessHistory(
+        first.timestamp(), recent, int(row.get("older_access_count") or 0), oldest.timestamp() if oldest else None
+    )
+
+
+async def change_weights(
+    conn: psycopg.AsyncConnection,
+    settings: Settings,
+    scope: Scope,
+    requests: Sequence[WeightRequest],
+    *,
+    at: datetime | None = None,
+    missing_ok: bool = False,
+) -> list[Change]:
+    """The one way weights change: lock the rows, apply each request under the safety policy,
+    store the new weights, and write an audit row per request and a safety event per violation.
+
+    Requests for the same memory apply in order. Must run inside a transaction.
+    """
+    if not requests:
+        return []
+    when = at or datetime.now(UTC)
+    ids = list(dict.fromkeys(r.memory_id for r in requests))
+    states = await rows.memory_states(conn, scope.entity_id, scope.namespace, ids, lock=True, live_only=False)
+    missing = [i for i in ids if i not in states]
+    if missing and not missing_ok:
+        raise UnknownItemError(f"no memory {missing[0]} in scope {scope}")
+    pol = policy(settings)
+    current = {i: weight_of(s) for i, s in states.items()}
+    changes: list[Change] = []
+    audits: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    for req in requests:
+        if req.memory_id not in current:
+            continue
+        change = propose(current[req.memory_id], req.operation, req.gain, pol)
+        current[req.memory_id] = change.new
+        change_id = uuid7()
+        audits.append(
+            {
+                "id": change_id,
+                "entity_id": scope.entity_id,
+                "namespace": scope.namespace,
+                "memory_id": req.memory_id,
+                "at": when,
+                "operation": req.operation,
+                "gain": req.gain,
+                "old_alpha": change.old.alpha,
+                "old_beta": change.old.beta,
+                "new_alpha": change.new.alpha,
+                "new_beta": change.new.beta,
+                "reason": req.reason,
+                "evidence": dict(req.evidence or {}) | {"requested": [change.requested.alpha, change.requested.beta]},
+                "blocked": change.blocked,
+            }
+        )
+        events.extend(
+            {
+                "id": uuid7(),
+                "entity_id": scope.entity_id,
+                "namespace": scope.namespace,
+                "memory_id": req.memory_id,
+                "at": when,
+                "ceiling": v.ceiling,
+                "enforced": v.enforced,
+                "detail": v.detail,
+                "change_id": change_id,
+            }
+            for v in change.violations
+        )
+        changes.append(change)
+    await rows.save_weights(
+        conn, scope.entity_id, [(i, w.alpha, w.beta) for i, w in current.items() if w != weight_of(states[i])]
+    )
+    await rows.insert_weight_changes(conn, audits)
+    await rows.insert_safety_events(conn, events)
+    return changes
+
+
+async def neighbours(
+    conn: psycopg.AsyncConnection, settings: Settings, scope: Scope, ids: Sequence[uuid.UUID], now: datetime
+) -> dict[uuid.UUID, list[tuple[uuid.UUID, float]]]:
+    """Co-access partners of ``ids`` (and of their partners, for spreading) with link strengths."""
+    found: dict[uuid.UUID, list[tuple[uuid.UUID, float]]] = {}
+    frontier = list(ids)
+    seen: set[uuid.UUID] = set()
+    for _ in range(settings.spreading_hops + 1):
+        todo = [i for i in frontier if i not in seen]
+        if not todo:
+            break
+        seen.update(todo)
+        nxt: list[uuid.UUID] = []
+        for a, b, count, last in await rows.co_access_edges(conn, scope.entity_id, scope.namespace, todo):
+            strength = edge_strength(
+                count,
+                (now - last).total_seconds(),
+                half_life_seconds=settings.coaccess_half_life_days * 86400,
+            )
+            for x, y in ((a, b), (b, a)):
+                if x in todo and all(p != y for p, _ in found.get(x, [])):
+                    found.setdefault(x, []).append((y, strength))
+                    nxt.append(y)
+        frontier = nxt
+    return found
+
+
+async def _prune_links(
+    conn: psycopg.AsyncConnection, settings: Settings, scope: Scope, ids: Sequence[uuid.UUID], now: datetime
+) -> int:
+    edges = {
+        (a, b): edge_strength(
+            count, (now - last).total_seconds(), half_life_seconds=settings.coaccess_half_life_days * 86400
+        )
+        for a, b, count, last in await rows.co_access_edges(conn, scope.entity_id, scope.namespace, ids)
+    }
+    # Every edge of ``ids`` was read, so their rankings are complete; a partner outside ``ids`` sees only
+    # part of its list, which can only make an edge look stronger there, never doom it wrongly.
+    doomed = prune(edges, max_edges=settings.coaccess_max_edges, min_strength=settings.coaccess_min_strength)
+    return await rows.delete_co_access(conn, scope.entity_id, sorted(doomed, key=str))
+    return await rows.delete_co_access(conn, scope.entity_id, doomed)
+
+
+async def mutate_after_recall(
+    conn: psycopg.AsyncConnection,
+    settings: Settings,
+    scope: Scope,
+    hits: Sequence[uuid.UUID],
+    near_misses: Sequence[uuid.UUID],
+    *,
+    query: str,
+    now: datetime,
+) -> None:
+    """Retrieval-induced mutation (must run inside a transaction): recalled memories gain an access
+    and ``reinforce(reinforce_gain)`` and are linked to each other; near misses ``contradict(suppress_gain)``."""
+    if not hits and not near_misses:
+        return
+    states = await rows.memory_states(conn, scope.entity_id, scope.namespace, list(hits), lock=True)
+    accesses = []
+    for item_id in hits:
+        state = states.get(item_id)
+        if state is None:
+            continue
+        h = record_access(history_of(state), now.timestamp(), keep=settings.access_history)
+        accesses.append(
+            (
+                item_id,
+                [datetime.fromtimestamp(t, UTC) for t in h.recent],
+                h.older_count,
+                None if h.oldest is None else datetime.fromtimestamp(h.oldest, UTC),
+                now,
+            )
+        )
+    await rows.save_accesses(conn, scope.entity_id, accesses)
+    evidence = {"query": query[:200]}
+    requests = [WeightRequest(i, "reinforce", settings.reinforce_gain, "recalled", evidence) for i in hits]
+    requests += [WeightRequest(i, "contradict", settings.suppress_gain, "near miss", evidence) for i in near_misses]
+    await change_weights(conn, settings, scope, requests, at=now, missing_ok=True)
+    linked = [i for i in hits if i in states]
+    if len(linked) > 1:
+        await rows.bump_co_access(conn, scope.entity_id, scope.namespace, pairs(linked), now)
+        await _prune_links(conn, settings, scope, linked, now)

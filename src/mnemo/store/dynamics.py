@@ -1,0 +1,237 @@
+"""Memory dynamics rows: weight and access state, the weight audit log, safety events, co-access links.
+
+Seeds: cognitive-plan §2.3 (alpha/beta, access timestamps), §3.1
+(``memory_co_access``), §3.8 (retrieval-induced mutation), §3.9 (audit trail,
+shadow-mode safety log).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+__all__ = [
+    "STATE_COLUMNS",
+    "bump_co_access",
+    "co_access_edges",
+    "delete_co_access",
+    "insert_safety_events",
+    "insert_weight_changes",
+    "memory_count",
+    "memory_states",
+    "save_accesses",
+    "save_weights",
+    "strongest",
+    "weight_history",
+]
+
+STATE_COLUMNS = (
+    "id",
+    "kind",
+    "content",
+    "compressed",
+    "alpha",
+    "beta",
+    "anchored",
+    "status",
+    "created_at",
+    "event_time",
+    "access_timestamps",
+    "older_access_count",
+    "oldest_access",
+    "access_count",
+    "last_accessed",
+    "token_count",
+    "metadata",
+)
+_STATE_SQL = ", ".join(STATE_COLUMNS)
+
+
+async def memory_states(
+    conn: psycopg.AsyncConnection,
+    entity_id: str,
+    namespace: str,
+    ids: Sequence[uuid.UUID],
+    *,
+    lock: bool = False,
+    live_only: bool = True,
+) -> dict[uuid.UUID, dict[str, Any]]:
+    """Weight and access state of memories (``lock``: FOR UPDATE, inside a transaction)."""
+    if not ids:
+        return {}
+    status = "AND status IN ('candidate', 'active')" if live_only else ""
+    suffix = "ORDER BY id FOR UPDATE" if lock else ""
+    cur = await conn.execute(
+        f"SELECT {_STATE_SQL} FROM mnemo.memories "  # noqa: S608  (fixed column list)
+        f"WHERE entity_id = %s AND namespace = %s AND id = ANY(%s) {status} {suffix}",
+        (entity_id, namespace, list(ids)),
+    )
+    return {r[0]: dict(zip(STATE_COLUMNS, r, strict=True)) for r in await cur.fetchall()}
+
+
+async def strongest(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, limit: int, *, anchored: bool
+) -> list[dict[str, Any]]:
+    """Active memories by weight centre, strongest first: anchored ones, or the top ``limit`` others."""
+    cur = await conn.execute(
+        f"SELECT {_STATE_SQL} FROM mnemo.memories "  # noqa: S608
+        "WHERE entity_id = %s AND namespace = %s AND status = 'active' AND anchored = %s "
+        "ORDER BY alpha / (alpha + beta) DESC, id LIMIT %s",
+        (entity_id, namespace, anchored, limit),
+    )
+    return [dict(zip(STATE_COLUMNS, r, strict=True)) for r in await cur.fetchall()]
+
+
+async def memory_count(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> int:
+    cur = await conn.execute(
+        "SELECT count(*) FROM mnemo.memories WHERE entity_id = %s AND namespace = %s "
+        "AND status IN ('candidate', 'active')",
+        (entity_id, namespace),
+    )
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def save_weights(
+    conn: psycopg.AsyncConnection, entity_id: str, weights: Sequence[tuple[uuid.UUID, float, float]]
+) -> None:
+    """Store new ``(id, alpha, beta)`` values."""
+    if not weights:
+        return
+    await conn.execute(
+        """UPDATE mnemo.memories m SET alpha = w.alpha, beta = w.beta, updated_at = now()
+           FROM unnest(%s::uuid[], %s::float8[], %s::float8[]) AS w(id, alpha, beta)
+           WHERE m.entity_id = %s AND m.id = w.id""",
+        ([w[0] for w in weights], [w[1] for w in weights], [w[2] for w in weights], entity_id),
+    )
+
+
+async def save_accesses(
+    conn: psycopg.AsyncConnection,
+    entity_id: str,
+    rows: Sequence[tuple[uuid.UUID, Sequence[datetime], int, datetime | None, datetime]],
+) -> None:
+    """Store ``(id, recent timestamps, older count, oldest, last accessed)``; access_count grows by one."""
+    for item_id, recent, older, oldest, last in rows:
+        await conn.execute(
+            """UPDATE mnemo.memories SET access_timestamps = %s, older_access_count = %s, oldest_access = %s,
+                      last_accessed = greatest(last_accessed, %s), access_count = access_count + 1
+               WHERE entity_id = %s AND id = %s""",
+            (list(recent), older, oldest, last, entity_id, item_id),
+        )
+
+
+async def insert_weight_changes(conn: psycopg.AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            """INSERT INTO traces.weight_changes (id, entity_id, namespace, memory_id, at, operation, gain,
+                                                  old_alpha, old_beta, new_alpha, new_beta, reason, evidence,
+                                                  blocked)
+               VALUES (%(id)s, %(entity_id)s, %(namespace)s, %(memory_id)s, %(at)s, %(operation)s, %(gain)s,
+                       %(old_alpha)s, %(old_beta)s, %(new_alpha)s, %(new_beta)s, %(reason)s, %(evidence)s,
+                       %(blocked)s)""",
+            [{**r, "evidence": Jsonb(r.get("evidence") or {})} for r in rows],
+        )
+
+
+async def insert_safety_events(conn: psycopg.AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            """INSERT INTO traces.safety_events (id, entity_id, namespace, memory_id, at, ceiling, enforced, detail,
+                                                 change_id)
+               VALUES (%(id)s, %(entity_id)s, %(namespace)s, %(memory_id)s, %(at)s, %(ceiling)s, %(enforced)s,
+                       %(detail)s, %(change_id)s)""",
+            rows,
+        )
+
+
+async def weight_history(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, memory_id: uuid.UUID
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A memory's weight changes and safety events, oldest first."""
+    cols = (
+        "id",
+        "at",
+        "operation",
+        "gain",
+        "old_alpha",
+        "old_beta",
+        "new_alpha",
+        "new_beta",
+        "reason",
+        "evidence",
+        "blocked",
+    )
+    cur = await conn.execute(
+        f"SELECT {', '.join(cols)} FROM traces.weight_changes "  # noqa: S608
+        "WHERE entity_id = %s AND namespace = %s AND memory_id = %s ORDER BY at, id",
+        (entity_id, namespace, memory_id),
+    )
+    changes = [dict(zip(cols, r, strict=True)) for r in await cur.fetchall()]
+    ecols = ("at", "ceiling", "enforced", "detail", "change_id")
+    cur = await conn.execute(
+        f"SELECT {', '.join(ecols)} FROM traces.safety_events "  # noqa: S608
+        "WHERE entity_id = %s AND namespace = %s AND memory_id = %s ORDER BY at, id",
+        (entity_id, namespace, memory_id),
+    )
+    events = [dict(zip(ecols, r, strict=True)) for r in await cur.fetchall()]
+    return changes, events
+
+
+async def bump_co_access(
+    conn: psycopg.AsyncConnection,
+    entity_id: str,
+    namespace: str,
+    pairs: Sequence[tuple[uuid.UUID, uuid.UUID]],
+    at: datetime,
+) -> None:
+    """Count one more co-retrieval for each ``(a, b)`` pair (``a < b``)."""
+    if not pairs:
+        return
+    await conn.execute(
+        """INSERT INTO mnemo.co_access AS c (entity_id, namespace, a, b, count, last_at)
+           SELECT %s, %s, p.a, p.b, 1, %s FROM unnest(%s::uuid[], %s::uuid[]) AS p(a, b)
+           ON CONFLICT (entity_id, a, b)
+           DO UPDATE SET count = c.count + 1, last_at = greatest(c.last_at, EXCLUDED.last_at)""",
+        (entity_id, namespace, at, [p[0] for p in pairs], [p[1] for p in pairs]),
+    )
+
+
+async def co_access_edges(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
+) -> list[tuple[uuid.UUID, uuid.UUID, int, datetime]]:
+    """Every link touching ``ids``: ``(a, b, count, last_at)``, live memories only."""
+    if not ids:
+        return []
+    cur = await conn.execute(
+        """SELECT c.a, c.b, c.count, c.last_at FROM mnemo.co_access c
+           WHERE c.entity_id = %(e)s AND c.namespace = %(ns)s AND (c.a = ANY(%(ids)s) OR c.b = ANY(%(ids)s))
+             AND EXISTS (SELECT 1 FROM mnemo.memories m WHERE m.entity_id = %(e)s AND m.id = c.a
+                         AND m.status IN ('candidate', 'active'))
+             AND EXISTS (SELECT 1 FROM mnemo.memories m WHERE m.entity_id = %(e)s AND m.id = c.b
+                         AND m.status IN ('candidate', 'active'))""",
+        {"e": entity_id, "ns": namespace, "ids": list(ids)},
+    )
+    return [(r[0], r[1], int(r[2]), r[3]) for r in await cur.fetchall()]
+
+
+async def delete_co_access(
+    conn: psycopg.AsyncConnection, entity_id: str, pairs: Sequence[tuple[uuid.UUID, uuid.UUID]]
+) -> int:
+    if not pairs:
+        return 0
+    cur = await conn.execute(
+        """DELETE FROM mnemo.co_access c USING unnest(%s::uuid[], %s::uuid[]) AS p(a, b)
+           WHERE c.entity_id = %s AND c.a = p.a AND c.b = p.b""",
+        ([p[0] for p in pairs], [p[1] for p in pairs], entity_id),
+    )
+    return cur.rowcount
