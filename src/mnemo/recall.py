@@ -218,11 +218,12 @@ async def recall(
         head = sorted(final, key=lambda i: (-final[i], str(i)))[: max(cfg.blend_depth, k * 2)]
         memory_head = [i for i in head if kind_of[i] == "memory"]
         activated: dict[uuid.UUID, float] = {}
+        searched = minmax({i: final[i] for i in head})
         if memory_head and cfg.coaccess_seeds:
             seeds = memory_head[: cfg.coaccess_seeds]
             links = await dynamics.neighbours(conn, cfg, scope, seeds, when)
             if links:
-                activated = spread(dict.fromkeys(seeds, 1.0), links, hops=cfg.spreading_hops)
+                activated = spread({i: searched[i] for i in seeds}, links, hops=cfg.spreading_hops)
                 for extra in activated:
                     if extra not in kind_of:
                         kind_of[extra] = "memory"
@@ -242,7 +243,6 @@ async def recall(
             MATURE_ALPHAS if mature else COLD_START_ALPHAS,
             None if rng is None else np.random.default_rng(rng.getrandbits(64)),
         )
-        searched = minmax({i: final[i] for i in head if i in final})
         scored: list[tuple[float, uuid.UUID, dict[str, float]]] = []
         for item_id in head:
             row: dict[str, Any] | None = turn_rows.get(item_id) or memory_rows.get(item_id)

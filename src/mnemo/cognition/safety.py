@@ -61,7 +61,7 @@ def propose(old: StochasticWeight, op: Operation, gain: float, policy: Policy = 
     requested = old.reinforce(gain, ceiling=None) if op == "reinforce" else old.contradict(gain)
     new = requested
     violations: list[Violation] = []
-    if not old.anchored and requested.center > policy.ceiling + 1e-12:
+    if op == "reinforce" and not old.anchored and requested.center > policy.ceiling + 1e-12:
         violations.append(
             Violation(
                 "ceiling",

@@ -54,7 +54,8 @@ def spread(
     Hop 0 activates the seeds' direct partners at ``seed * strength``; each further hop
     (``hops`` of them, at most ``len(decay) - 1``) follows each activated memory's
     ``fan_out`` strongest partners at ``decay[hop]`` times that. A memory keeps its highest
-    activation; seeds themselves are not returned.
+    activation. Seeds can be activated by other seeds (two active memories that are often used
+    together support each other), never by themselves.
     """
     if hops < 0 or hops >= len(decay):
         raise ValueError(f"hops must be between 0 and {len(decay) - 1}")
@@ -67,8 +68,8 @@ def spread(
             if hop > 0:
                 partners = partners[:fan_out]
             for partner, strength in partners:
-                if partner in seeds:
-                    continue
+                if partner == node or (hop > 0 and partner in seeds):
+                    continue  # seeds are activated directly by other seeds only, never by a path back
                 score = level * strength * decay[hop]
                 if score > activated.get(partner, 0.0):
                     activated[partner] = score

@@ -100,6 +100,7 @@ def _print_recall(result: RecallResult | Refusal, as_json: bool) -> None:
                     "refused": result.refused,
                     "best_similarity": result.best_similarity,
                     "latency_ms": round(result.latency_ms, 2),
+                    "weights": dict(getattr(result, "weights", {})),
                     "hits": [_hit_json(h) for h in result.hits],
                     **(
                         {"message": result.message, "threshold": result.threshold}
@@ -115,13 +116,32 @@ def _print_recall(result: RecallResult | Refusal, as_json: bool) -> None:
         out.print(f"[yellow]{result.message}[/] (best similarity {best} < threshold {result.threshold:.2f})")
         return
     table = Table(title=f"recall: {result.query!r} in {result.scope}  ({result.latency_ms:.1f} ms)")
-    for col in ("#", "score", "sim", "vec", "lex", "kind", "when", "content"):
+    for col in (
+        "#",
+        "score",
+        "search",
+        "act",
+        "weight",
+        "recent",
+        "co",
+        "sim",
+        "vec",
+        "lex",
+        "kind",
+        "when",
+        "content",
+    ):
         table.add_column(col, overflow="fold" if col == "content" else "ellipsis", no_wrap=col != "content")
     for rank, hit in enumerate(result.hits, start=1):
         who = f"{hit.speaker}: " if hit.speaker else ""
         table.add_row(
             str(rank),
             f"{hit.score:.3f}",
+            f"{hit.search:.2f}",
+            f"{hit.activation:.2f}",
+            f"{hit.weight:.2f}",
+            f"{hit.recency:.2f}",
+            f"{hit.coaccess:.2f}",
             "-" if hit.similarity is None else f"{hit.similarity:.3f}",
             str(hit.vector_rank or "-"),
             str(hit.lexical_rank or "-"),
@@ -232,12 +252,144 @@ def recall(
     read_only: Annotated[bool, typer.Option(help="No retrieval side effects.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Recall memories and turns for a query (hybrid search, RRF)."""
+    """Recall memories and turns for a query: hybrid search, then the cognitive blend (columns: search,
+    ACT-R activation, Beta weight, recency, co-access)."""
     with _open() as archive:
         result = archive.recall(
             Scope(entity, namespace), query, k, as_entity=as_entity, threshold=threshold, read_only=read_only
         )
     _print_recall(result, as_json)
+
+
+@app.command()
+@_fail_cleanly
+def context(
+    text: Annotated[str, typer.Argument(help="What the agent is attending to (the current message).")],
+    budget: Annotated[int, typer.Option(help="Token budget for the block (embedder tokenizer).")] = 1000,
+    entity: EntityOpt = "default",
+    namespace: NamespaceOpt = "default",
+    seed: Annotated[int | None, typer.Option(help="Seed for the identity rolls and blend.")] = None,
+    read_only: Annotated[bool, typer.Option(help="No retrieval side effects.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the context block to prepend for TEXT: anchored, identity and situational memories."""
+    with _open() as archive:
+        block = archive.context(Scope(entity, namespace), text, budget, seed=seed, read_only=read_only)
+    if as_json:
+        out.print_json(json.dumps(block.as_dict()))
+        return
+    out.print(block.text or "[yellow](nothing to inject)[/]", markup=not block.text, highlight=False)
+    tracks = ", ".join(
+        f"{t}: {sum(1 for i in block.items if i.track == t)}" for t in ("anchored", "identity", "situational")
+    )
+    err.print(f"{block.tokens}/{block.budget} tokens · {tracks}" + (" · recall refused" if block.refused else ""))
+
+
+@app.command()
+@_fail_cleanly
+def why(
+    memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
+    entity: EntityOpt = "default",
+    namespace: NamespaceOpt = "default",
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a memory's weight history from the audit log."""
+    with _open() as archive:
+        h = archive.why(Scope(entity, namespace), memory_id)
+    if as_json:
+        out.print_json(
+            json.dumps(
+                {
+                    "id": str(h.id),
+                    "content": h.content,
+                    "kind": h.kind,
+                    "status": h.status,
+                    "anchored": h.anchored,
+                    "alpha": h.alpha,
+                    "beta": h.beta,
+                    "center": h.center,
+                    "access_count": h.access_count,
+                    "changes": [
+                        {
+                            "at": c.at.isoformat(),
+                            "operation": c.operation,
+                            "gain": c.gain,
+                            "old": c.old,
+                            "new": c.new,
+                            "center": c.center,
+                            "reason": c.reason,
+                            "evidence": dict(c.evidence),
+                            "blocked": c.blocked,
+                            "ceilings": list(c.ceilings),
+                        }
+                        for c in h.changes
+                    ],
+                }
+            )
+        )
+        return
+    out.print(
+        f"[bold]{h.content}[/]\n{h.kind} · {h.status}{' · anchored' if h.anchored else ''} · "
+        f"Beta({h.alpha:.2f}, {h.beta:.2f}) centre {h.center:.3f} · recalled {h.access_count}x"
+    )
+    table = Table(title=f"weight history of {h.id}")
+    for col in ("when", "change", "centre", "alpha, beta", "reason", "ceilings"):
+        table.add_column(col)
+    for c in h.changes:
+        before = "-" if c.old is None else f"{c.old[0] / (c.old[0] + c.old[1]):.3f}"
+        table.add_row(
+            c.at.strftime("%Y-%m-%d %H:%M:%S"),
+            f"{c.operation} {c.gain:g}" + (" (blocked)" if c.blocked else ""),
+            f"{before} -> {c.center:.3f}",
+            f"{c.new[0]:.2f}, {c.new[1]:.2f}",
+            c.reason + ("" if not c.evidence.get("query") else f": {c.evidence['query']!r}"),
+            ", ".join(c.ceilings) or "-",
+        )
+    out.print(table)
+
+
+@app.command()
+@_fail_cleanly
+def observe(
+    content: Annotated[str, typer.Argument(help="One item of the agent's stream.")],
+    entity: EntityOpt = "default",
+    namespace: NamespaceOpt = "default",
+    kind: Annotated[str, typer.Option(help="Memory kind if it is persisted.")] = "episodic",
+    flush: Annotated[bool, typer.Option(help="Run the exit gate right after.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Offer content to the entry gate (scratch buffer); the exit gate decides what becomes memory."""
+    scope = Scope(entity, namespace)
+    with _open() as archive:
+        seen = archive.observe(scope, content, kind=kind)
+        report = seen.flushed or (archive.flush(scope) if flush else None)
+    outcomes = [] if report is None else list(report.outcomes)
+    if as_json:
+        out.print_json(
+            json.dumps(
+                {
+                    "item_id": str(seen.item_id),
+                    "entry": seen.action,
+                    "reason": seen.reason,
+                    "exit": [
+                        {
+                            "item_id": str(o.item_id),
+                            "action": o.action,
+                            "reason": o.reason,
+                            "relevance": o.relevance,
+                            "similarity": o.similarity,
+                            "contradiction": o.contradiction,
+                            "memory_id": None if o.memory_id is None else str(o.memory_id),
+                        }
+                        for o in outcomes
+                    ],
+                }
+            )
+        )
+        return
+    out.print(f"entry gate: {seen.action} ({seen.reason})")
+    for o in outcomes:
+        out.print(f"exit gate: {o.action} ({o.reason}) {o.content[:60]!r}")
 
 
 @app.command()
