@@ -219,7 +219,10 @@ async def run_locomo(
     }
     sample_of = [c.sample_id for c in conversations for _ in c.questions]
     with tempfile.TemporaryDirectory(prefix="mnemo-locomo-") as home:
-        settings = Settings(home=Path(home), database_url=database_url, **dict(overrides or {}))
+        # Benchmarks rank deterministically (expected blend weights, no noise) unless told otherwise.
+        settings = Settings(
+            home=Path(home), database_url=database_url, **({"scoring": "deterministic"} | dict(overrides or {}))
+        )
         started = time.perf_counter()
         mnemo_run = await run_mnemo(conversations, settings, embeddings, progress)
         seconds = time.perf_counter() - started
