@@ -118,7 +118,10 @@ class Settings(BaseSettings):
     gate_core: float = Field(default=0.6, description="Relevance above this is core.")
     gate_peripheral: float = Field(default=0.3, description="Relevance above this is peripheral.")
     gate_confirming: float = Field(default=0.85, description="Similarity to a memory above this confirms it.")
-    gate_contradiction_floor: float = Field(default=0.7, description="Similarity needed to test contradiction.")
+    gate_contradiction_floor: float = Field(
+        default=0.55,
+        description="Similarity needed to test contradiction (seed: 0.7; MiniLM scores paraphrases lower).",
+    )
     gate_noise: float = Field(default=0.05, ge=0, le=1, description="Chance a drop or skip is buffered anyway.")
     gate_default_relevance: float = Field(
         default=0.65, description="Relevance of an item flushed alone with no attention text (permissive)."

@@ -136,7 +136,7 @@ class GateThresholds:
     core: float = 0.6  # relevance above: core
     peripheral: float = 0.3  # relevance above: peripheral, else irrelevant
     confirming: float = 0.85  # similarity to an existing memory above: confirming
-    contradiction_floor: float = 0.7  # similarity needed before a contradiction counts
+    contradiction_floor: float = 0.55  # similarity needed before a contradiction counts
     noise: float = 0.05  # chance that a drop/skip is kept anyway (noise floor)
 
 
