@@ -207,6 +207,9 @@ async def mutate_after_recall(
     if not hits and not near_misses:
         return
     states = await rows.memory_states(conn, scope.entity_id, scope.namespace, list(hits), lock=True)
+    # A superseded memory is dormant: still recallable, never strengthened by being recalled
+    # (otherwise every look-up of the update, which retrieves the old fact beside it, would prop it up).
+    hits = [i for i in hits if i in states and not (states[i].get("metadata") or {}).get("superseded_by")]
     accesses = []
     for item_id in hits:
         state = states.get(item_id)

@@ -334,6 +334,7 @@ async def _decide(
         }
         await store_memory(conn, rt, scope, row, vector)
         if decision.action == "persist_flag" and related is not None:
+            await dynamic_rows.mark_superseded(conn, scope.entity_id, [related], memory_id)
             await dynamics.change_weights(
                 conn,
                 cfg,

@@ -253,6 +253,7 @@ async def recall(
                 "coaccess": activated.get(item_id, 0.0),
             }
             scored.append((blend(parts, weights), item_id, parts))
+        scored = _below_superseders(scored, memory_rows)
         scored.sort(key=lambda x: (-x[0], str(x[1])))
 
         hits: list[Hit] = []
@@ -334,6 +335,30 @@ async def recall(
     return RecallResult(
         query=text, scope=scope, hits=tuple(hits), best_similarity=best, latency_ms=latency_ms, weights=weights
     )
+
+
+def _below_superseders(
+    scored: list[tuple[float, uuid.UUID, dict[str, float]]], memory_rows: Mapping[uuid.UUID, Mapping[str, Any]]
+) -> list[tuple[float, uuid.UUID, dict[str, float]]]:
+    """A superseded memory never outranks a memory that superseded it when both are candidates
+    (it keeps its own score when its superseder did not come up: still recallable)."""
+    score = {i: sc for sc, i, _ in scored}
+    superseders: dict[uuid.UUID, list[uuid.UUID]] = {}
+    for item_id, row in memory_rows.items():
+        for text in (row.get("metadata") or {}).get("superseded_by") or ():
+            with contextlib.suppress(ValueError, TypeError):
+                newer = uuid.UUID(str(text))
+                if newer in score and item_id in score:
+                    superseders.setdefault(item_id, []).append(newer)
+    for _ in range(len(superseders)):  # chains A <- B <- C settle in at most this many passes
+        changed = False
+        for item_id, newers in superseders.items():
+            cap = min(score[n] for n in newers) - 1e-6
+            if score[item_id] > cap:
+                score[item_id], changed = cap, True
+        if not changed:
+            break
+    return [(score[i], i, parts) for _, i, parts in scored]
 
 
 def _components(

@@ -28,6 +28,7 @@ from mnemo.errors import InvalidContentError, MalformedImportError, UnknownScope
 from mnemo.formats import TurnInput, detect_format, parse_file
 from mnemo.models import ImportReport, Memory, Scope, Turn, uuid7
 from mnemo.runtime import Runtime
+from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import lexicon
 from mnemo.store import memories as memory_rows
 from mnemo.store import scopes as scope_rows
@@ -118,6 +119,7 @@ async def remember(
         await ensure_scope(conn, rt, scope)
         created = await store_memory(conn, rt, scope, row, vector)
         if old_ids:
+            await dynamic_rows.mark_superseded(conn, scope.entity_id, old_ids, item_id)
             await dynamics.change_weights(
                 conn,
                 rt.settings,

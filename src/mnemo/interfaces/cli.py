@@ -116,35 +116,18 @@ def _print_recall(result: RecallResult | Refusal, as_json: bool) -> None:
         out.print(f"[yellow]{result.message}[/] (best similarity {best} < threshold {result.threshold:.2f})")
         return
     table = Table(title=f"recall: {result.query!r} in {result.scope}  ({result.latency_ms:.1f} ms)")
-    for col in (
-        "#",
-        "score",
-        "search",
-        "act",
-        "weight",
-        "recent",
-        "co",
-        "sim",
-        "vec",
-        "lex",
-        "kind",
-        "when",
-        "content",
-    ):
-        table.add_column(col, overflow="fold" if col == "content" else "ellipsis", no_wrap=col != "content")
+    for col in ("#", "score", "sim", "act", "wt", "rec", "kind", "when"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("content", overflow="fold", min_width=24)
     for rank, hit in enumerate(result.hits, start=1):
         who = f"{hit.speaker}: " if hit.speaker else ""
         table.add_row(
             str(rank),
             f"{hit.score:.3f}",
-            f"{hit.search:.2f}",
+            "-" if hit.similarity is None else f"{hit.similarity:.2f}",
             f"{hit.activation:.2f}",
             f"{hit.weight:.2f}",
             f"{hit.recency:.2f}",
-            f"{hit.coaccess:.2f}",
-            "-" if hit.similarity is None else f"{hit.similarity:.3f}",
-            str(hit.vector_rank or "-"),
-            str(hit.lexical_rank or "-"),
             hit.memory_kind or hit.item_kind,
             hit.created_at.strftime("%Y-%m-%d"),
             who + hit.content,
@@ -252,8 +235,8 @@ def recall(
     read_only: Annotated[bool, typer.Option(help="No retrieval side effects.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Recall memories and turns for a query: hybrid search, then the cognitive blend (columns: search,
-    ACT-R activation, Beta weight, recency, co-access)."""
+    """Recall memories and turns for a query: hybrid search, then the cognitive blend (table: similarity,
+    ACT-R activation, Beta weight, recency; --json shows every component)."""
     with _open() as archive:
         result = archive.recall(
             Scope(entity, namespace), query, k, as_entity=as_entity, threshold=threshold, read_only=read_only
@@ -535,6 +518,64 @@ def bench_locomo(
             rows.append((f"without {name}", scores))
             result["ablation"][name] = {"overrides": extra, "scores": scores}
         print_ablation(rows, out)
+    if json_out is not None:
+        json_out.write_text(json.dumps(result, indent=2))
+        out.print(f"wrote {json_out}")
+
+
+@bench_app.command("dynamics")
+@_fail_cleanly
+def bench_dynamics(
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write every figure to this JSON file.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed for the world and the usage stream.")] = 0,
+    topics: Annotated[int, typer.Option(help="Pairs of equally similar facts (one used, one not).")] = 40,
+    updates: Annotated[int, typer.Option(help="Facts replaced halfway by a newer fact.")] = 20,
+    fillers: Annotated[int, typer.Option(help="Unrelated facts.")] = 40,
+    sessions: Annotated[int, typer.Option(help="Simulated days of use.")] = 10,
+    use_k: Annotated[int, typer.Option(help="k of each usage recall (its hits are reinforced).")] = 1,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a setting, KEY=VALUE (repeatable).")] = None,
+) -> None:
+    """Scenario: after sessions of use, do used facts outrank equally similar unused ones, and updates
+    the facts they superseded? With dynamics vs a static store."""
+    import asyncio
+
+    from mnemo.bench.dynamics import run_dynamics
+    from mnemo.config import load_settings
+    from mnemo.embed import load_embedder
+
+    overrides = _overrides(set_ or [])
+    settings = load_settings(**overrides)
+    embeddings = load_embedder(
+        settings.embedder, batch_size=settings.embed_batch_size, kind_prefixes=settings.kind_prefixes
+    )
+    with _progress("sessions") as progress:
+        result = asyncio.run(
+            run_dynamics(
+                embeddings=embeddings,
+                database_url=settings.database_url,
+                overrides=overrides,
+                seed=seed,
+                topics=topics,
+                updates=updates,
+                fillers=fillers,
+                sessions=sessions,
+                use_k=use_k,
+                progress=lambda _name, done, total: progress(done, total),
+            )
+        )
+    table = Table(title=f"dynamics scenario: {topics} pairs, {updates} updates, {fillers} fillers, {sessions} sessions")
+    for col in ("system", "used > unused", "  (equal sim)", "mean rank used / unused", "update > superseded", "s"):
+        table.add_column(col, justify="right")
+    for name, f in result["systems"].items():
+        table.add_row(
+            name,
+            f"{f['used_above_unused']:.1f}%",
+            f"{f['used_above_unused_equal_similarity']:.1f}% of {f['equal_similarity_pairs']}",
+            f"{f['mean_rank_used']:.2f} / {f['mean_rank_unused']:.2f}",
+            f"{f['update_above_superseded']:.1f}%",
+            f"{f['seconds']:.0f}",
+        )
+    out.print(table)
     if json_out is not None:
         json_out.write_text(json.dumps(result, indent=2))
         out.print(f"wrote {json_out}")

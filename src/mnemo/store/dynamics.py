@@ -22,6 +22,7 @@ __all__ = [
     "delete_co_access",
     "insert_safety_events",
     "insert_weight_changes",
+    "mark_superseded",
     "memory_count",
     "memory_states",
     "save_accesses",
@@ -235,3 +236,18 @@ async def delete_co_access(
         ([p[0] for p in pairs], [p[1] for p in pairs], entity_id),
     )
     return cur.rowcount
+
+
+async def mark_superseded(
+    conn: psycopg.AsyncConnection, entity_id: str, ids: Sequence[uuid.UUID], by: uuid.UUID
+) -> None:
+    """Record on each old memory that ``by`` supersedes it (``metadata.superseded_by``)."""
+    if ids:
+        await conn.execute(
+            """UPDATE mnemo.memories
+               SET metadata = jsonb_set(metadata, '{superseded_by}',
+                                        coalesce(metadata -> 'superseded_by', '[]'::jsonb) || to_jsonb(%s::text)),
+                   updated_at = now()
+               WHERE entity_id = %s AND id = ANY(%s)""",
+            (str(by), entity_id, list(ids)),
+        )
