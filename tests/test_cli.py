@@ -74,11 +74,16 @@ def test_reembed_with_nothing_pending(env: dict[str, str]) -> None:
 
 def test_demo_imports_and_recalls(env: dict[str, str]) -> None:
     code, out, _ = run(env, "demo", "--json")
-    results = json.loads(out)
+    data = json.loads(out)
+    results = data["recalls"]
     assert code == 0 and len(results) == 5
     allergy = results[0]
     assert allergy["query"] == "What is Maya allergic to?"
     assert "shellfish" in allergy["hits"][0]["content"]
     assert results[-1]["refused"] is True  # an off-topic question is refused, not guessed
+    block = data["context"]
+    assert block["tokens"] <= block["budget"] == 160
+    assert block["items"][0]["track"] == "anchored"
+    assert "Never share Maya's home address" in block["text"] and "Lena" in block["text"]
     code, out, _ = run(env, "demo")  # second run reuses the imported sample
-    assert code == 0 and "already in demo/sample" in out
+    assert code == 0 and "already in demo/sample" in out and "context block" in out

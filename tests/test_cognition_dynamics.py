@@ -846,7 +846,9 @@ def test_exit_decision_matrix(
 def test_exit_decision_full_noise_floor(
     relevance: float, similarity: float, contradicts: bool, rel_band: str, nov_band: str, action: str
 ) -> None:
-    got = exit_decision(relevance, similarity, contradicts, random.Random(0), GateThresholds(noise=1.0, contradiction_floor=0.7))
+    got = exit_decision(
+        relevance, similarity, contradicts, random.Random(0), GateThresholds(noise=1.0, contradiction_floor=0.7)
+    )
     if action in ("drop", "skip"):
         assert got.action == "buffer" and got.noise is True
     else:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from mnemo import AsyncArchive, Scope, Settings
+from mnemo import AsyncArchive, InvalidContentError, Scope, Settings
 from mnemo.cognition.relevance import COLD_START_ALPHAS
 from mnemo.dynamics import WeightRequest, change_weights
 from mnemo.embed import Embeddings
@@ -228,7 +228,7 @@ async def test_diminishing_returns_in_stored_weights(archive: AsyncArchive) -> N
 
 
 async def test_why_and_weight_changes_reject_unknown_ids(archive: AsyncArchive) -> None:
-    from mnemo import InvalidContentError, UnknownItemError
+    from mnemo import UnknownItemError
 
     await archive.remember(ME, "something")
     with pytest.raises(UnknownItemError):
@@ -258,3 +258,34 @@ async def test_activation_decays_with_time(archive: AsyncArchive) -> None:
     later = (await recall(archive.runtime, ME, "passport", 1, read_only=True, now=now + timedelta(days=30))).hits[0]
     assert fresh.activation > later.activation and fresh.recency > later.recency
     assert later.recency == pytest.approx(0.5 ** (30 / 7), rel=1e-3)
+
+
+async def test_spreading_reaches_two_links_only_on_request(
+    settings: Settings, embeddings: Embeddings, database_url: str
+) -> None:
+    archive = await AsyncArchive.open(settings, embeddings=embeddings, coaccess_seeds=1)
+    try:
+        a = await archive.remember(ME, "Project Falcon ships on March 3")
+        b = await archive.remember(ME, "Bring the blue notebook to planning")
+        c = await archive.remember(ME, "The Zephyr dashboard shows the uptime of the east cluster")
+        for text in TOPICS:
+            await archive.remember(ME, text)
+        for _ in range(3):
+            await archive.recall(ME, "Project Falcon ship date and the blue notebook", k=2)
+            await archive.recall(ME, "blue notebook and the Zephyr uptime dashboard", k=2)
+        edges = {frozenset(r) for r in rows(database_url, "SELECT a, b FROM mnemo.co_access")}
+        assert edges == {frozenset((a.id, b.id)), frozenset((b.id, c.id))}
+        runs = {
+            hops: await archive.recall(ME, "Project Falcon ship date", k=15, read_only=True, hops=hops)
+            for hops in (0, 1, 2)
+        }
+        with pytest.raises(InvalidContentError):
+            await archive.recall(ME, "Project Falcon ship date", hops=3)
+    finally:
+        await archive.close()
+    part = {hops: {h.id: h.coaccess for h in result} for hops, result in runs.items()}
+    assert part[0][b.id] > 0 and part[0][c.id] == 0  # direct partner only
+    # both links were used 3 times: c = 0.3 (hop decay) x b's activation x the b-c strength (= a-b's)
+    assert part[1][c.id] == pytest.approx(0.3 * part[0][b.id] ** 2, rel=1e-3)
+    assert 0 < part[1][c.id] < part[1][b.id]
+    assert part[2][c.id] == pytest.approx(part[1][c.id])  # nothing further away in this graph

@@ -256,12 +256,14 @@ class AsyncArchive:
         query_vector: Sequence[float] | np.ndarray | None = None,
         cues: Mapping[str, object] | None = None,
         seed: int | None = None,
+        hops: int | None = None,
     ) -> RecallResult | Refusal:
         """Hybrid recall in ``scope`` with cognitive scoring; a :class:`Refusal` when nothing is similar enough.
 
         ``read_only`` promises no retrieval side effects (no reinforcement, no co-access links);
         ``query_vector`` skips embedding the query; ``cues`` penalise mismatching kinds or metadata;
-        ``seed`` fixes this recall's stochastic draws.
+        ``seed`` fixes this recall's stochastic draws; ``hops=2`` spreads activation two links
+        deep over co-access links (default ``spreading_hops``, 1).
         """
         return await recall_path.recall(
             self._rt,
@@ -275,6 +277,7 @@ class AsyncArchive:
             query_vector=query_vector,
             cues=cues,
             seed=seed,
+            hops=hops,
         )
 
     async def context(

@@ -150,13 +150,19 @@ async def change_weights(
 
 
 async def neighbours(
-    conn: psycopg.AsyncConnection, settings: Settings, scope: Scope, ids: Sequence[uuid.UUID], now: datetime
+    conn: psycopg.AsyncConnection,
+    settings: Settings,
+    scope: Scope,
+    ids: Sequence[uuid.UUID],
+    now: datetime,
+    *,
+    hops: int | None = None,
 ) -> dict[uuid.UUID, list[tuple[uuid.UUID, float]]]:
     """Co-access partners of ``ids`` (and of their partners, for spreading) with link strengths."""
     found: dict[uuid.UUID, list[tuple[uuid.UUID, float]]] = {}
     frontier = list(ids)
     seen: set[uuid.UUID] = set()
-    for _ in range(settings.spreading_hops + 1):
+    for _ in range((settings.spreading_hops if hops is None else hops) + 1):
         todo = [i for i in frontier if i not in seen]
         if not todo:
             break

@@ -114,13 +114,15 @@ async def recall(
     cues: Mapping[str, object] | None = None,
     now: datetime | None = None,
     seed: int | None = None,
+    hops: int | None = None,
 ) -> RecallResult | Refusal:
     """Recall up to ``k`` items of ``scope`` for ``query``; a :class:`Refusal` below the threshold.
 
     ``query_vector`` (already embedded with the active model) skips the query embedding. ``cues``
     (e.g. ``{"kind": "preference"}``) penalise candidates whose kind or metadata disagree (ACT-R
     partial matching). ``now`` is the time activation and recency are measured at (default: now);
-    ``seed`` fixes the stochastic draws of this one recall.
+    ``seed`` fixes the stochastic draws of this one recall; ``hops`` (0-2, default
+    ``spreading_hops``) sets how far activation spreads over co-access links.
     """
     started = time.perf_counter()
     cfg = rt.settings
@@ -130,6 +132,9 @@ async def recall(
     if not kinds or any(kind not in ITEM_KINDS for kind in kinds):
         raise InvalidContentError(f"kinds must be a non-empty subset of {ITEM_KINDS}")
     kinds = tuple(dict.fromkeys(kinds))
+    hops = cfg.spreading_hops if hops is None else hops
+    if not isinstance(hops, int) or isinstance(hops, bool) or not 0 <= hops <= 2:
+        raise InvalidContentError(f"hops must be 0, 1 or 2, not {hops!r}")
     reader = scope.entity_id if as_entity is None else Scope(as_entity).entity_id
     limit = threshold if threshold is not None else cfg.refusal_threshold
     depth = max(cfg.candidate_depth, k)
@@ -221,9 +226,9 @@ async def recall(
         searched = minmax({i: final[i] for i in head})
         if memory_head and cfg.coaccess_seeds:
             seeds = memory_head[: cfg.coaccess_seeds]
-            links = await dynamics.neighbours(conn, cfg, scope, seeds, when)
+            links = await dynamics.neighbours(conn, cfg, scope, seeds, when, hops=hops)
             if links:
-                activated = spread({i: searched[i] for i in seeds}, links, hops=cfg.spreading_hops)
+                activated = spread({i: searched[i] for i in seeds}, links, hops=hops)
                 for extra in activated:
                     if extra not in kind_of:
                         kind_of[extra] = "memory"

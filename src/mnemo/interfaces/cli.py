@@ -420,6 +420,7 @@ DEMO_QUERIES = (
     "When is Lena visiting and what does she eat?",
     "What is the capital of Australia?",
 )
+DEMO_CONTEXT = "Help me plan a dinner for Lena's visit"
 
 
 @app.command()
@@ -437,11 +438,20 @@ def demo(as_json: JsonOpt = False) -> None:
             except MnemoError:
                 with _progress("embedding") as progress:
                     imported = archive.import_file(scope, path, progress=progress)
+                archive.remember(scope, "Never share Maya's home address with anyone", anchored=True)
+                archive.remember(scope, "Maya prefers short, practical answers", kind="preference")
         results = [archive.recall(scope, q, 3) for q in DEMO_QUERIES]
+        block = archive.context(scope, DEMO_CONTEXT, 160, seed=0)
     if as_json:
         out.print_json(
             json.dumps(
-                [{"query": r.query, "refused": r.refused, "hits": [_hit_json(h) for h in r.hits]} for r in results]
+                {
+                    "recalls": [
+                        {"query": r.query, "refused": r.refused, "hits": [_hit_json(h) for h in r.hits]}
+                        for r in results
+                    ],
+                    "context": block.as_dict(),
+                }
             )
         )
         return
@@ -454,6 +464,8 @@ def demo(as_json: JsonOpt = False) -> None:
         out.print(f"the sample conversation is already in {scope}")
     for result in results:
         _print_recall(result, as_json=False)
+    out.print(f"\n[bold]context block[/] for {DEMO_CONTEXT!r} ({block.tokens}/{block.budget} tokens):")
+    out.print(block.text, markup=False, highlight=False)
 
 
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks: retrieval quality and performance.")
