@@ -289,3 +289,17 @@ async def test_spreading_reaches_two_links_only_on_request(
     assert part[1][c.id] == pytest.approx(0.3 * part[0][b.id] ** 2, rel=1e-3)
     assert 0 < part[1][c.id] < part[1][b.id]
     assert part[2][c.id] == pytest.approx(part[1][c.id])  # nothing further away in this graph
+
+
+async def test_small_writes_refresh_planner_statistics(archive: AsyncArchive, database_url: str) -> None:
+    def manual_analyze() -> object:
+        return rows(
+            database_url, "SELECT last_analyze FROM pg_stat_user_tables WHERE relid = 'mnemo.memories'::regclass"
+        )[0][0]
+
+    vector = (await archive.embeddings.embed_documents(["a stored thought"]))[0]
+    for n in range(99):
+        await archive.remember(ME, f"thought number {n}", embedding=vector)
+    assert manual_analyze() is None  # autovacuum may have run (last_autoanalyze), a manual ANALYZE not yet
+    await archive.remember(ME, "the hundredth thought", embedding=vector)
+    assert manual_analyze() is not None

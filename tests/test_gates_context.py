@@ -293,3 +293,16 @@ def test_cli_context_why_observe(database_url: str, tmp_path: Path) -> None:
     assert code == 0 and seen["entry"] == "buffer" and seen["exit"][0]["action"] in ("persist", "buffer")
     code, out = run("why", "not-a-uuid", "--entity", "cli")
     assert code == 1 and "must be a UUID" in out
+
+
+async def test_observe_rejects_bad_input_and_writes_nothing(archive: AsyncArchive, database_url: str) -> None:
+    from mnemo import EmptyContentError, InvalidContentError
+
+    with pytest.raises(EmptyContentError):
+        await archive.observe(ME, "   ")
+    with pytest.raises(InvalidContentError):
+        await archive.observe(ME, "fine text", kind="gossip")
+    with pytest.raises(InvalidContentError):
+        await archive.observe(ME, "nul \x00 byte")
+    assert rows(database_url, "SELECT count(*) FROM mnemo.scratch") == [(0,)]
+    assert rows(database_url, "SELECT count(*) FROM traces.gate_decisions") == [(0,)]

@@ -153,6 +153,8 @@ class Settings(BaseSettings):
     def _check_pool(self) -> Settings:
         if self.pool_min_size > self.pool_max_size:
             raise ValueError("pool_min_size must not exceed pool_max_size")
+        if not self.gate_peripheral < self.gate_core:
+            raise ValueError("gate_peripheral must be below gate_core")
         return self
 
     @property

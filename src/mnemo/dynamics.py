@@ -167,7 +167,7 @@ async def neighbours(
         if not todo:
             break
         seen.update(todo)
-        nxt: list[uuid.UUID] = []
+        nxt: dict[uuid.UUID, float] = {}
         for a, b, count, last in await rows.co_access_edges(conn, scope.entity_id, scope.namespace, todo):
             strength = edge_strength(
                 count,
@@ -177,8 +177,9 @@ async def neighbours(
             for x, y in ((a, b), (b, a)):
                 if x in todo and all(p != y for p, _ in found.get(x, [])):
                     found.setdefault(x, []).append((y, strength))
-                    nxt.append(y)
-        frontier = nxt
+                    nxt[y] = max(nxt.get(y, 0.0), strength)
+        # Only the strongest partners spread further (spreading follows 3 partners per memory anyway).
+        frontier = sorted(nxt, key=lambda i: (-nxt[i], str(i)))[: 3 * max(len(ids), 1)]
     return found
 
 

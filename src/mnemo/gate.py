@@ -46,6 +46,7 @@ from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import scratch
 from mnemo.store import traces as trace_rows
 from mnemo.store import vectors as vector_rows
+from mnemo.upkeep import note_writes
 from mnemo.validate import check_content, check_kind, check_role
 
 __all__ = ["FlushReport", "GateOutcome", "Observation", "flush", "observe", "recover"]
@@ -274,6 +275,7 @@ async def flush(rt: Runtime, scope: Scope, *, attention: str | None = None, now:
                 for o in outcomes
             ],
         )
+    await note_writes(rt, sum(1 for o in outcomes if o.action in ("persist", "persist_flag")))
     return FlushReport(scope, tuple(outcomes))
 
 

@@ -72,6 +72,7 @@ from mnemo.store import scopes as scope_rows
 from mnemo.store import search as search_rows
 from mnemo.store import traces as trace_rows
 from mnemo.store import vectors as vector_rows
+from mnemo.upkeep import note_writes
 from mnemo.validate import check_content, check_vector
 
 __all__ = ["ITEM_KINDS", "recall"]
@@ -317,6 +318,7 @@ async def recall(
                 latency_ms=latency_ms,
                 read_only=read_only,
             )
+        mutated = 0
         if not refused and not read_only and cfg.mutation and reader == scope.entity_id:
             async with conn.transaction():
                 await dynamics.mutate_after_recall(
@@ -328,6 +330,9 @@ async def recall(
                     query=text,
                     now=when,
                 )
+            mutated = sum(1 for h in hits if h.item_kind == "memory")
+    if mutated:
+        await note_writes(rt, mutated * 2)  # access/weight rows and their co-access links
     if refused:
         return Refusal(
             query=text,

@@ -34,6 +34,7 @@ from mnemo.store import memories as memory_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import turns as turn_rows
 from mnemo.store import vectors as vector_rows
+from mnemo.upkeep import note_writes
 from mnemo.validate import check_content, check_id, check_kind, check_role, check_session, check_vector, to_utc
 
 __all__ = ["ensure_scope", "import_file", "import_turns", "record_turn", "remember", "store_memory"]
@@ -131,6 +132,7 @@ async def remember(
                     for o in old_ids
                 ],
             )
+    await note_writes(rt, 1 + len(old_ids))
     return Memory(
         id=item_id,
         scope=scope,
@@ -287,6 +289,8 @@ async def import_turns(
             await turn_rows.analyze(conn)
             await lexicon.analyze(conn)
             await vector_rows.analyze(conn, rt.table)
+    else:
+        await note_writes(rt, len(rows))
     return [
         Turn(
             id=r[0],

@@ -10,7 +10,19 @@ from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.store import Store
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "WriteTally"]
+
+
+@dataclass(slots=True)
+class WriteTally:
+    """Rows written by this process since the planner statistics were last refreshed."""
+
+    pending: int = 0
+    refreshed: int = 0  # how many refreshes so far
+
+    def due(self) -> bool:
+        """The first refresh after 100 writes (a new database has no statistics at all), then every 1,000."""
+        return self.pending >= (100 if self.refreshed == 0 else 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +33,7 @@ class Runtime:
     table: str  # the active vector space table, e.g. "universal_384"
     rng: random.Random = field(default_factory=random.Random)  # seeded from settings.seed by the archive
     llm: Any = None  # a Pydantic AI model (or model name) for the optional LLM steps
+    tally: WriteTally = field(default_factory=WriteTally)
 
     def child_rng(self) -> random.Random:
         """A generator for one operation, drawn from the archive's seeded stream."""

@@ -118,13 +118,18 @@ async def save_accesses(
     rows: Sequence[tuple[uuid.UUID, Sequence[datetime], int, datetime | None, datetime]],
 ) -> None:
     """Store ``(id, recent timestamps, older count, oldest, last accessed)``; access_count grows by one."""
-    for item_id, recent, older, oldest, last in rows:
-        await conn.execute(
-            """UPDATE mnemo.memories SET access_timestamps = %s, older_access_count = %s, oldest_access = %s,
-                      last_accessed = greatest(last_accessed, %s), access_count = access_count + 1
-               WHERE entity_id = %s AND id = %s""",
-            (list(recent), older, oldest, last, entity_id, item_id),
-        )
+    if not rows:
+        return
+    stamps = ["{" + ",".join(f'"{t.isoformat()}"' for t in r[1]) + "}" for r in rows]  # array literals
+    await conn.execute(
+        """UPDATE mnemo.memories m
+           SET access_timestamps = u.stamps::timestamptz[], older_access_count = u.older, oldest_access = u.oldest,
+               last_accessed = greatest(m.last_accessed, u.last), access_count = m.access_count + 1
+           FROM unnest(%s::uuid[], %s::text[], %s::int[], %s::timestamptz[], %s::timestamptz[])
+                AS u(id, stamps, older, oldest, last)
+           WHERE m.entity_id = %s AND m.id = u.id""",
+        ([r[0] for r in rows], stamps, [r[2] for r in rows], [r[3] for r in rows], [r[4] for r in rows], entity_id),
+    )
 
 
 async def insert_weight_changes(conn: psycopg.AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
@@ -210,16 +215,16 @@ async def bump_co_access(
 async def co_access_edges(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
 ) -> list[tuple[uuid.UUID, uuid.UUID, int, datetime]]:
-    """Every link touching ``ids``: ``(a, b, count, last_at)``, live memories only."""
+    """Every link touching ``ids``: ``(a, b, count, last_at)``. Partners may be archived memories;
+    callers read memories through :func:`memory_states`, which keeps live ones only."""
     if not ids:
         return []
     cur = await conn.execute(
-        """SELECT c.a, c.b, c.count, c.last_at FROM mnemo.co_access c
-           WHERE c.entity_id = %(e)s AND c.namespace = %(ns)s AND (c.a = ANY(%(ids)s) OR c.b = ANY(%(ids)s))
-             AND EXISTS (SELECT 1 FROM mnemo.memories m WHERE m.entity_id = %(e)s AND m.id = c.a
-                         AND m.status IN ('candidate', 'active'))
-             AND EXISTS (SELECT 1 FROM mnemo.memories m WHERE m.entity_id = %(e)s AND m.id = c.b
-                         AND m.status IN ('candidate', 'active'))""",
+        """SELECT a, b, count, last_at FROM mnemo.co_access  -- two index probes, not an OR over both columns
+           WHERE entity_id = %(e)s AND namespace = %(ns)s AND a = ANY(%(ids)s)
+           UNION
+           SELECT a, b, count, last_at FROM mnemo.co_access
+           WHERE entity_id = %(e)s AND namespace = %(ns)s AND b = ANY(%(ids)s)""",
         {"e": entity_id, "ns": namespace, "ids": list(ids)},
     )
     return [(r[0], r[1], int(r[2]), r[3]) for r in await cur.fetchall()]

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
-__all__ = ["chamber_counts", "get_meta", "set_meta"]
+__all__ = ["chamber_counts", "get_meta", "refresh_statistics", "set_meta"]
 
 
 async def chamber_counts(conn: psycopg.AsyncConnection) -> dict[str, int]:
@@ -35,3 +36,16 @@ async def set_meta(conn: psycopg.AsyncConnection, key: str, value: Any) -> None:
            ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()""",
         (key, Jsonb(value)),
     )
+
+
+async def refresh_statistics(conn: psycopg.AsyncConnection, vector_table: str) -> None:
+    """ANALYZE the tables that small writes fill (and VACUUM the postings for index-only scans).
+
+    Autovacuum gets there within a minute or so; until then a freshly filled table has no
+    statistics and the planner picks nested loops over whole scopes. Needs an autocommit
+    connection (VACUUM cannot run in a transaction).
+    """
+    for table in ("mnemo.memories", "mnemo.turns", "mnemo.co_access"):
+        await conn.execute(f"ANALYZE {table}")
+    await conn.execute("VACUUM (ANALYZE) mnemo.postings")
+    await conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier("vectors", vector_table)))
