@@ -256,6 +256,16 @@ async def test_context_differs_by_attention(archive: AsyncArchive, database_url:
     assert "Deploys" in first and "Miso" in other
 
 
+async def test_context_leaves_out_a_fact_next_to_its_update(archive: AsyncArchive) -> None:
+    old = await archive.remember(ME, "Maya lives in Berlin")
+    await archive.remember(ME, "Maya moved to Munich in May", supersedes=[old.id])
+    block = await archive.context(ME, "where does Maya live?", 200, seed=0, read_only=True)
+    situational = [i.text for i in block.items if i.track == "situational"]
+    assert any("Munich" in t for t in situational) and not any("Berlin" in t for t in situational)
+    result = await archive.recall(ME, "Maya Berlin", k=2, read_only=True)
+    assert result.hits[0].id != old.id and old.id in [h.id for h in result]  # still recallable, below its update
+
+
 async def test_context_rejects_bad_budgets_and_unknown_scopes(archive: AsyncArchive) -> None:
     from mnemo import InvalidContentError, UnknownScopeError
 

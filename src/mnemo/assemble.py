@@ -10,7 +10,8 @@ injection) and §2.10 (token counting). Three parts, in this order:
    track has its own allocation, ``identity_share`` of what the anchored part
    leaves.
 3. **Situational**: recall for the attention text (hybrid search + cognitive
-   blend), best first, until the budget is full; the first ``context_full``
+   blend), best first, until the budget is full (a memory is left out when
+   the update that superseded it is there); the first ``context_full``
    entries in full text, the rest in their compressed form (the stored
    one-liner, else the first sentence).
 
@@ -159,7 +160,15 @@ async def assemble(
     if rolled:
         left -= sum(p.tokens for p in rolled) + header_cost["identity"]
 
-    hits: Sequence[Hit] = [h for h in result.hits if h.id not in chosen and h.id not in {m["id"] for m in anchored}]
+    recalled = {str(h.id) for h in result.hits}
+    hits: Sequence[Hit] = [
+        h
+        for h in result.hits
+        if h.id not in chosen
+        and h.id not in {m["id"] for m in anchored}
+        # an agent should not be handed a fact next to the update that replaced it
+        and not any(str(n) in recalled for n in (h.metadata.get("superseded_by") or ()))
+    ]
     full_lines = [_hit_line(h, h.content) for h in hits]
     short_lines = [_hit_line(h, h.compressed or compress(h.content)) for h in hits]
     full_tokens = count(full_lines) if hits else []

@@ -196,7 +196,6 @@ async def _prune_links(
     # part of its list, which can only make an edge look stronger there, never doom it wrongly.
     doomed = prune(edges, max_edges=settings.coaccess_max_edges, min_strength=settings.coaccess_min_strength)
     return await rows.delete_co_access(conn, scope.entity_id, sorted(doomed, key=str))
-    return await rows.delete_co_access(conn, scope.entity_id, doomed)
 
 
 async def mutate_after_recall(

@@ -38,9 +38,8 @@ from mnemo.cognition.gates import (
     opposition,
     substitution_conflict,
 )
-from mnemo.cognition.weights import DEFAULT
 from mnemo.models import Scope, uuid7
-from mnemo.remember import ensure_scope, store_memory
+from mnemo.remember import ensure_scope, memory_row, store_memory, supersede
 from mnemo.runtime import Runtime
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import scratch
@@ -316,42 +315,20 @@ async def _decide(
         meta = dict(item["metadata"] or {})
         if decision.action == "persist_flag" and related is not None:
             meta |= {"flagged": True, "contradicts": [str(related)], "supersedes": [str(related)]}
-        row = {
-            "id": memory_id,
-            "entity_id": scope.entity_id,
-            "namespace": scope.namespace,
-            "kind": item["kind"],
-            "content": text,
-            "compressed": None,
-            "alpha": DEFAULT.alpha,
-            "beta": DEFAULT.beta,
-            "status": "active",
-            "anchored": False,
-            "source_tag": item["source_tag"] or "gate",
-            "source_confidence": 1.0,
-            "provenance": [f"scratch:{item['id']}"],
-            "event_time": item["created_at"],
-            "token_count": rt.embeddings.count_tokens([text])[0],
-            "metadata": meta,
-        }
+        row = memory_row(
+            rt,
+            scope,
+            memory_id,
+            text,
+            item["kind"],
+            source_tag=item["source_tag"] or "gate",
+            provenance=[f"scratch:{item['id']}"],
+            event_time=item["created_at"],
+            metadata=meta,
+        )
         await store_memory(conn, rt, scope, row, vector)
         if decision.action == "persist_flag" and related is not None:
-            await dynamic_rows.mark_superseded(conn, scope.entity_id, [related], memory_id)
-            await dynamics.change_weights(
-                conn,
-                cfg,
-                scope,
-                [
-                    dynamics.WeightRequest(
-                        related,
-                        "contradict",
-                        cfg.gate_contradict_gain,
-                        "contradicted",
-                        {"by": str(memory_id), "layer": layer},
-                    )
-                ],
-                at=when,
-            )
+            await supersede(conn, rt, scope, [related], memory_id, reason="contradicted", evidence={"layer": layer})
     elif decision.action == "reinforce" and related is not None:
         memory_id = related
         await dynamics.change_weights(

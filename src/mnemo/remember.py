@@ -90,15 +90,70 @@ async def remember(
         vector = check_vector(embedding, rt.embeddings.dim)
     else:
         vector = (await rt.embeddings.embed_documents([rt.embeddings.document_text(text, kind)]))[0]
-    alpha, beta = ANCHORED_WEIGHT if anchored else DEFAULT_WEIGHT
     item_id = uuid7()
-    provenance_list = [str(p) for p in provenance]
-    token_count = rt.embeddings.count_tokens([text])[0]
-    meta = dict(metadata or {})
     old_ids = [check_id(i) for i in supersedes]
+    meta = dict(metadata or {})
     if old_ids:
         meta["supersedes"] = [str(i) for i in old_ids]
-    row: dict[str, Any] = {
+    row = memory_row(
+        rt,
+        scope,
+        item_id,
+        text,
+        kind,
+        compressed=compressed,
+        anchored=anchored,
+        status=status,
+        source_tag=source_tag,
+        source_confidence=float(source_confidence),
+        provenance=[str(p) for p in provenance],
+        event_time=when,
+        metadata=meta,
+    )
+    async with rt.store.transaction() as conn:
+        await ensure_scope(conn, rt, scope)
+        created = await store_memory(conn, rt, scope, row, vector)
+        await supersede(conn, rt, scope, old_ids, item_id, reason="superseded")
+    await note_writes(rt, 1 + len(old_ids))
+    return Memory(
+        id=item_id,
+        scope=scope,
+        kind=kind,
+        content=text,
+        created_at=created,
+        alpha=row["alpha"],
+        beta=row["beta"],
+        status=status,
+        anchored=anchored,
+        compressed=compressed,
+        source_tag=source_tag,
+        source_confidence=row["source_confidence"],
+        provenance=tuple(row["provenance"]),
+        event_time=when,
+        token_count=row["token_count"],
+        metadata=row["metadata"],
+    )
+
+
+def memory_row(
+    rt: Runtime,
+    scope: Scope,
+    item_id: uuid.UUID,
+    text: str,
+    kind: str,
+    *,
+    compressed: str | None = None,
+    anchored: bool = False,
+    status: str = "active",
+    source_tag: str | None = None,
+    source_confidence: float = 1.0,
+    provenance: Sequence[str] = (),
+    event_time: datetime | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A validated memory's row: Beta(1, 4), or Beta(50, 1) when anchored (cognitive-plan §2.3)."""
+    alpha, beta = ANCHORED_WEIGHT if anchored else DEFAULT_WEIGHT
+    return {
         "id": item_id,
         "entity_id": scope.entity_id,
         "namespace": scope.namespace,
@@ -110,46 +165,38 @@ async def remember(
         "status": status,
         "anchored": anchored,
         "source_tag": source_tag,
-        "source_confidence": float(source_confidence),
-        "provenance": provenance_list,
-        "event_time": when,
-        "token_count": token_count,
-        "metadata": meta,
+        "source_confidence": source_confidence,
+        "provenance": list(provenance),
+        "event_time": event_time,
+        "token_count": rt.embeddings.count_tokens([text])[0],
+        "metadata": dict(metadata or {}),
     }
-    async with rt.store.transaction() as conn:
-        await ensure_scope(conn, rt, scope)
-        created = await store_memory(conn, rt, scope, row, vector)
-        if old_ids:
-            await dynamic_rows.mark_superseded(conn, scope.entity_id, old_ids, item_id)
-            await dynamics.change_weights(
-                conn,
-                rt.settings,
-                scope,
-                [
-                    dynamics.WeightRequest(
-                        o, "contradict", rt.settings.gate_contradict_gain, "superseded", {"by": str(item_id)}
-                    )
-                    for o in old_ids
-                ],
+
+
+async def supersede(
+    conn: psycopg.AsyncConnection,
+    rt: Runtime,
+    scope: Scope,
+    old_ids: Sequence[uuid.UUID],
+    new_id: uuid.UUID,
+    *,
+    reason: str,
+    evidence: Mapping[str, Any] | None = None,
+) -> None:
+    """``new_id`` supersedes ``old_ids``: mark them and lower their weight (audited), never delete."""
+    if not old_ids:
+        return
+    await dynamic_rows.mark_superseded(conn, scope.entity_id, old_ids, new_id)
+    await dynamics.change_weights(
+        conn,
+        rt.settings,
+        scope,
+        [
+            dynamics.WeightRequest(
+                o, "contradict", rt.settings.gate_contradict_gain, reason, {"by": str(new_id), **(evidence or {})}
             )
-    await note_writes(rt, 1 + len(old_ids))
-    return Memory(
-        id=item_id,
-        scope=scope,
-        kind=kind,
-        content=text,
-        created_at=created,
-        alpha=alpha,
-        beta=beta,
-        status=status,
-        anchored=anchored,
-        compressed=compressed,
-        source_tag=source_tag,
-        source_confidence=float(source_confidence),
-        provenance=tuple(provenance_list),
-        event_time=when,
-        token_count=token_count,
-        metadata=meta,
+            for o in old_ids
+        ],
     )
 
 
