@@ -247,6 +247,19 @@ async def test_context_fits_budget_full_then_compressed(archive: AsyncArchive) -
     assert "compressed" in [i.mode for i in big.items]
 
 
+async def test_context_reinforces_only_what_it_placed(archive: AsyncArchive, database_url: str) -> None:
+    for n in range(8):
+        await archive.remember(ME, f"Deploy note {n}: run the migrations, warm the caches, then flip the flag")
+    block = await archive.context(ME, "deploy checklist", 60, seed=1)
+    placed = {i.id for i in block.items if i.track == "situational"}
+    assert 0 < len(placed) < 8
+    counts = dict(rows(database_url, "SELECT id, access_count FROM mnemo.memories"))
+    assert {i for i, c in counts.items() if c == 1} == placed
+    assert all(c == 0 for i, c in counts.items() if i not in placed)
+    await archive.context(ME, "deploy checklist", 60, seed=1, read_only=True)
+    assert dict(rows(database_url, "SELECT id, access_count FROM mnemo.memories")) == counts
+
+
 async def test_context_differs_by_attention(archive: AsyncArchive, database_url: str) -> None:
     await _identity_archive(archive, database_url)
     tech = await archive.context(ME, "when do deploys happen?", 300, seed=2, read_only=True)

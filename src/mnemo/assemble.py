@@ -15,6 +15,10 @@ injection) and §2.10 (token counting). Three parts, in this order:
    entries in full text, the rest in their compressed form (the stored
    one-liner, else the first sentence).
 
+Unless ``read_only``, the situational memories placed in the block are
+reinforced and linked as recalled together (the seed's "record co-access for
+Hebbian learning"); candidates that did not make it in are left alone.
+
 Token counts use the embedder's own tokenizer (no download); every rendered
 line is counted, headers included, so the block never exceeds the budget
 (only anchored memories may, and the result says so).
@@ -27,16 +31,17 @@ import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from mnemo import recall as recall_path
 from mnemo.cognition.context import Candidate, pack_situational, roll_identity
-from mnemo.dynamics import weight_of
+from mnemo.dynamics import mutate_after_recall, weight_of
 from mnemo.errors import InvalidContentError
 from mnemo.models import Hit, Scope
 from mnemo.runtime import Runtime
 from mnemo.store import dynamics as dynamic_rows
+from mnemo.upkeep import note_writes
 from mnemo.validate import check_content
 
 __all__ = ["ContextBlock", "ContextItem", "assemble", "compress"]
@@ -127,9 +132,11 @@ async def assemble(
     rng = random.Random(seed) if seed is not None else rt.child_rng()
     count = rt.embeddings.count_tokens
 
-    # Recall first: it checks that the scope exists and that the reader may read it.
+    # Recall first: it checks that the scope exists and that the reader may read it. It runs
+    # read-only: only the memories that make it into the block are reinforced, below.
+    when = datetime.now(UTC)
     result = await recall_path.recall(
-        rt, scope, text, min(cfg.context_candidates, cfg.max_k), read_only=read_only, as_entity=as_entity
+        rt, scope, text, min(cfg.context_candidates, cfg.max_k), read_only=True, as_entity=as_entity, now=when
     )
     async with rt.store.connection() as conn:
         anchored = await dynamic_rows.strongest(conn, scope.entity_id, scope.namespace, 1000, anchored=True)
@@ -184,6 +191,15 @@ async def assemble(
     for p in placed:
         line = full_lines[p.key] if p.mode == "full" else short_lines[p.key]
         items.append(ContextItem(hits[p.key].id, "situational", p.mode, line, p.tokens))
+
+    reader = scope.entity_id if as_entity is None else as_entity
+    placed_memories = [
+        i.id for i in items if i.track == "situational" and any(h.id == i.id and h.item_kind == "memory" for h in hits)
+    ]
+    if placed_memories and not read_only and cfg.mutation and reader == scope.entity_id:
+        async with rt.store.transaction() as conn:
+            await mutate_after_recall(conn, cfg, scope, placed_memories, [], query=text, now=when)
+        await note_writes(rt, 2 * len(placed_memories))
 
     sections = []
     for track, header in HEADERS.items():
