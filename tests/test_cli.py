@@ -87,3 +87,18 @@ def test_demo_imports_and_recalls(env: dict[str, str]) -> None:
     assert "Never share Maya's home address" in block["text"] and "Lena" in block["text"]
     code, out, _ = run(env, "demo")  # second run reuses the imported sample
     assert code == 0 and "already in demo/sample" in out and "context block" in out
+
+
+def test_forget_and_purge(env: dict[str, str]) -> None:
+    code, out, _ = run(env, "remember", "The alarm code is 4242", "--json")
+    memory_id = json.loads(out)["id"]
+    code, out, _ = run(env, "forget", memory_id, "--json")
+    assert code == 0 and json.loads(out)["removed"]["memories"] == 1
+    code, _, err = run(env, "forget", memory_id)
+    assert code == 1 and "no turn or memory" in err
+    code, _, err = run(env, "purge")
+    assert code != 0 and "--yes" in err
+    code, out, _ = run(env, "purge", "--yes", "--json")
+    assert code == 0 and json.loads(out)["removed"]["scopes"] == 1
+    code, _, err = run(env, "recall", "alarm")
+    assert code == 1 and "does not exist" in err

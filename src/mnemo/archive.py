@@ -44,6 +44,7 @@ from mnemo.models import ImportReport, Memory, MemoryHistory, RecallResult, Refu
 from mnemo.runtime import Runtime
 from mnemo.store import Store
 from mnemo.store import dynamics as dynamic_rows
+from mnemo.store import forget as forget_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import status as status_rows
 from mnemo.store import vectors as vector_rows
@@ -365,6 +366,24 @@ class AsyncArchive:
         """Run the scope's scratch buffer through the exit gate now."""
         return await gate_path.flush(self._rt, scope, attention=attention)
 
+    # --- forgetting ----------------------------------------------------------------
+    async def forget(self, scope: Scope, item_id: uuid.UUID | str) -> dict[str, int]:
+        """Remove one turn or memory of ``scope`` from every chamber (rows, postings, vectors, co-access
+        links, traces that copied or name it), in one transaction. Returns rows removed per place."""
+        item = check_id(item_id, label="item id")
+        async with self._rt.store.transaction() as conn:
+            if not await forget_rows.item_kinds(conn, scope.entity_id, scope.namespace, [item]):
+                raise UnknownItemError(f"no turn or memory {item} in scope {scope}")
+            return await forget_rows.forget_items(conn, scope.entity_id, scope.namespace, [item])
+
+    async def purge(self, scope: Scope) -> dict[str, int]:
+        """Remove a whole scope (turns, memories, vectors, links, grants, buffer, traces) in one transaction."""
+        async with self._rt.store.transaction() as conn:
+            exists, _ = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, scope.entity_id)
+            if not exists:
+                raise UnknownScopeError(f"scope {scope} does not exist")
+            return await forget_rows.purge_scope(conn, scope.entity_id, scope.namespace)
+
     # --- scopes and grants -----------------------------------------------------
     async def create_scope(self, scope: Scope) -> None:
         async with self._rt.store.connection() as conn:
@@ -482,6 +501,12 @@ class Archive:
 
     def flush(self, scope: Scope, **kwargs: Any) -> FlushReport:
         return self._run(self._archive.flush(scope, **kwargs))
+
+    def forget(self, scope: Scope, item_id: uuid.UUID | str) -> dict[str, int]:
+        return self._run(self._archive.forget(scope, item_id))
+
+    def purge(self, scope: Scope) -> dict[str, int]:
+        return self._run(self._archive.purge(scope))
 
     def create_scope(self, scope: Scope) -> None:
         self._run(self._archive.create_scope(scope))

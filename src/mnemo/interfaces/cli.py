@@ -377,6 +377,43 @@ def observe(
 
 @app.command()
 @_fail_cleanly
+def forget(
+    item_id: Annotated[str, typer.Argument(help="The turn's or memory's id.")],
+    entity: EntityOpt = "default",
+    namespace: NamespaceOpt = "default",
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove one turn or memory from every chamber (rows, vectors, links, traces)."""
+    with _open() as archive:
+        removed = archive.forget(Scope(entity, namespace), item_id)
+    if as_json:
+        out.print_json(json.dumps({"forgotten": item_id, "removed": removed}))
+        return
+    out.print(f"forgot {item_id}: " + ", ".join(f"{k} {v}" for k, v in removed.items() if v))
+
+
+@app.command()
+@_fail_cleanly
+def purge(
+    entity: EntityOpt = "default",
+    namespace: NamespaceOpt = "default",
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm: this deletes the whole scope.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove a whole scope (entity/namespace) from every chamber. Needs --yes."""
+    scope = Scope(entity, namespace)
+    if not yes:
+        raise typer.BadParameter(f"purging {scope} deletes all of it; add --yes to confirm", param_hint="--yes")
+    with _open() as archive:
+        removed = archive.purge(scope)
+    if as_json:
+        out.print_json(json.dumps({"purged": str(scope), "removed": removed}))
+        return
+    out.print(f"purged {scope}: " + ", ".join(f"{k} {v}" for k, v in removed.items() if v))
+
+
+@app.command()
+@_fail_cleanly
 def status(as_json: JsonOpt = False) -> None:
     """Counts per chamber, embedder slug, database location."""
     with _open() as archive:

@@ -1,0 +1,146 @@
+"""Forgetting: remove an item, or a whole scope, from every chamber (issue 6, archive-adr §7).
+
+Users must be able to honour deletion requests, so nothing of a forgotten item
+may survive anywhere: its row, postings and lexical statistics, vectors in
+every vector space, co-access links, scratch-buffer copies, and the traces that
+copied its content or name it (retrievals list hit ids; weight changes, safety
+events and gate decisions belong to the item). The caller runs these inside
+one transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+import psycopg
+from psycopg import sql
+
+__all__ = ["forget_items", "item_kinds", "purge_scope"]
+
+
+async def item_kinds(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, str]:
+    """Which of ``ids`` exist in the scope, as ``turn`` or ``memory`` (any status)."""
+    cur = await conn.execute(
+        """SELECT id, 'turn' FROM mnemo.turns WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)
+           UNION ALL
+           SELECT id, 'memory' FROM mnemo.memories WHERE entity_id = %(e)s AND namespace = %(ns)s
+             AND id = ANY(%(ids)s)""",
+        {"e": entity_id, "ns": namespace, "ids": list(ids)},
+    )
+    return {r[0]: r[1] for r in await cur.fetchall()}
+
+
+async def _vector_tables(conn: psycopg.AsyncConnection) -> list[str]:
+    cur = await conn.execute("SELECT table_name FROM vectors.spaces ORDER BY table_name")
+    return [r[0] for r in await cur.fetchall()]
+
+
+async def forget_items(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
+) -> dict[str, int]:
+    """Delete ``ids`` (turns or memories of one scope) everywhere; returns rows removed per place."""
+    p = {"e": entity_id, "ns": namespace, "ids": list(ids)}
+    removed: dict[str, int] = {}
+
+    async def run(label: str, query: str | sql.Composed) -> None:
+        cur = await conn.execute(query, p)
+        removed[label] = removed.get(label, 0) + max(cur.rowcount, 0)
+
+    # Lexical statistics first, from the postings about to go.
+    await run(
+        "lexical_stats",
+        """UPDATE mnemo.lexical_stats s SET docs = greatest(s.docs - g.docs, 0),
+                  total_len = greatest(s.total_len - g.total_len, 0)
+           FROM (SELECT count(DISTINCT item_id) AS docs, coalesce(sum(tf), 0) AS total_len FROM mnemo.postings
+                 WHERE entity_id = %(e)s AND item_id = ANY(%(ids)s) AND namespace = %(ns)s) g
+           WHERE s.entity_id = %(e)s AND s.namespace = %(ns)s AND g.docs > 0""",
+    )
+    await run("postings", "DELETE FROM mnemo.postings WHERE entity_id = %(e)s AND item_id = ANY(%(ids)s)")
+    for table in await _vector_tables(conn):
+        await run(
+            "vectors",
+            sql.SQL("DELETE FROM {} WHERE entity_id = %(e)s AND item_id = ANY(%(ids)s)").format(
+                sql.Identifier("vectors", table)
+            ),
+        )
+    await run(
+        "co_access",
+        "DELETE FROM mnemo.co_access WHERE entity_id = %(e)s AND (a = ANY(%(ids)s) OR b = ANY(%(ids)s))",
+    )
+    await run("turns", "DELETE FROM mnemo.turns WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)")
+    await run(
+        "memories", "DELETE FROM mnemo.memories WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)"
+    )
+    await run(
+        "traces",
+        "DELETE FROM traces.weight_changes WHERE entity_id = %(e)s AND memory_id = ANY(%(ids)s)",
+    )
+    await run("traces", "DELETE FROM traces.safety_events WHERE entity_id = %(e)s AND memory_id = ANY(%(ids)s)")
+    # Gate decisions about the item, and the whole trail (entry and exit) of every observation
+    # that was persisted as, confirmed, or contradicted it: those carry copies of its content.
+    await run(
+        "traces",
+        """DELETE FROM traces.gate_decisions WHERE entity_id = %(e)s AND item_id IN (
+               SELECT item_id FROM traces.gate_decisions WHERE entity_id = %(e)s
+               AND (memory_id = ANY(%(ids)s) OR related_id = ANY(%(ids)s) OR item_id = ANY(%(ids)s)))""",
+    )
+    await run(
+        "traces",
+        """UPDATE traces.retrievals SET hit_ids = ARRAY(SELECT h FROM unnest(hit_ids) h WHERE h <> ALL(%(ids)s))
+           WHERE entity_id = %(e)s AND hit_ids && %(ids)s::uuid[]""",
+    )
+    # Other memories may name a forgotten one in their metadata (supersedes, superseded_by, contradicts).
+    for key in ("supersedes", "superseded_by", "contradicts"):
+        cur = await conn.execute(
+            """UPDATE mnemo.memories m
+               SET metadata = jsonb_set(m.metadata, ARRAY[%(key)s], coalesce(
+                   (SELECT jsonb_agg(x) FROM jsonb_array_elements(m.metadata -> %(key)s) AS x
+                    WHERE (x #>> '{}') <> ALL(%(texts)s)), '[]'::jsonb))
+               WHERE m.entity_id = %(e)s AND m.namespace = %(ns)s
+                 AND jsonb_typeof(m.metadata -> %(key)s) = 'array' AND (m.metadata -> %(key)s) ?| %(texts)s""",
+            p | {"key": key, "texts": [str(i) for i in ids]},
+        )
+        removed["references"] = removed.get("references", 0) + max(cur.rowcount, 0)
+    return removed
+
+
+async def purge_scope(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> dict[str, int]:
+    """Delete a whole scope from every chamber; returns rows removed per place."""
+    p = {"e": entity_id, "ns": namespace}
+    removed: dict[str, int] = {}
+
+    async def run(label: str, query: str | sql.Composed) -> None:
+        cur = await conn.execute(query, p)
+        removed[label] = removed.get(label, 0) + max(cur.rowcount, 0)
+
+    for table in await _vector_tables(conn):
+        await run(
+            "vectors",
+            sql.SQL("DELETE FROM {} WHERE entity_id = %(e)s AND namespace = %(ns)s").format(
+                sql.Identifier("vectors", table)
+            ),
+        )
+    # Co-access links go before the memories they reference; grants go with the scope (CASCADE).
+    for label, schema, table in (
+        ("postings", "mnemo", "postings"),
+        ("lexical_stats", "mnemo", "lexical_stats"),
+        ("co_access", "mnemo", "co_access"),
+        ("traces", "traces", "retrievals"),
+        ("traces", "traces", "weight_changes"),
+        ("traces", "traces", "safety_events"),
+        ("traces", "traces", "gate_decisions"),
+        ("turns", "mnemo", "turns"),
+        ("memories", "mnemo", "memories"),
+        ("scratch", "mnemo", "scratch"),
+    ):
+        await run(
+            label,
+            sql.SQL("DELETE FROM {} WHERE entity_id = %(e)s AND namespace = %(ns)s").format(
+                sql.Identifier(schema, table)
+            ),
+        )
+    await run("scopes", "DELETE FROM mnemo.scopes WHERE entity_id = %(e)s AND namespace = %(ns)s")
+    return removed
