@@ -366,6 +366,24 @@ class AsyncArchive:
         """Run the scope's scratch buffer through the exit gate now."""
         return await gate_path.flush(self._rt, scope, attention=attention)
 
+    async def health(self) -> str | None:
+        """Why this archive cannot serve an agent's memory right now, or None when it can: the
+        embedder must answer a probe with a well-formed vector, and every stored item must have a
+        vector from the active model (else recall silently misses items)."""
+        rt = self._rt
+        try:
+            vector = np.asarray(await rt.embeddings.embed_query("health probe"), dtype=float)
+        except Exception as exc:
+            return f"the embedder {rt.slug} failed a probe: {exc}"
+        if vector.shape != (rt.embeddings.dim,) or not np.all(np.isfinite(vector)):
+            return f"the embedder {rt.slug} returned a malformed vector"
+        if self.pending_reembed:
+            return (
+                f"{self.pending_reembed} stored items were embedded with another model than {rt.slug}; "
+                "recall would miss them: run `mnemo reembed` first"
+            )
+        return None
+
     # --- forgetting ----------------------------------------------------------------
     async def forget(self, scope: Scope, item_id: uuid.UUID | str) -> dict[str, int]:
         """Remove one turn or memory of ``scope`` from every chamber (rows, postings, vectors, co-access
@@ -501,6 +519,9 @@ class Archive:
 
     def flush(self, scope: Scope, **kwargs: Any) -> FlushReport:
         return self._run(self._archive.flush(scope, **kwargs))
+
+    def health(self) -> str | None:
+        return self._run(self._archive.health())
 
     def forget(self, scope: Scope, item_id: uuid.UUID | str) -> dict[str, int]:
         return self._run(self._archive.forget(scope, item_id))

@@ -1,0 +1,113 @@
+"""Pydantic AI tools over one scope of an archive.
+
+Seed: archive-adr §3 ("The Grant": an agent is given memory as tools bound to
+its own scope, and only when the embedder is healthy), §7 ("The Mentat
+Refusal": below the threshold the tool answers with the refusal sentence so
+the agent does not guess; "Sigil Scope": the tools cannot name another scope).
+
+::
+
+    toolset = await memory_toolset(archive, Scope("maya", "chat"))
+    agent = Agent("openai:gpt-4o-mini", toolsets=[toolset] if toolset else [])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from pydantic_ai import RunContext
+from pydantic_ai.toolsets import FunctionToolset
+
+from mnemo.archive import Archive, AsyncArchive
+from mnemo.errors import MnemoError
+from mnemo.models import MEMORY_KINDS, Refusal, Scope
+
+__all__ = ["REFUSAL", "memory_toolset"]
+
+_log = logging.getLogger("mnemo")
+
+REFUSAL = "The archive contains nothing reliable about this."
+
+
+async def _call(archive: AsyncArchive | Archive, method: str, *args: Any, **kwargs: Any) -> Any:
+    if isinstance(archive, Archive):  # the blocking facade runs on its own loop thread
+        return await asyncio.to_thread(getattr(archive, method), *args, **kwargs)
+    return await getattr(archive, method)(*args, **kwargs)
+
+
+async def memory_toolset(
+    archive: AsyncArchive | Archive, scope: Scope, *, max_k: int = 20
+) -> FunctionToolset[Any] | None:
+    """Tools bound to ``scope``: ``query_archive``, ``remember`` and ``context``.
+
+    Returns None (and logs why) when the embedder is not healthy, so an agent never
+    searches a memory it cannot read correctly.
+    """
+    problem = await _call(archive, "health")
+    if problem is not None:
+        _log.warning("no memory tools for %s: %s", scope, problem)
+        return None
+    toolset: FunctionToolset[Any] = FunctionToolset()
+
+    @toolset.tool_plain
+    async def query_archive(query: str, k: int = 5) -> list[dict[str, Any]] | str:
+        """Search your long-term memory. Returns the best matching memories and past exchanges
+        (content, kind, time, score), or a sentence saying memory holds nothing reliable.
+
+        Args:
+            query: what to look for, in natural language.
+            k: how many results (1-20).
+        """
+        k = max(1, min(int(k), max_k))
+        try:
+            result = await _call(archive, "recall", scope, query, k)
+        except MnemoError as exc:
+            return f"memory error: {exc}"
+        if isinstance(result, Refusal):
+            return REFUSAL
+        return [
+            {
+                "content": h.content,
+                "kind": h.memory_kind or f"{h.role or 'turn'} turn",
+                "time": h.created_at.isoformat(),
+                "score": round(h.score, 4),
+                **({"speaker": h.speaker} if h.speaker else {}),
+            }
+            for h in result.hits
+        ]
+
+    @toolset.tool_plain
+    async def remember(content: str, kind: str = "semantic") -> str:
+        """Store something worth remembering across conversations.
+
+        Args:
+            content: the fact, preference or event, as one self-contained sentence.
+            kind: one of episodic, semantic, procedural, preference, reflection, correction,
+                narrative, tension, insight.
+        """
+        if kind not in MEMORY_KINDS:
+            return f"unknown kind {kind!r}; use one of {', '.join(MEMORY_KINDS)}"
+        try:
+            memory = await _call(archive, "remember", scope, content, kind=kind)
+        except MnemoError as exc:
+            return f"not stored: {exc}"
+        return f"remembered ({memory.kind}, id {memory.id})"
+
+    @toolset.tool
+    async def context(ctx: RunContext[Any], budget: int = 1000) -> str:
+        """Everything memory holds that matters for the current request, as a block of text
+        within a token budget (anchored rules, identity, relevant memories).
+
+        Args:
+            budget: the most tokens the block may take (50-8000).
+        """
+        attention = ctx.prompt if isinstance(ctx.prompt, str) and ctx.prompt.strip() else "current conversation"
+        try:
+            block = await _call(archive, "context", scope, attention, max(50, min(int(budget), 8000)))
+        except MnemoError as exc:
+            return f"memory error: {exc}"
+        return block.text or REFUSAL
+
+    return toolset
