@@ -414,6 +414,27 @@ def purge(
 
 @app.command()
 @_fail_cleanly
+def mcp(
+    entity: EntityOpt = "default",
+    namespace: NamespaceOpt = "default",
+    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
+    host: Annotated[str, typer.Option(help="HTTP host (with --http).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="HTTP port (with --http).")] = 8765,
+) -> None:
+    """Serve one scope's memory to MCP clients (tools: recall, remember, context, forget)."""
+    from mnemo.config import load_settings
+    from mnemo.interfaces.mcp import build_server
+
+    logging.basicConfig(level=logging.WARNING, format="mnemo: %(message)s", stream=sys.stderr)
+    server = build_server(load_settings(), Scope(entity, namespace))
+    if http:
+        server.run("streamable-http", host=host, port=port)
+    else:
+        server.run("stdio")
+
+
+@app.command()
+@_fail_cleanly
 def status(as_json: JsonOpt = False) -> None:
     """Counts per chamber, embedder slug, database location."""
     with _open() as archive:
