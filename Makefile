@@ -20,13 +20,13 @@ demo: $(STAMP)
 	$(BIN)/mnemo demo
 
 test: $(STAMP)
-	$(BIN)/ruff check src tests examples
+	$(BIN)/ruff check src tests examples benchmarks
 	$(BIN)/mypy
 	$(BIN)/pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests examples
-	$(BIN)/ruff format --check src tests examples
+	$(BIN)/ruff check src tests examples benchmarks
+	$(BIN)/ruff format --check src tests examples benchmarks
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -35,6 +35,7 @@ from mnemo import gate as gate_path
 from mnemo import recall as recall_path
 from mnemo import reembed as reembed_path
 from mnemo import remember as write_path
+from mnemo import tokens as token_auth
 from mnemo.assemble import ContextBlock
 from mnemo.config import Settings, load_settings
 from mnemo.embed import Embeddings, load_embedder
@@ -384,6 +385,17 @@ class AsyncArchive:
             )
         return None
 
+    # --- tokens for the HTTP service -------------------------------------------------
+    async def create_token(
+        self, entity_id: str, *, namespace: str | None = None, label: str | None = None
+    ) -> tuple[str, uuid.UUID]:
+        """A bearer token for ``entity_id`` (optionally one namespace): ``(token, id)``; shown once."""
+        return await token_auth.create(self._rt, entity_id, namespace, label)
+
+    async def revoke_token(self, entity_id: str, token_id: uuid.UUID | str) -> bool:
+        """Revoke a token; False when there is no active token with that id."""
+        return await token_auth.revoke(self._rt, entity_id, check_id(token_id, label="token id"))
+
     # --- forgetting ----------------------------------------------------------------
     async def forget(self, scope: Scope, item_id: uuid.UUID | str) -> dict[str, int]:
         """Remove one turn or memory of ``scope`` from every chamber (rows, postings, vectors, co-access
@@ -522,6 +534,12 @@ class Archive:
 
     def health(self) -> str | None:
         return self._run(self._archive.health())
+
+    def create_token(self, entity_id: str, **kwargs: Any) -> tuple[str, uuid.UUID]:
+        return self._run(self._archive.create_token(entity_id, **kwargs))
+
+    def revoke_token(self, entity_id: str, token_id: uuid.UUID | str) -> bool:
+        return self._run(self._archive.revoke_token(entity_id, token_id))
 
     def forget(self, scope: Scope, item_id: uuid.UUID | str) -> dict[str, int]:
         return self._run(self._archive.forget(scope, item_id))

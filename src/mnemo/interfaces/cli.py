@@ -526,6 +526,60 @@ def demo(as_json: JsonOpt = False) -> None:
     out.print(block.text, markup=False, highlight=False)
 
 
+token_app = typer.Typer(no_args_is_help=True, help="Bearer tokens for mnemo serve.")
+app.add_typer(token_app, name="token")
+
+
+@token_app.command("create")
+@_fail_cleanly
+def token_create(
+    entity: Annotated[str, typer.Argument(help="The entity the token speaks for.")],
+    namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Limit it to one namespace.")] = None,
+    label: Annotated[str | None, typer.Option(help="A note to recognise it by.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create a bearer token (printed once; only its hash is stored)."""
+    with _open() as archive:
+        token, token_id = archive.create_token(entity, namespace=namespace, label=label)
+    if as_json:
+        out.print_json(json.dumps({"token": token, "id": str(token_id), "entity": entity, "namespace": namespace}))
+        return
+    out.print(token, markup=False, highlight=False)
+    err.print(
+        f"token {token_id} for {entity}{'/' + namespace if namespace else ''}: store it now, it is not shown again"
+    )
+
+
+@token_app.command("revoke")
+@_fail_cleanly
+def token_revoke(
+    entity: Annotated[str, typer.Argument(help="The token's entity.")],
+    token_id: Annotated[str, typer.Argument(help="The token's id (from create).")],
+) -> None:
+    """Revoke a token: requests with it get 401 from now on."""
+    with _open() as archive:
+        done = archive.revoke_token(entity, token_id)
+    if not done:
+        raise MnemoError(f"no active token {token_id} for {entity}")
+    out.print(f"revoked {token_id}")
+
+
+@app.command()
+@_fail_cleanly
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8080,
+) -> None:
+    """Serve the HTTP API (OpenAPI at /docs); every request needs a token from `mnemo token create`."""
+    import uvicorn
+
+    from mnemo.config import load_settings
+    from mnemo.interfaces.http import create_app
+
+    logging.basicConfig(level=logging.WARNING, format="mnemo: %(message)s", stream=sys.stderr)
+    uvicorn.run(create_app(load_settings()), host=host, port=port, log_level="warning")
+
+
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks: retrieval quality and performance.")
 app.add_typer(bench_app, name="bench")
 
