@@ -16,39 +16,41 @@ ME = Scope("forgetful", "notes")
 OTHER = Scope("bystander", "notes")
 
 
-def find_anywhere(url: str, needle: str) -> dict[str, int]:
-    """Rows of every table in the mnemo, vectors and traces chambers whose text form contains ``needle``."""
+def _count(url: str, tables_sql: str, where: str, args: tuple[object, ...]) -> dict[str, int]:
+    """Rows matching ``where`` in each table ``tables_sql`` lists (non-zero counts only)."""
     found: dict[str, int] = {}
     with psycopg.connect(url) as conn:
-        tables = conn.execute(
-            "SELECT table_schema, table_name FROM information_schema.tables "
-            "WHERE table_schema IN ('mnemo', 'vectors', 'traces') AND table_type = 'BASE TABLE'"
-        ).fetchall()
-        for schema, table in tables:
-            query = sql.SQL("SELECT count(*) FROM {} AS t WHERE t::text LIKE %s").format(sql.Identifier(schema, table))
-            row = conn.execute(query, (f"%{needle}%",)).fetchone()
+        for schema, table in conn.execute(tables_sql).fetchall():  # type: ignore[arg-type]
+            query = sql.SQL("SELECT count(*) FROM {} AS t WHERE {}").format(
+                sql.Identifier(schema, table),
+                sql.SQL(where),  # type: ignore[arg-type]  # test-only fixed clauses
+            )
+            row = conn.execute(query, args).fetchone()
             if row and row[0]:
                 found[f"{schema}.{table}"] = int(row[0])
     return found
+
+
+CHAMBER_TABLES = (
+    "SELECT table_schema, table_name FROM information_schema.tables "
+    "WHERE table_schema IN ('mnemo', 'vectors', 'traces') AND table_type = 'BASE TABLE'"
+)
+
+
+def find_anywhere(url: str, needle: str) -> dict[str, int]:
+    """Rows of every table in the mnemo, vectors and traces chambers whose text form contains ``needle``."""
+    return _count(url, CHAMBER_TABLES, "t::text LIKE %s", (f"%{needle}%",))
 
 
 def scope_rows(url: str, scope: Scope) -> dict[str, int]:
-    found: dict[str, int] = {}
-    with psycopg.connect(url) as conn:
-        tables = conn.execute(
-            "SELECT c.table_schema, c.table_name FROM information_schema.columns c "
-            "JOIN information_schema.tables t USING (table_schema, table_name) "
-            "WHERE c.table_schema IN ('mnemo', 'vectors', 'traces') AND c.column_name = 'namespace' "
-            "AND t.table_type = 'BASE TABLE'"
-        ).fetchall()
-        for schema, table in tables:
-            query = sql.SQL("SELECT count(*) FROM {} WHERE entity_id = %s AND namespace = %s").format(
-                sql.Identifier(schema, table)
-            )
-            row = conn.execute(query, (scope.entity_id, scope.namespace)).fetchone()
-            if row and row[0]:
-                found[f"{schema}.{table}"] = int(row[0])
-    return found
+    """Rows of one scope in every chamber table that has scope columns."""
+    tables = (
+        "SELECT c.table_schema, c.table_name FROM information_schema.columns c "
+        "JOIN information_schema.tables t USING (table_schema, table_name) "
+        "WHERE c.table_schema IN ('mnemo', 'vectors', 'traces') AND c.column_name = 'namespace' "
+        "AND t.table_type = 'BASE TABLE'"
+    )
+    return _count(url, tables, "entity_id = %s AND namespace = %s", (scope.entity_id, scope.namespace))
 
 
 async def test_forget_a_memory_leaves_no_trace(settings: Settings, embeddings: Embeddings, database_url: str) -> None:

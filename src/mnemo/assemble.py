@@ -168,11 +168,11 @@ async def assemble(
         left -= sum(p.tokens for p in rolled) + header_cost["identity"]
 
     recalled = {str(h.id) for h in result.hits}
+    taken = chosen | {m["id"] for m in anchored}
     hits: Sequence[Hit] = [
         h
         for h in result.hits
-        if h.id not in chosen
-        and h.id not in {m["id"] for m in anchored}
+        if h.id not in taken
         # an agent should not be handed a fact next to the update that replaced it
         and not any(str(n) in recalled for n in (h.metadata.get("superseded_by") or ()))
     ]
@@ -193,9 +193,8 @@ async def assemble(
         items.append(ContextItem(hits[p.key].id, "situational", p.mode, line, p.tokens))
 
     reader = scope.entity_id if as_entity is None else as_entity
-    placed_memories = [
-        i.id for i in items if i.track == "situational" and any(h.id == i.id and h.item_kind == "memory" for h in hits)
-    ]
+    memory_hits = {h.id for h in hits if h.item_kind == "memory"}
+    placed_memories = [i.id for i in items if i.track == "situational" and i.id in memory_hits]
     if placed_memories and not read_only and cfg.mutation and reader == scope.entity_id:
         async with rt.store.transaction() as conn:
             await mutate_after_recall(conn, cfg, scope, placed_memories, [], query=text, now=when)

@@ -7,7 +7,6 @@ Exceptional"; "The Mentat Refusal"). Errors are JSON
 ``{"error": {"code": ..., "message": ...}}`` with stable codes.
 """
 
-
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
