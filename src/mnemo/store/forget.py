@@ -11,12 +11,12 @@ one transaction.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import psycopg
 from psycopg import sql
 
-__all__ = ["forget_items", "item_kinds", "purge_scope"]
+__all__ = ["derived_items", "forget_items", "item_kinds", "purge_scope"]
 
 
 async def item_kinds(
@@ -33,15 +33,39 @@ async def item_kinds(
     return {r[0]: r[1] for r in await cur.fetchall()}
 
 
+async def derived_items(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
+) -> list[uuid.UUID]:
+    """``ids`` plus every memory that copies their content: the memory rows of blocks that contain
+    a forgotten turn or whose memory is forgotten, and of facts stated only by forgotten turns."""
+    cur = await conn.execute(
+        """SELECT b.memory_id FROM mnemo.blocks b
+           WHERE b.entity_id = %(e)s AND b.namespace = %(ns)s AND b.memory_id IS NOT NULL
+             AND (b.turn_ids && %(ids)s::uuid[] OR b.memory_id = ANY(%(ids)s) OR b.id = ANY(%(ids)s))
+           UNION
+           SELECT f.memory_id FROM mnemo.facts f
+           WHERE f.entity_id = %(e)s AND f.namespace = %(ns)s AND f.memory_id IS NOT NULL
+             AND f.provenance <@ %(ids)s::uuid[] AND f.provenance <> '{}'""",
+        {"e": entity_id, "ns": namespace, "ids": list(ids)},
+    )
+    extra = [r[0] for r in await cur.fetchall()]
+    return list(dict.fromkeys([*ids, *extra]))
+
+
 async def _vector_tables(conn: psycopg.AsyncConnection) -> list[str]:
     cur = await conn.execute("SELECT table_name FROM vectors.spaces ORDER BY table_name")
     return [r[0] for r in await cur.fetchall()]
 
 
 async def forget_items(
-    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID], *, copies: bool = True
 ) -> dict[str, int]:
-    """Delete ``ids`` (turns or memories of one scope) everywhere; returns rows removed per place."""
+    """Delete ``ids`` (turns or memories of one scope) everywhere; returns rows removed per place.
+
+    ``copies`` also deletes the night cycle's copies of their content (blocks, facts, triples; pass
+    the ids through :func:`derived_items` first so the copies' memory rows go too). Retention passes
+    ``copies=False``: it removes raw turns precisely because a block now carries them.
+    """
     p = {"e": entity_id, "ns": namespace, "ids": list(ids)}
     removed: dict[str, int] = {}
 
@@ -70,6 +94,10 @@ async def forget_items(
         "co_access",
         "DELETE FROM mnemo.co_access WHERE entity_id = %(e)s AND (a = ANY(%(ids)s) OR b = ANY(%(ids)s))",
     )
+    # Night-cycle copies: blocks holding a forgotten turn (or projected into a forgotten memory),
+    # facts and triples stated only by forgotten turns, links and curation verdicts naming them.
+    if copies:
+        await _forget_copies(run)
     await run("turns", "DELETE FROM mnemo.turns WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)")
     await run(
         "memories", "DELETE FROM mnemo.memories WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)"
@@ -107,6 +135,51 @@ async def forget_items(
     return removed
 
 
+async def _forget_copies(run: Callable[[str, str | sql.Composed], Awaitable[None]]) -> None:
+    """Night-cycle copies: blocks holding a forgotten turn (or projected into a forgotten memory),
+    facts and triples stated only by forgotten turns, links and curation verdicts naming them; and
+    the scope's surprisal model, whose n-gram counts learnt the forgotten turns' words (the next
+    night rebuilds it from the turns that remain)."""
+    await run(
+        "night",
+        """DELETE FROM mnemo.night_state WHERE entity_id = %(e)s AND namespace = %(ns)s AND key LIKE 'surprisal.%%'
+           AND EXISTS (SELECT 1 FROM mnemo.turns WHERE entity_id = %(e)s AND id = ANY(%(ids)s)
+                       AND surprisal IS NOT NULL)""",
+    )
+    await run(
+        "blocks",
+        """DELETE FROM mnemo.blocks WHERE entity_id = %(e)s AND namespace = %(ns)s
+           AND (turn_ids && %(ids)s::uuid[] OR memory_id = ANY(%(ids)s) OR id = ANY(%(ids)s))""",
+    )
+    for table in ("facts", "triples"):
+        await run(
+            table,
+            sql.SQL(
+                """DELETE FROM {} WHERE entity_id = %(e)s AND namespace = %(ns)s
+                   AND provenance <@ %(ids)s::uuid[] AND provenance <> '{{}}'"""
+            ).format(sql.Identifier("mnemo", table)),
+        )
+        await run(
+            "references",
+            sql.SQL(
+                """UPDATE {} SET provenance = ARRAY(SELECT p FROM unnest(provenance) p WHERE p <> ALL(%(ids)s))
+                   WHERE entity_id = %(e)s AND namespace = %(ns)s AND provenance && %(ids)s::uuid[]"""
+            ).format(sql.Identifier("mnemo", table)),
+        )
+    await run(
+        "facts", "DELETE FROM mnemo.facts WHERE entity_id = %(e)s AND namespace = %(ns)s AND memory_id = ANY(%(ids)s)"
+    )
+    await run(
+        "links",
+        """DELETE FROM mnemo.links WHERE entity_id = %(e)s AND namespace = %(ns)s
+           AND (source_id = ANY(%(ids)s) OR target_id = ANY(%(ids)s))""",
+    )
+    await run(
+        "curation",
+        "DELETE FROM mnemo.curation_items WHERE entity_id = %(e)s AND namespace = %(ns)s AND memory_id = ANY(%(ids)s)",
+    )
+
+
 async def purge_scope(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> dict[str, int]:
     """Delete a whole scope from every chamber; returns rows removed per place."""
     p = {"e": entity_id, "ns": namespace}
@@ -135,6 +208,15 @@ async def purge_scope(conn: psycopg.AsyncConnection, entity_id: str, namespace: 
         ("turns", "mnemo", "turns"),
         ("memories", "mnemo", "memories"),
         ("scratch", "mnemo", "scratch"),
+        ("blocks", "mnemo", "blocks"),
+        ("links", "mnemo", "links"),
+        ("facts", "mnemo", "facts"),
+        ("triples", "mnemo", "triples"),
+        ("entities", "mnemo", "entities"),
+        ("curation", "mnemo", "curation_versions"),
+        ("night", "mnemo", "night_sessions"),
+        ("night", "mnemo", "night_runs"),
+        ("night", "mnemo", "night_state"),
     ):
         await run(
             label,

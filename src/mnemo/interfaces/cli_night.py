@@ -1,0 +1,247 @@
+"""Night-cycle commands of the ``mnemo`` CLI: ``night``, ``curate``, ``facts``, ``believe``.
+
+Registered on :data:`mnemo.interfaces.cli.app` when that module is imported.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from mnemo.errors import InvalidContentError
+from mnemo.interfaces.cli import EntityOpt, JsonOpt, NamespaceOpt, _fail_cleanly, _open, app, err, out
+from mnemo.models import Scope
+from mnemo.night.api import Curation
+from mnemo.night.cycle import STAGES, NightReport
+from mnemo.validate import to_utc
+
+__all__: list[str] = []
+
+
+def _report_table(report: NightReport) -> Table:
+    table = Table(title=f"night cycle — {report.scope}" + (" (resumed)" if report.resumed else ""))
+    table.add_column("stage")
+    table.add_column("result")
+    table.add_column("seconds", justify="right")
+    secs = report.stage_seconds
+
+    def row(stage: str, text: str) -> None:
+        table.add_row(stage, text, f"{secs[stage]:.1f}" if stage in secs else "-")
+
+    row("surprisal", f"{report.turns_scored} turns scored (n-gram, bits/token)")
+    row(
+        "blocks",
+        f"{report.blocks} blocks from {report.sessions} sessions; {report.arcs} flux arcs, "
+        f"{report.open_arcs} open at session end, {report.continuations} continued; "
+        f"{report.live_turns} turns in live zones",
+    )
+    row(
+        "knowledge",
+        f"{report.facts_new} new facts, {report.facts_repeated} repeats, {report.facts_closed} closed; "
+        f"{report.triples_new} new triples",
+    )
+    row("insights", f"{report.insights} insights, {report.narratives} narratives")
+    verdicts = ", ".join(f"{k} {v}" for k, v in sorted(report.verdicts.items())) or "nothing to judge"
+    state = "applied" if report.curation_applied else "staged"
+    version = f"version {report.curation_version} {state}: " if report.curation_version else ""
+    row("curate", version + verdicts)
+    row("decay", f"{report.decayed_light} light, {report.decayed_deep} deep")
+    row("retention", f"{report.turns_removed} raw turns removed, {report.blocks_archived} blocks archived")
+    table.caption = (
+        f"{report.turns} turns in {report.seconds:.1f}s ({report.turns_per_second:.0f} turns/s), as of "
+        f"{report.as_of:%Y-%m-%d %H:%M} UTC"
+    )
+    return table
+
+
+@app.command()
+@_fail_cleanly
+def night(
+    entity: EntityOpt = "default",
+    namespace: NamespaceOpt = "default",
+    as_of: Annotated[str | None, typer.Option("--as-of", help="Consolidate as if it were this time (ISO).")] = None,
+    stages: Annotated[str | None, typer.Option(help=f"Comma-separated subset of: {', '.join(STAGES)}.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run (or resume) the night cycle: blocks, facts, curation, decay, retention."""
+    scope = Scope(entity, namespace)
+    chosen = tuple(s.strip() for s in stages.split(",") if s.strip()) if stages else STAGES
+    if bad := [s for s in chosen if s not in STAGES]:
+        raise InvalidContentError(f"unknown stages {bad}; choose from {', '.join(STAGES)}")
+    when: datetime | None = to_utc(as_of, label="--as-of") if as_of else None
+    bar = Progress(
+        TextColumn("{task.description:<10}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=not err.is_terminal,
+    )
+    tasks: dict[str, Any] = {}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage not in tasks:
+            tasks[stage] = bar.add_task(stage, total=total or None)
+        bar.update(tasks[stage], completed=done, total=max(total, done) or None)
+
+    with _open() as archive, bar:
+        report = archive.night_cycle(scope, as_of=when, progress=progress, stages=chosen)
+    if as_json:
+        out.print_json(json.dumps(report.as_dict(), default=str))
+    else:
+        out.print(_report_table(report))
+
+
+def _curation_table(result: Curation, limit: int) -> Table:
+    if result.version is None:
+        title = f"curation dry run — {result.scope} (nothing written)"
+    else:
+        title = f"curation version {result.version} — {result.scope} ({'applied' if result.applied else 'staged'})"
+    table = Table(title=title)
+    for col in ("verdict", "kind", "status", "score", "memory", "why"):
+        table.add_column(col, overflow="fold")
+    for v in result.changes[:limit]:
+        c = v.classification
+        table.add_row(
+            c.verdict,
+            v.kind,
+            f"{v.from_status} → {v.to_status}",
+            f"{c.score:.2f}",
+            v.content[:80],
+            c.reasons[-1],
+        )
+    counts = ", ".join(f"{k} {n}" for k, n in sorted(result.counts.items())) or "no memories"
+    more = f"; {len(result.changes) - limit} more changes not shown" if len(result.changes) > limit else ""
+    table.caption = f"{counts}; {len(result.changes)} changes{more}"
+    return table
+
+
+@app.command()
+@_fail_cleanly
+def curate(
+    entity: EntityOpt = "default",
+    namespace: NamespaceOpt = "default",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")] = False,
+    stage_only: Annotated[bool, typer.Option("--stage-only", help="Stage a version without applying it.")] = False,
+    apply: Annotated[int | None, typer.Option("--apply", help="Apply this staged version.")] = None,
+    limit: Annotated[int, typer.Option(help="Rows to show.")] = 30,
+    as_json: JsonOpt = False,
+) -> None:
+    """Classify memories promote / keep / archive / prune / quarantine as a numbered version."""
+    scope = Scope(entity, namespace)
+    with _open() as archive:
+        if apply is not None:
+            changed = archive.apply_curation(scope, apply)
+            if as_json:
+                out.print_json(json.dumps({"version": apply, "changed": changed}))
+            else:
+                out.print(f"applied curation version {apply} of {scope}: {changed} memories changed status")
+            return
+        result = archive.curate(scope, dry_run=dry_run, apply=not stage_only)
+    if as_json:
+        out.print_json(
+            json.dumps(
+                {
+                    "version": result.version,
+                    "applied": result.applied,
+                    "counts": result.counts,
+                    "changes": [
+                        {
+                            "memory_id": str(v.memory_id),
+                            "verdict": v.classification.verdict,
+                            "from": v.from_status,
+                            "to": v.to_status,
+                            "score": v.classification.score,
+                            "reasons": list(v.classification.reasons),
+                            "content": v.content,
+                        }
+                        for v in result.changes
+                    ],
+                }
+            )
+        )
+    else:
+        out.print(_curation_table(result, limit))
+
+
+@app.command()
+@_fail_cleanly
+def facts(
+    name: Annotated[str, typer.Argument(help="The entity, e.g. a person's name.")],
+    entity: EntityOpt = "default",
+    namespace: NamespaceOpt = "default",
+    as_json: JsonOpt = False,
+) -> None:
+    """Current and past facts about an entity, with validity intervals."""
+    with _open() as archive:
+        found = archive.facts(Scope(entity, namespace), name)
+    if as_json:
+        out.print_json(
+            json.dumps(
+                {
+                    "name": found.name,
+                    "mentions": found.mention_count,
+                    "facts": [
+                        {
+                            "attribute": f.attribute,
+                            "value": f.value,
+                            "kind": f.kind,
+                            "current": f.current,
+                            "valid_from": f.valid_from,
+                            "valid_to": f.valid_to,
+                            "mentions": f.mention_count,
+                            "confidence": f.confidence,
+                        }
+                        for f in found.facts
+                    ],
+                    "triples": [list(t) for t in found.triples],
+                },
+                default=str,
+            )
+        )
+        return
+    table = Table(title=f"{found.name} — {found.mention_count} mentions")
+    for col in ("attribute", "value", "kind", "valid", "mentions", "conf."):
+        table.add_column(col, overflow="fold")
+    for f in found.facts:
+        start = f"{f.valid_from:%Y-%m-%d}" if f.valid_from else "?"
+        valid = f"since {start}" if f.current else f"[dim]{start} → {f.valid_to:%Y-%m-%d}[/]"
+        value = f.value if f.current else f"[dim]{f.value}[/]"
+        table.add_row(f.attribute, value, f.kind, valid, str(f.mention_count), f"{f.confidence:.2f}")
+    for predicate, obj, count in found.triples:
+        table.add_row(f"({predicate})", obj, "triple", "", str(count), "")
+    out.print(table)
+
+
+@app.command()
+@_fail_cleanly
+def believe(
+    memory_id: Annotated[str, typer.Argument(help="An insight, narrative or fact memory id.")],
+    entity: EntityOpt = "default",
+    namespace: NamespaceOpt = "default",
+    as_json: JsonOpt = False,
+) -> None:
+    """Why do I believe this? The chain a memory was derived from."""
+    with _open() as archive:
+        chain = archive.why_do_i_believe(Scope(entity, namespace), memory_id)
+    if as_json:
+        out.print_json(
+            json.dumps(
+                [
+                    {"depth": b.depth, "parent": str(b.parent), "id": str(b.id), "kind": b.kind, "content": b.content}
+                    for b in chain
+                ]
+            )
+        )
+        return
+    if not chain:
+        out.print("nothing recorded: this memory was not derived from others")
+        return
+    for b in chain:
+        text = b.content if b.content is not None else "[dim](removed: raw turn past retention, or forgotten)[/]"
+        out.print(f"{'  ' * b.depth}└ [bold]{b.kind}[/] {b.id}: {text}", highlight=False)

@@ -1,0 +1,1 @@
+"""The night cycle (DESIGN §4): offline consolidation of the day table, one module per stage."""

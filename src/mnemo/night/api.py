@@ -1,0 +1,173 @@
+"""What the archive facade offers around the night cycle: curation, facts, belief chains.
+
+Seeds: archive-adr §9 (staged, inspectable curation versions), the Memori-style
+3NF knowledge of archive-adr §4 (``mnemo facts ENTITY`` shows current and past
+values), cognitive-plan §4.2 (``why_do_i_believe`` traces an insight to its
+sources).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from mnemo.cognition.extraction import normalise
+from mnemo.errors import InvalidContentError, UnknownItemError, UnknownScopeError
+from mnemo.models import Scope
+from mnemo.night import curator
+from mnemo.runtime import Runtime
+from mnemo.store import curation as curation_rows
+from mnemo.store import knowledge as knowledge_rows
+from mnemo.store import night as night_rows
+from mnemo.store import scopes as scope_rows
+from mnemo.validate import check_content, check_id
+
+__all__ = [
+    "Belief",
+    "Curation",
+    "EntityFacts",
+    "Fact",
+    "apply_curation",
+    "curate",
+    "facts",
+    "owned",
+    "why_do_i_believe",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Curation:
+    """A curation plan (``version`` None on a dry run) and what it would change or changed."""
+
+    scope: Scope
+    version: int | None
+    applied: bool
+    counts: dict[str, int]
+    changes: tuple[curator.Verdict, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    attribute: str
+    value: str
+    kind: str
+    confidence: float
+    mention_count: int
+    valid_from: datetime | None
+    valid_to: datetime | None
+    source: str
+    provenance: tuple[uuid.UUID, ...]
+
+    @property
+    def current(self) -> bool:
+        return self.valid_to is None
+
+
+@dataclass(frozen=True, slots=True)
+class EntityFacts:
+    name: str
+    mention_count: int
+    facts: tuple[Fact, ...]
+    triples: tuple[tuple[str, str, int], ...]  # (predicate, object, mentions), open ones
+
+    @property
+    def current(self) -> tuple[Fact, ...]:
+        return tuple(f for f in self.facts if f.current)
+
+    @property
+    def past(self) -> tuple[Fact, ...]:
+        return tuple(f for f in self.facts if not f.current)
+
+
+@dataclass(frozen=True, slots=True)
+class Belief:
+    """One step of a derivation chain: ``id`` was derived from ``parent``'s sources."""
+
+    depth: int
+    parent: uuid.UUID
+    id: uuid.UUID
+    kind: str
+    content: str | None  # None: a raw turn removed by retention, or forgotten
+    status: str | None
+
+
+async def owned(rt: Runtime, scope: Scope) -> None:
+    async with rt.store.connection() as conn:
+        exists, _ = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, scope.entity_id)
+    if not exists:
+        raise UnknownScopeError(f"scope {scope} does not exist (nothing was ever stored there)")
+
+
+async def curate(rt: Runtime, scope: Scope, *, dry_run: bool = False, apply: bool = True) -> Curation:
+    """Classify every candidate and active memory of ``scope``. ``dry_run`` writes nothing and
+    shows what would change; otherwise a new numbered version is staged and, with ``apply``,
+    applied in the same transaction."""
+    await owned(rt, scope)
+    now = datetime.now(UTC)
+    async with rt.store.transaction() as conn:
+        verdicts = await curator.plan(rt, conn, scope, now)
+        changes = tuple(v for v in verdicts if v.changes)
+        counts = curator.counts(verdicts)
+        if dry_run:
+            return Curation(scope, None, False, counts, changes)
+        version = await curator.stage(conn, scope, verdicts, as_of=now)
+        applied = apply and await curator.apply(rt, conn, scope, version) is not None
+    return Curation(scope, version, applied, counts, changes)
+
+
+async def apply_curation(rt: Runtime, scope: Scope, version: int) -> int:
+    """Apply a staged version; returns how many memories changed status."""
+    await owned(rt, scope)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise InvalidContentError(f"a curation version is a positive integer, not {version!r}")
+    async with rt.store.transaction() as conn:
+        changed = await curator.apply(rt, conn, scope, version)
+        if changed is None:
+            state = await curation_rows.version_state(conn, scope.entity_id, scope.namespace, version)
+            if state is None:
+                raise UnknownItemError(f"no curation version {version} in scope {scope}")
+            raise InvalidContentError(f"curation version {version} of scope {scope} is already {state}")
+    return changed
+
+
+async def facts(rt: Runtime, scope: Scope, entity: object) -> EntityFacts:
+    """Everything known about ``entity``: current and past facts (with validity intervals) and triples."""
+    name = check_content(entity, max_chars=512, label="entity")
+    await owned(rt, scope)
+    async with rt.store.connection() as conn:
+        found, rows, triples = await knowledge_rows.facts_of(
+            conn, scope.entity_id, scope.namespace, normalise(name) or name.casefold()
+        )
+    if found is None:
+        raise UnknownItemError(f"no entity {name!r} in scope {scope}; run `mnemo night` to extract facts first")
+    return EntityFacts(
+        name=found["name"],
+        mention_count=found["mention_count"],
+        facts=tuple(
+            Fact(
+                attribute=r["attribute"],
+                value=r["value"],
+                kind=r["fact_kind"],
+                confidence=r["confidence"],
+                mention_count=r["mention_count"],
+                valid_from=r["valid_from"],
+                valid_to=r["valid_to"],
+                source=r["source"],
+                provenance=tuple(r["provenance"]),
+            )
+            for r in rows
+        ),
+        triples=tuple((t["predicate"], t["object"], t["mention_count"]) for t in triples if t["valid_to"] is None),
+    )
+
+
+async def why_do_i_believe(rt: Runtime, scope: Scope, item_id: uuid.UUID | str) -> tuple[Belief, ...]:
+    """The chain an insight, narrative or fact was derived from, down to the turns."""
+    item = check_id(item_id, label="memory id")
+    await owned(rt, scope)
+    async with rt.store.connection() as conn:
+        if await night_rows.memory_kind(conn, scope.entity_id, scope.namespace, item) is None:
+            raise UnknownItemError(f"no memory {item} in scope {scope}")
+        rows = await night_rows.derivation(conn, scope.entity_id, scope.namespace, item)
+    return tuple(Belief(**r) for r in rows)

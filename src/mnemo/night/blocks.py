@@ -1,0 +1,336 @@
+"""Night stages 1b-6: flux arcs, holographic blocks, salience, compression, embedding, storage.
+
+Seeds: memory-architecture §3.2 (flux arcs over per-turn surprisal), §3.3-3.5
+(margins, live zones verbatim, dead zones summarised, salience P/C/ID at three
+levels, coherence gain, merge weight), §4.2-4.4 (a session that ends inside an
+unresolved arc sets the continuity flag; a session of the same cycle that opens
+on the same question continues it, and both join a metablock), §7 (links),
+§8.2 stages 1-6.
+
+Each session is one transaction: its blocks, their memory rows (kind
+``episodic``, status ``candidate``, searched by recall like every memory), the
+turns' flux states and the session's progress mark commit together, so a crash
+leaves a session either wholly done or untouched. A session that grows later
+is continued from its mark.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from mnemo import llm
+from mnemo.cognition.flux import FluxArc, FluxParams, detect_arcs, flux_states, open_at_end
+from mnemo.cognition.salience import coherence_gain, detect_zones, score_block, ties_weight
+from mnemo.cognition.segments import Segment, segment
+from mnemo.cognition.summaries import extractive_summary
+from mnemo.models import Scope, uuid7
+from mnemo.remember import memory_row, store_memory
+from mnemo.runtime import Runtime
+from mnemo.store import night as night_rows
+from mnemo.store import vectors as vector_rows
+
+__all__ = ["BlockStats", "build_blocks"]
+
+_TIERS = ("normal", "meso", "elder")
+
+
+@dataclass(slots=True)
+class BlockStats:
+    sessions: int = 0
+    turns: int = 0
+    blocks: int = 0
+    arcs: int = 0
+    open_arcs: int = 0
+    continuations: int = 0
+    live_turns: int = 0
+
+
+async def build_blocks(
+    rt: Runtime,
+    scope: Scope,
+    run_id: uuid.UUID,
+    as_of: datetime,
+    *,
+    progress: Callable[[int], None] | None = None,
+) -> BlockStats:
+    """Cut every session with unprocessed scored turns into blocks; one transaction per session."""
+    stats = BlockStats()
+    async with rt.store.connection() as conn:
+        sessions = await night_rows.pending_sessions(conn, scope.entity_id, scope.namespace, as_of, "blocks_through")
+    for session_id, mark in sessions:
+        n = await _session(rt, scope, run_id, as_of, session_id, mark, stats)
+        if progress is not None:
+            progress(n)
+    return stats
+
+
+def _line(turn: dict[str, Any]) -> str:
+    who = turn.get("speaker") or turn["role"]
+    return f"{who}: {turn['content']}"
+
+
+async def _turn_vectors(
+    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, turns: Sequence[dict[str, Any]]
+) -> np.ndarray:
+    """The turns' stored vectors; turns not embedded yet (asynchronous ingestion) are embedded here."""
+    stored = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, [t["id"] for t in turns])
+    missing = [t for t in turns if t["id"] not in stored]
+    if missing:
+        fresh = await rt.embeddings.embed_documents(
+            [rt.embeddings.turn_text(t["content"], t.get("speaker")) for t in missing]
+        )
+        stored |= {t["id"]: v for t, v in zip(missing, fresh, strict=True)}
+    return np.stack([stored[t["id"]] for t in turns]).astype(np.float32)
+
+
+def _count(rt: Runtime) -> Callable[[str], int]:
+    return lambda text: rt.embeddings.count_tokens([text])[0]
+
+
+async def _summary(rt: Runtime, lines: Sequence[str], vectors: np.ndarray, max_tokens: int) -> str:
+    """A dead zone's summary: the configured LLM's, else the most central lines (extractive)."""
+    if rt.llm is not None:
+        text = await llm.summarise(rt.llm, lines, max_words=max(8, max_tokens))
+        if text:
+            return text
+    return extractive_summary(lines, vectors, max_tokens, count_tokens=_count(rt))
+
+
+async def _render(
+    rt: Runtime,
+    turns: Sequence[dict[str, Any]],
+    seg: Segment,
+    arc: FluxArc | None,
+    s: np.ndarray,
+    vectors: np.ndarray,
+) -> dict[str, Any]:
+    """One block's prose, rendered content, compressed line, flux metrics and salience."""
+    part = turns[seg.start : seg.end + 1]
+    ss = s[seg.start : seg.end + 1]
+    vv = vectors[seg.start : seg.end + 1]
+    lines = [_line(t) for t in part]
+    cfg = rt.settings
+    if arc is not None:
+        baseline, sigma, final, peak = arc.baseline, arc.sigma, arc.final, arc.peak
+    else:
+        baseline = float(ss.mean())
+        sigma = max(float(ss.std()), cfg.night_min_sigma)
+        final, peak = float(ss[-min(2, len(ss)) :].mean()), float(ss.max())
+    zones = detect_zones(lines, ss.tolist(), vv, baseline, sigma)
+    salience = score_block(ss.tolist(), vv, baseline, sigma)
+    gain = coherence_gain(baseline, final)
+    count = _count(rt)
+    live_zones: list[dict[str, Any]] = []
+    dead_zones: list[dict[str, Any]] = []
+    rendered: list[str] = []
+    live_turns = 0
+    for zone in zones:
+        zone_lines = lines[zone.start : zone.end + 1]
+        first, last = part[zone.start]["turn_number"], part[zone.end]["turn_number"]
+        text = "\n".join(zone_lines)
+        if zone.live:
+            live_turns += zone.end - zone.start + 1
+            live_zones.append({"start": first, "end": last, "content": text, "reasons": list(zone.reasons)})
+            rendered.append(text)
+            continue
+        tokens = count(text)
+        if tokens <= cfg.night_verbatim_tokens:
+            summary = text
+        else:
+            budget = max(cfg.night_verbatim_tokens, int(tokens * cfg.night_summary_ratio))
+            summary = await _summary(rt, zone_lines, vv[zone.start : zone.end + 1], budget)
+        dead_zones.append({"start": first, "end": last, "summary": summary, "reasons": list(zone.reasons)})
+        rendered.append(summary if summary == text else f"[summary] {summary}")
+    prose: dict[str, Any] = {"live_zones": live_zones, "dead_zone_summaries": dead_zones}
+    if arc is not None:
+        offset = seg.start
+        prose["anterior_margin"] = "\n".join(lines[: max(0, arc.start - offset)])
+        prose["posterior_margin"] = "\n".join(lines[arc.end - offset + 1 :])
+    when = part[0]["created_at"]
+    content = f"[{when:%Y-%m-%d %H:%M}] " + "\n".join(rendered)
+    compressed = extractive_summary(lines, vv, cfg.night_compressed_tokens, count_tokens=count)
+    duration = seg.end - seg.start + 1
+    metrics: dict[str, Any] = {
+        "baseline_perplexity": 2.0**baseline,
+        "peak_perplexity": 2.0**peak,
+        "final_perplexity": 2.0**final,
+        "baseline_surprisal": baseline,
+        "peak_surprisal": peak,
+        "final_surprisal": final,
+        "sigma": sigma,
+        "flux_reversal_quality": arc.quality if arc is not None else 0.0,
+        "arc_duration_turns": arc.duration if arc is not None else duration,
+        "resolved": arc.resolved if arc is not None else True,
+    }
+    if arc is not None and not arc.resolved:  # the open question, matched against the next session's opening
+        metrics["open_arc_turns"] = [str(t["id"]) for t in turns[arc.start : arc.end + 1][-5:]]
+    return {
+        "prose": prose,
+        "content": content,
+        "compressed": compressed,
+        "flux_metrics": metrics,
+        "salience_scores": salience.as_scores(),
+        "coherence_gain": gain,
+        "ties_weight": ties_weight(salience, gain),
+        "live_turns": live_turns,
+    }
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 0 else v
+
+
+async def _session(
+    rt: Runtime,
+    scope: Scope,
+    run_id: uuid.UUID,
+    as_of: datetime,
+    session_id: str,
+    mark: int,
+    stats: BlockStats,
+) -> int:
+    cfg = rt.settings
+    async with rt.store.connection() as conn:
+        turns = await night_rows.session_turns(conn, scope.entity_id, scope.namespace, session_id, mark, as_of)
+        if not turns:
+            return 0
+        vectors = await _turn_vectors(rt, conn, scope, turns)
+        opening = _unit(vectors[: min(3, len(turns))].mean(axis=0))
+        first_time = turns[0]["created_at"]
+        candidates = [
+            b
+            for b in await night_rows.open_continuations(conn, scope.entity_id, scope.namespace, run_id, first_time)
+            if b["session_id"] != session_id
+            and b["arc_end_time"] >= first_time - timedelta(hours=cfg.night_continuity_hours)
+        ]
+        tails: dict[uuid.UUID, np.ndarray] = {}
+        for block in candidates:
+            tail_ids = [uuid.UUID(i) for i in block["open_arc_turns"]] or list(block["turn_ids"])[-5:]
+            tail_vectors = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, tail_ids)
+            if tail_vectors:
+                tails[block["id"]] = _unit(np.stack(list(tail_vectors.values())).mean(axis=0))
+    s = np.asarray([float(t["surprisal"]) for t in turns], dtype=np.float64)
+    params = FluxParams(
+        baseline_window=cfg.night_baseline_window,
+        spike_threshold=cfg.night_spike_threshold,
+        stable_threshold=cfg.night_stable_threshold,
+        stabilization_count=cfg.night_stabilization_count,
+        min_sigma=cfg.night_min_sigma,
+    )
+    arcs = detect_arcs(s.tolist(), params)
+    states = flux_states(len(turns), arcs)
+    ends_open = open_at_end(arcs, len(turns))
+    segments = segment(len(turns), [(a.start, a.end) for a in arcs], max_span=cfg.night_max_span)
+    rendered = [
+        await _render(rt, turns, seg, arcs[seg.arc] if seg.arc is not None else None, s, vectors) for seg in segments
+    ]
+    embedded = await rt.embeddings.embed_documents(
+        [rt.embeddings.document_text(r["content"], "episodic") for r in rendered]
+    )
+    continued = None
+    best = 0.0
+    for block_id, tail in tails.items():
+        similarity = float(np.dot(opening, tail))
+        if similarity > cfg.night_continuity_similarity and similarity > best:
+            continued, best = block_id, similarity
+
+    async with rt.store.transaction() as conn:
+        block_ids: list[uuid.UUID] = []
+        for index, (seg, info, vector) in enumerate(zip(segments, rendered, embedded, strict=True)):
+            part = turns[seg.start : seg.end + 1]
+            block_id, memory_id = uuid7(), uuid7()
+            block_ids.append(block_id)
+            tier = max((t.get("user_tier") or "normal" for t in part), key=_TIERS.index, default="normal")
+            is_last = index == len(segments) - 1
+            row = memory_row(
+                rt,
+                scope,
+                memory_id,
+                info["content"],
+                "episodic",
+                compressed=info["compressed"],
+                status="candidate",
+                source_tag="night:block",
+                provenance=[str(t["id"]) for t in part],
+                event_time=part[0]["created_at"],
+                metadata={
+                    "block_id": str(block_id),
+                    "session_id": session_id,
+                    "turns": [part[0]["turn_number"], part[-1]["turn_number"]],
+                },
+            )
+            await store_memory(conn, rt, scope, row, vector)
+            await night_rows.insert_block(
+                conn,
+                {
+                    "entity_id": scope.entity_id,
+                    "id": block_id,
+                    "namespace": scope.namespace,
+                    "kind": seg.kind,
+                    "session_id": session_id,
+                    "first_turn": part[0]["turn_number"],
+                    "last_turn": part[-1]["turn_number"],
+                    "turn_ids": [t["id"] for t in part],
+                    "prose": info["prose"],
+                    "content": info["content"],
+                    "flux_metrics": info["flux_metrics"],
+                    "salience_scores": info["salience_scores"],
+                    "coherence_gain": info["coherence_gain"],
+                    "ties_weight": info["ties_weight"],
+                    "user_tier": tier,
+                    "arc_start_time": part[0]["created_at"],
+                    "arc_end_time": part[-1]["created_at"],
+                    "session_continuity": bool(is_last and ends_open),
+                    "memory_id": memory_id,
+                    "run_id": run_id,
+                },
+            )
+            stats.live_turns += info["live_turns"]
+        if continued is not None and block_ids:
+            await _continue(conn, rt, scope, run_id, continued, block_ids[0], best)
+            stats.continuations += 1
+        await night_rows.set_flux_states(
+            conn, scope.entity_id, [(t["id"], state) for t, state in zip(turns, states, strict=True)]
+        )
+        await night_rows.set_session_progress(
+            conn,
+            scope.entity_id,
+            scope.namespace,
+            session_id,
+            blocks_through=turns[-1]["turn_number"],
+            open_arc=ends_open,
+        )
+    stats.sessions += 1
+    stats.turns += len(turns)
+    stats.blocks += len(segments)
+    stats.arcs += len(arcs)
+    stats.open_arcs += int(ends_open)
+    return len(turns)
+
+
+async def _continue(
+    conn: psycopg.AsyncConnection,
+    rt: Runtime,
+    scope: Scope,
+    run_id: uuid.UUID,
+    earlier: uuid.UUID,
+    later: uuid.UUID,
+    similarity: float,
+) -> None:
+    """Link ``later`` as the continuation of ``earlier`` and put both in one metablock (§4.3)."""
+    parent = await night_rows.metablock_of(conn, scope.entity_id, earlier)
+    if parent is None:
+        parent = uuid7()
+        await night_rows.create_metablock(conn, scope.entity_id, scope.namespace, parent, [earlier, later], run_id)
+    else:
+        await night_rows.extend_metablock(conn, scope.entity_id, parent, later)
+    await night_rows.link_continuation(conn, scope.entity_id, earlier, later, parent)
+    await night_rows.insert_links(conn, scope.entity_id, scope.namespace, [(later, earlier, "continues", similarity)])

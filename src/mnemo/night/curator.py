@@ -1,0 +1,185 @@
+"""The curator: staged, versioned promote / keep / archive / prune / quarantine.
+
+Seeds: archive-adr §9 (the curator loop: quality signals of recency and
+reinforcement, mention count, confidence and provenance with tool-verified
+facts over free claims, contradiction with anchored facts quarantined, scope
+relevance; "Staged Memory Promotion": batch consolidation produces an
+inspectable, numbered version rather than silently mutating the active
+memory; anchors override decay and prune), cognitive-plan §4.3 (promotion is a
+weight increase through ``reinforce``).
+
+:func:`plan` computes the verdicts without writing anything (``mnemo curate
+--dry-run``); :func:`stage` writes them as a new version; :func:`apply` moves
+each memory to its new status and reinforces the promoted ones, audited.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from mnemo import dynamics
+from mnemo.cognition.curation import Classification, CuratorPolicy, Provenance, Signals, classify
+from mnemo.cognition.gates import negation_conflict, substitution_conflict
+from mnemo.models import Scope
+from mnemo.runtime import Runtime
+from mnemo.store import curation as curation_rows
+from mnemo.store import vectors as vector_rows
+
+__all__ = ["PROMOTE_GAIN", "Verdict", "apply", "plan", "stage"]
+
+PROMOTE_GAIN = 2.0  # cognitive-plan §4.3: a pattern seen often gets reinforce(2.0)
+_TARGET = {"promote": "active", "keep": "active", "archive": "archived", "prune": "pruned", "quarantine": "quarantined"}
+_ANCHOR_SIMILARITY = 0.6  # a candidate this close to an anchored memory is checked for contradiction
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    memory_id: uuid.UUID
+    kind: str
+    content: str
+    from_status: str
+    to_status: str
+    classification: Classification
+
+    @property
+    def changes(self) -> bool:
+        return self.from_status != self.to_status or self.classification.verdict == "promote"
+
+    def item(self) -> dict[str, Any]:
+        return {
+            "memory_id": self.memory_id,
+            "verdict": self.classification.verdict,
+            "score": self.classification.score,
+            "reasons": self.classification.reasons,
+            "from_status": self.from_status,
+            "to_status": self.to_status,
+        }
+
+
+def _provenance(row: Mapping[str, Any]) -> Provenance:
+    source = row.get("fact_source")
+    if source in ("tool", "user", "inferred"):
+        return source
+    tag = row.get("source_tag") or ""
+    if tag.startswith("tool"):
+        return "tool"
+    if tag.startswith("night:insight"):
+        return "inferred"
+    return "user"
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 0 else v
+
+
+async def plan(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    now: datetime,
+    policy: CuratorPolicy | None = None,
+) -> list[Verdict]:
+    """Every candidate or active memory's verdict; writes nothing."""
+    policy = policy or CuratorPolicy()
+    rows = await curation_rows.candidates(conn, scope.entity_id, scope.namespace)
+    if not rows:
+        return []
+    vectors = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, [r["id"] for r in rows])
+    units = {i: _unit(v.astype(np.float64)) for i, v in vectors.items()}
+    centroid = _unit(np.mean(list(units.values()), axis=0)) if units else None
+    anchors = [(r, units[r["id"]]) for r in rows if r["anchored"] and r["id"] in units]
+    out: list[Verdict] = []
+    for row in rows:
+        vec = units.get(row["id"])
+        relevance = 0.5 if vec is None or centroid is None else float(np.clip(np.dot(vec, centroid), 0.0, 1.0))
+        conflict = False
+        if not row["anchored"] and vec is not None:
+            for anchor, anchor_vec in anchors:
+                if float(np.dot(vec, anchor_vec)) >= _ANCHOR_SIMILARITY and (
+                    negation_conflict(row["content"], anchor["content"])
+                    or substitution_conflict(row["content"], anchor["content"])
+                ):
+                    conflict = True
+                    break
+        meta = row.get("metadata") or {}
+        signals = Signals(
+            weight_center=row["alpha"] / (row["alpha"] + row["beta"]),
+            access_count=int(row["access_count"]) + int(row.get("older_access_count") or 0),
+            last_accessed=row["last_accessed"],
+            created_at=row["created_at"],
+            mention_count=int(row["mention_count"] or 1),
+            confidence=float(row["source_confidence"]),
+            provenance=_provenance(row),
+            contradicts_anchor=conflict,
+            scope_relevance=relevance,
+            anchored=bool(row["anchored"]),
+            superseded=bool(meta.get("superseded_by")) or bool(row.get("fact_closed")),
+        )
+        verdict = classify(signals, now, policy)
+        out.append(
+            Verdict(
+                memory_id=row["id"],
+                kind=row["kind"],
+                content=row["content"],
+                from_status=row["status"],
+                to_status=_TARGET[verdict.verdict],
+                classification=verdict,
+            )
+        )
+    return out
+
+
+def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
+    return dict(Counter(v.classification.verdict for v in verdicts))
+
+
+async def stage(
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    verdicts: Sequence[Verdict],
+    *,
+    as_of: datetime,
+    run_id: uuid.UUID | None = None,
+) -> int:
+    """Write the verdicts that change something as a new staged version; returns its number."""
+    return await curation_rows.stage_version(
+        conn,
+        scope.entity_id,
+        scope.namespace,
+        run_id=run_id,
+        as_of=as_of,
+        items=[v.item() for v in verdicts if v.changes],
+        counts=counts(verdicts),
+    )
+
+
+async def apply(rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, version: int) -> int | None:
+    """Apply a staged version inside the caller's transaction: statuses change and promoted
+    memories are reinforced (audited as ``promote``). Returns how many memories changed status,
+    or None when the version is not staged (unknown, or already applied: applying twice does
+    nothing)."""
+    items = await curation_rows.version_items(conn, scope.entity_id, scope.namespace, version)
+    changed = await curation_rows.apply_version(conn, scope.entity_id, scope.namespace, version)
+    if changed is None:
+        return None
+    promoted = [i["memory_id"] for i in items if i["verdict"] == "promote" and i["content"] is not None]
+    if promoted:
+        await dynamics.change_weights(
+            conn,
+            rt.settings,
+            scope,
+            [
+                dynamics.WeightRequest(m, "reinforce", PROMOTE_GAIN, "promote", {"curation_version": version})
+                for m in promoted
+            ],
+        )
+    return changed

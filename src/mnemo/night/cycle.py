@@ -1,0 +1,234 @@
+"""The night cycle: offline consolidation of a scope's day table.
+
+Seeds: memory-architecture §8 (pipeline stages 1-6 and 9; the long-term tier's
+stages 7-8 come with the cortex), archive-adr §9 (curator), cognitive-plan
+§4.1-4.4 (decay, insights, reconsolidation). DESIGN §4: every stage commits on
+its own and is idempotent; a crash at any point loses nothing and a re-run
+continues where it stopped.
+
+How that holds:
+
+* a run is a row in ``mnemo.night_runs`` with its own ``as_of``; an unfinished
+  run is resumed with that same ``as_of``, so a resumed run decides exactly as
+  the interrupted one would have;
+* per-turn and per-session stages (surprisal, blocks, knowledge) commit each
+  batch or session together with its progress mark;
+* scope-wide stages (insights, curation, decay, retention) commit their work
+  together with their name in the run's ``stages_done``;
+* one run per scope at a time (a session-level advisory lock).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from mnemo.models import Scope, uuid7
+from mnemo.night import curator
+from mnemo.night.blocks import build_blocks
+from mnemo.night.decay import decay
+from mnemo.night.insights import derive_insights
+from mnemo.night.knowledge import extract_knowledge
+from mnemo.night.retention import retain
+from mnemo.night.surprise import score_turns
+from mnemo.runtime import Runtime
+from mnemo.store import curation as curation_rows
+from mnemo.store import night as night_rows
+from mnemo.upkeep import note_writes
+
+__all__ = ["STAGES", "NightReport", "run_night"]
+
+STAGES = ("surprisal", "blocks", "knowledge", "insights", "curate", "decay", "retention")
+
+#: ``progress(stage, done, total)``: work units done so far in a stage (turns, or 1 for scope-wide ones).
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(slots=True)
+class NightReport:
+    """What one night cycle did in one scope."""
+
+    scope: Scope
+    run_id: uuid.UUID
+    as_of: datetime
+    resumed: bool = False
+    turns: int = 0
+    turns_scored: int = 0
+    sessions: int = 0
+    blocks: int = 0
+    arcs: int = 0
+    open_arcs: int = 0
+    continuations: int = 0
+    live_turns: int = 0
+    facts_new: int = 0
+    facts_repeated: int = 0
+    facts_closed: int = 0
+    triples_new: int = 0
+    insights: int = 0
+    narratives: int = 0
+    curation_version: int | None = None
+    curation_applied: bool = False
+    verdicts: dict[str, int] = field(default_factory=dict)
+    decayed_light: int = 0
+    decayed_deep: int = 0
+    turns_removed: int = 0
+    blocks_archived: int = 0
+    seconds: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    skipped: tuple[str, ...] = ()
+
+    @property
+    def turns_per_second(self) -> float:
+        return self.turns / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["scope"] = str(self.scope)
+        out["run_id"] = str(self.run_id)
+        out["as_of"] = self.as_of.isoformat()
+        out["turns_per_second"] = self.turns_per_second
+        out["skipped"] = list(self.skipped)
+        return out
+
+
+async def run_night(
+    rt: Runtime,
+    scope: Scope,
+    *,
+    as_of: datetime | None = None,
+    progress: Progress | None = None,
+    stages: tuple[str, ...] = STAGES,
+) -> NightReport:
+    """Run (or resume) the night cycle for ``scope``; see the module docstring."""
+    unknown = [s for s in stages if s not in STAGES]
+    if unknown:
+        raise ValueError(f"unknown night stages {unknown}; choose from {STAGES}")
+    started = time.perf_counter()
+    async with rt.store.connection() as lock:
+        await lock.execute(
+            "SELECT pg_advisory_lock(hashtext('mnemo.night.' || %s || '/' || %s))", (scope.entity_id, scope.namespace)
+        )
+        try:
+            report = await _run(rt, scope, as_of or datetime.now(UTC), progress, stages)
+        finally:
+            await lock.execute(
+                "SELECT pg_advisory_unlock(hashtext('mnemo.night.' || %s || '/' || %s))",
+                (scope.entity_id, scope.namespace),
+            )
+    report.seconds = time.perf_counter() - started
+    await note_writes(rt, 1000)  # a night rewrites a lot: refresh planner statistics
+    return report
+
+
+async def _run(
+    rt: Runtime, scope: Scope, as_of: datetime, progress: Progress | None, stages: tuple[str, ...]
+) -> NightReport:
+    async with rt.store.transaction() as conn:
+        run_id, as_of, done, previous, resumed = await night_rows.open_run(
+            conn, scope.entity_id, scope.namespace, uuid7(), as_of
+        )
+    report = NightReport(scope=scope, run_id=run_id, as_of=as_of, resumed=resumed)
+    report.skipped = tuple(s for s in STAGES if s not in stages)
+
+    def tick(stage: str, total: int) -> Callable[[int], None]:
+        count = 0
+
+        def step(n: int) -> None:
+            nonlocal count
+            count += n
+            if progress is not None:
+                progress(stage, count, total)
+
+        return step
+
+    async def timed(stage: str, coro: Any) -> Any:
+        t0 = time.perf_counter()
+        result = await coro
+        report.stage_seconds[stage] = report.stage_seconds.get(stage, 0.0) + time.perf_counter() - t0
+        return result
+
+    async with rt.store.connection() as conn:
+        pending = await night_rows.count_unscored(conn, scope.entity_id, scope.namespace, as_of)
+        total_turns = await night_rows.count_turns(conn, scope.entity_id, scope.namespace, as_of)
+    report.turns = total_turns
+
+    if "surprisal" in stages:
+        report.turns_scored = await timed(
+            "surprisal", score_turns(rt, scope, as_of, progress=tick("surprisal", pending))
+        )
+    if "blocks" in stages:
+        stats = await timed("blocks", build_blocks(rt, scope, run_id, as_of, progress=tick("blocks", total_turns)))
+        report.sessions, report.blocks, report.arcs = stats.sessions, stats.blocks, stats.arcs
+        report.open_arcs, report.continuations, report.live_turns = (
+            stats.open_arcs,
+            stats.continuations,
+            stats.live_turns,
+        )
+    if "knowledge" in stages:
+        k = await timed("knowledge", extract_knowledge(rt, scope, as_of, progress=tick("knowledge", total_turns)))
+        report.facts_new, report.facts_repeated, report.facts_closed = k.facts_new, k.facts_repeated, k.facts_closed
+        report.triples_new = k.triples_new
+
+    # Scope-wide stages: the work and the stage's mark commit together.
+    if "insights" in stages and "insights" not in done:
+        async with rt.store.transaction() as conn:
+            i = await timed("insights", derive_insights(rt, conn, scope, run_id))
+            await night_rows.mark_stage(conn, scope.entity_id, run_id, "insights", asdict(i))
+        report.insights, report.narratives = i.insights, i.narratives
+        tick("insights", 1)(1)
+    elif "insights" in done:
+        report.insights = previous.get("insights", {}).get("insights", 0)
+        report.narratives = previous.get("insights", {}).get("narratives", 0)
+
+    if "curate" in stages and "curate" not in done:
+        t0 = time.perf_counter()
+        async with rt.store.transaction() as conn:
+            existing = await curation_rows.version_for_run(conn, scope.entity_id, scope.namespace, run_id)
+            if existing is None:
+                verdicts = await curator.plan(rt, conn, scope, as_of)
+                version = await curator.stage(conn, scope, verdicts, as_of=as_of, run_id=run_id)
+                counts = curator.counts(verdicts)
+            else:
+                version, counts = existing[0], previous.get("curate", {}).get("verdicts", {})
+            applied = False
+            if rt.settings.curator_apply:
+                applied = await curator.apply(rt, conn, scope, version) is not None
+            await night_rows.mark_stage(
+                conn, scope.entity_id, run_id, "curate", {"version": version, "verdicts": counts, "applied": applied}
+            )
+        report.curation_version, report.verdicts, report.curation_applied = version, counts, applied
+        report.stage_seconds["curate"] = time.perf_counter() - t0
+        tick("curate", 1)(1)
+    elif "curate" in done:
+        part = previous.get("curate", {})
+        report.curation_version, report.verdicts = part.get("version"), part.get("verdicts", {})
+        report.curation_applied = bool(part.get("applied"))
+
+    if "decay" in stages and "decay" not in done:
+        async with rt.store.transaction() as conn:
+            d = await timed("decay", decay(rt, conn, scope, as_of))
+            await night_rows.mark_stage(conn, scope.entity_id, run_id, "decay", asdict(d))
+        report.decayed_light, report.decayed_deep = d.light, d.deep
+        tick("decay", 1)(1)
+    elif "decay" in done:
+        report.decayed_light = previous.get("decay", {}).get("light", 0)
+        report.decayed_deep = previous.get("decay", {}).get("deep", 0)
+
+    if "retention" in stages and "retention" not in done:
+        async with rt.store.transaction() as conn:
+            r = await timed("retention", retain(conn, rt.settings, scope, as_of))
+            await night_rows.mark_stage(conn, scope.entity_id, run_id, "retention", asdict(r))
+        report.turns_removed, report.blocks_archived = r.turns_removed, r.blocks_archived
+        tick("retention", 1)(1)
+    elif "retention" in done:
+        report.turns_removed = previous.get("retention", {}).get("turns_removed", 0)
+        report.blocks_archived = previous.get("retention", {}).get("blocks_archived", 0)
+
+    async with rt.store.transaction() as conn:
+        await night_rows.mark_stage(conn, scope.entity_id, run_id, "summary", report.as_dict() | {"seconds": None})
+        await night_rows.finish_run(conn, scope.entity_id, run_id)
+    return report

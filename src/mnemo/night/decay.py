@@ -1,0 +1,62 @@
+"""Night stage: decay of unused memories through the audited weight function.
+
+Seeds: cognitive-plan §4.1 (light decay: unused memories nudged by
+``contradict(0.01)``), §4.3 (demotion: dormant, not deleted), §4.4 (not
+accessed for 90+ days and fewer than 3 accesses: ``contradict(1.0)``, once per
+idle stretch: a memory is halved again only after a new access went idle for
+as long); archive-adr §5.1, §8 (anchored memories never decay; decay is loss of
+salience, not deletion). Every change is a ``traces.weight_changes`` row with
+the reason ``decay``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import psycopg
+
+from mnemo import dynamics
+from mnemo.cognition.curation import DecayPolicy, decay_amount
+from mnemo.models import Scope
+from mnemo.runtime import Runtime
+from mnemo.store import night as night_rows
+
+__all__ = ["DecayStats", "decay"]
+
+
+@dataclass(slots=True)
+class DecayStats:
+    light: int = 0
+    deep: int = 0
+
+
+async def decay(
+    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, now: datetime, policy: DecayPolicy | None = None
+) -> DecayStats:
+    """Apply one decay pass at ``now`` inside the caller's transaction."""
+    policy = policy or DecayPolicy()
+    stats = DecayStats()
+    requests: list[dynamics.WeightRequest] = []
+    deep_ids = []
+    for row in await night_rows.decay_candidates(conn, scope.entity_id, scope.namespace):
+        last = row["last_accessed"]
+        if row["deep_decayed_at"]:
+            halved = datetime.fromisoformat(row["deep_decayed_at"])
+            last = halved if last is None or halved > last else last  # one halving per idle stretch
+        amount = decay_amount(last, row["created_at"], int(row["access_count"]), False, now, policy)
+        if amount <= 0:
+            continue
+        deep = amount >= policy.deep_amount and amount > policy.light_amount
+        requests.append(
+            dynamics.WeightRequest(row["id"], "contradict", amount, "decay", {"deep": deep, "at": now.isoformat()})
+        )
+        if deep:
+            deep_ids.append(row["id"])
+            stats.deep += 1
+        else:
+            stats.light += 1
+    if requests:
+        await dynamics.change_weights(conn, rt.settings, scope, requests, at=now)
+        await night_rows.mark_deep_decayed(conn, scope.entity_id, deep_ids, now)
+    return stats

@@ -1,0 +1,131 @@
+"""Night stage: merge near-duplicate memories into insights, with narratives and reconsolidation.
+
+Seed: cognitive-plan §4.2 (cluster similar memories, similarity > 0.85, into an
+insight; do not replace the originals: lower their weight with
+``contradict(0.3)`` so the insight surfaces first; ``supersedes`` links; a
+causal narrative for clusters of three or more; ``why_do_i_believe`` traces
+the chain) and §4.4 (decay, not deletion). With a configured LLM the insight
+and narrative are written by it; offline, the insight is the cluster's most
+central statement and the narrative a template over the sources.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+import psycopg
+
+from mnemo import dynamics, llm
+from mnemo.cognition.summaries import offline_insight, offline_narrative
+from mnemo.models import Scope, uuid7
+from mnemo.remember import memory_row, store_memory
+from mnemo.runtime import Runtime
+from mnemo.store import night as night_rows
+from mnemo.store import vectors as vector_rows
+
+__all__ = ["InsightStats", "clusters", "derive_insights"]
+
+_RECENT = 200
+
+
+@dataclass(slots=True)
+class InsightStats:
+    insights: int = 0
+    narratives: int = 0
+    sources: int = 0
+
+
+def clusters(vectors: np.ndarray, threshold: float) -> list[list[int]]:
+    """Greedy single-pass clusters of unit vectors: each item joins the first cluster whose every
+    member is at least ``threshold`` similar (complete linkage), in input order; only clusters of
+    two or more are returned."""
+    groups: list[list[int]] = []
+    for i in range(vectors.shape[0]):
+        for group in groups:
+            if all(float(vectors[i] @ vectors[j]) >= threshold for j in group):
+                group.append(i)
+                break
+        else:
+            groups.append([i])
+    return [g for g in groups if len(g) >= 2]
+
+
+async def derive_insights(rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, run_id: uuid.UUID) -> InsightStats:
+    """Insights (and narratives) for the new clusters, source weights lowered, in the caller's
+    transaction."""
+    cfg = rt.settings
+    stats = InsightStats()
+    if cfg.night_insights_max == 0:
+        return stats
+    rows = await night_rows.insight_candidates(conn, scope.entity_id, scope.namespace, _RECENT)
+    stored = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, [r["id"] for r in rows])
+    rows = [r for r in rows if r["id"] in stored]
+    if len(rows) < 2:
+        return stats
+    rows.sort(key=lambda r: str(r["id"]))  # deterministic clustering order
+    matrix = np.stack([stored[r["id"]] for r in rows]).astype(np.float64)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    for group in clusters(matrix, cfg.night_insight_similarity)[: cfg.night_insights_max]:
+        members = [rows[i] for i in group]
+        texts = [m["content"] for m in members]
+        text = await llm.insight(rt.llm, texts) if rt.llm is not None else None
+        text = text or offline_insight(texts, matrix[group])
+        vector = (await rt.embeddings.embed_documents([rt.embeddings.document_text(text, "insight")]))[0]
+        insight_id = uuid7()
+        source_ids = [m["id"] for m in members]
+        row = memory_row(
+            rt,
+            scope,
+            insight_id,
+            text,
+            "insight",
+            status="candidate",
+            source_tag="night:insight",
+            provenance=[str(i) for i in source_ids],
+            metadata={"sources": [str(i) for i in source_ids], "run_id": str(run_id)},
+        )
+        await store_memory(conn, rt, scope, row, vector)
+        links: list[tuple[uuid.UUID, uuid.UUID, str, float | None]] = []
+        for source in source_ids:
+            links += [(insight_id, source, "derived_from", None), (insight_id, source, "supersedes", None)]
+        if len(members) >= 3:
+            story = await llm.narrative(rt.llm, text, texts) if rt.llm is not None else None
+            story = story or offline_narrative(text, texts)
+            story_vec = (await rt.embeddings.embed_documents([rt.embeddings.document_text(story, "narrative")]))[0]
+            story_id = uuid7()
+            await store_memory(
+                conn,
+                rt,
+                scope,
+                memory_row(
+                    rt,
+                    scope,
+                    story_id,
+                    story,
+                    "narrative",
+                    status="candidate",
+                    source_tag="night:narrative",
+                    provenance=[str(insight_id)],
+                    metadata={"insight": str(insight_id), "run_id": str(run_id)},
+                ),
+                story_vec,
+            )
+            links.append((story_id, insight_id, "derived_from", None))
+            stats.narratives += 1
+        await night_rows.insert_links(conn, scope.entity_id, scope.namespace, links)
+        await dynamics.change_weights(
+            conn,
+            cfg,
+            scope,
+            [
+                dynamics.WeightRequest(
+                    s, "contradict", cfg.night_insight_source_gain, "insight", {"insight": str(insight_id)}
+                )
+                for s in source_ids
+            ],
+        )
+        stats.insights += 1
+        stats.sources += len(source_ids)
+    return stats

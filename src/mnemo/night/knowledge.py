@@ -1,0 +1,263 @@
+"""Night stage: facts and triples from the day's turns, in third normal form.
+
+Seeds: archive-adr §4 ("Advanced Augmentation" extracts entities,
+relationships and facts; extracted memory is first written as a candidate
+record with provenance and confidence for the curator), §9 (mention count as a
+quality signal; a claim that conflicts with an anchored fact is quarantined by
+the curator); cognitive-plan §4.4 (conflict-aware reconsolidation: a new value
+closes the old one, which is kept).
+
+Extraction uses the configured LLM (structured output, :func:`mnemo.llm.extract`)
+and falls back to the offline patterns of :mod:`mnemo.cognition.extraction`;
+both produce the same records. Each new fact also becomes a memory (kind
+``semantic``, or ``preference``; status ``candidate``) so recall finds it;
+a repeat only counts a mention. A new value of a one-value attribute
+(``night_functional_attributes``) closes the open fact (``valid_to``) and
+supersedes its memory; "no longer ..." closes it without a successor. Each
+session's knowledge commits with its progress mark.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from mnemo import dynamics, llm
+from mnemo.cognition.extraction import (
+    Extraction,
+    FactCandidate,
+    TurnText,
+    extract,
+    fact_hash,
+    fact_key,
+    normalise,
+    triple_hash,
+)
+from mnemo.models import Scope, uuid7
+from mnemo.remember import memory_row, store_memory, supersede
+from mnemo.runtime import Runtime
+from mnemo.store import knowledge as knowledge_rows
+from mnemo.store import night as night_rows
+
+__all__ = ["KnowledgeStats", "extract_knowledge", "fact_text"]
+
+
+@dataclass(slots=True)
+class KnowledgeStats:
+    sessions: int = 0
+    facts_new: int = 0
+    facts_repeated: int = 0
+    facts_closed: int = 0
+    triples_new: int = 0
+    triples_repeated: int = 0
+    entities: int = 0
+    llm_sessions: int = 0
+
+
+def fact_text(fact: FactCandidate) -> str:
+    """The sentence a fact is stored and searched as, e.g. ``"Caroline likes painting"``."""
+    text = f"{fact.entity} {fact.attribute} {fact.value}"
+    if fact.kind == "event" and fact.valid_from is not None:
+        text += f" (on {fact.valid_from:%Y-%m-%d})"
+    return text
+
+
+def _functional(settings_patterns: Sequence[str], attribute: str) -> bool:
+    attr = normalise(attribute)
+    return any(fnmatch.fnmatchcase(attr, normalise(p) if "*" not in p else p.lower()) for p in settings_patterns)
+
+
+def _source(role: str) -> str:
+    return {"tool": "tool", "user": "user"}.get(role, "inferred")
+
+
+async def extract_knowledge(
+    rt: Runtime,
+    scope: Scope,
+    as_of: datetime,
+    *,
+    progress: Callable[[int], None] | None = None,
+) -> KnowledgeStats:
+    stats = KnowledgeStats()
+    async with rt.store.connection() as conn:
+        sessions = await night_rows.pending_sessions(conn, scope.entity_id, scope.namespace, as_of, "facts_through")
+    for session_id, mark in sessions:
+        async with rt.store.connection() as conn:
+            turns = await night_rows.session_turns(conn, scope.entity_id, scope.namespace, session_id, mark, as_of)
+        if not turns:
+            continue
+        texts = [
+            TurnText(speaker=t.get("speaker"), role=t["role"], text=t["content"], at=t["created_at"]) for t in turns
+        ]
+        found: Extraction | None = None
+        if rt.llm is not None:
+            found = await llm.extract(rt.llm, texts)
+            stats.llm_sessions += int(found is not None)
+        if found is None:
+            found = extract(texts)
+        positives = [f for f in found.facts if not f.negated]
+        sentences = list(dict.fromkeys(fact_text(f) for f in positives))
+        kinds = {fact_text(f): ("preference" if f.kind == "preference" else "semantic") for f in positives}
+        vectors = await rt.embeddings.embed_documents([rt.embeddings.document_text(s, kinds[s]) for s in sentences])
+        by_text = dict(zip(sentences, vectors, strict=True))
+        async with rt.store.transaction() as conn:
+            await _write(rt, conn, scope, turns, found, by_text, stats)
+            await night_rows.set_session_progress(
+                conn, scope.entity_id, scope.namespace, session_id, facts_through=turns[-1]["turn_number"]
+            )
+        stats.sessions += 1
+        if progress is not None:
+            progress(len(turns))
+    return stats
+
+
+async def _entity(
+    conn: psycopg.AsyncConnection, scope: Scope, name: str, at: datetime, seen: dict[str, uuid.UUID]
+) -> uuid.UUID:
+    norm = normalise(name) or name.casefold()
+    return await knowledge_rows.upsert_entity(conn, scope.entity_id, scope.namespace, uuid7(), name, norm, at)
+
+
+async def _write(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    turns: Sequence[dict[str, Any]],
+    found: Extraction,
+    vectors: dict[str, Any],
+    stats: KnowledgeStats,
+) -> None:
+    cfg = rt.settings
+    seen: dict[str, uuid.UUID] = {}
+    for fact in sorted(found.facts, key=lambda f: f.source):
+        turn = turns[fact.source]
+        at = turn["created_at"]
+        subject = await _entity(conn, scope, fact.entity, at, seen)
+        key = fact_key(fact.entity, fact.attribute)
+        if fact.negated:
+            for old in await knowledge_rows.open_facts_for_key(conn, scope.entity_id, scope.namespace, key):
+                if normalise(old["value"]) == normalise(fact.value) or _functional(
+                    cfg.night_functional_attributes, fact.attribute
+                ):
+                    await _close(rt, conn, scope, old, at, None, turn["id"])
+                    stats.facts_closed += 1
+            continue
+        text = fact_text(fact)
+        fact_id, memory_id = uuid7(), uuid7()
+        new_id, created = await knowledge_rows.record_fact(
+            conn,
+            {
+                "entity_id": scope.entity_id,
+                "id": fact_id,
+                "namespace": scope.namespace,
+                "subject_id": subject,
+                "attribute": fact.attribute,
+                "value": fact.value,
+                "fact_kind": fact.kind,
+                "key_hash": key,
+                "hash": fact_hash(fact.entity, fact.attribute, fact.value),
+                "confidence": fact.confidence,
+                "first_seen": at,
+                "last_seen": at,
+                "provenance": [turn["id"]],
+                "source": _source(turn["role"]),
+                "valid_from": fact.valid_from or at,
+                "memory_id": memory_id,
+            },
+        )
+        if not created:
+            stats.facts_repeated += 1
+            continue
+        stats.facts_new += 1
+        kind = "preference" if fact.kind == "preference" else "semantic"
+        row = memory_row(
+            rt,
+            scope,
+            memory_id,
+            text,
+            kind,
+            status="candidate",
+            source_tag="night:fact",
+            source_confidence=fact.confidence,
+            provenance=[str(turn["id"])],
+            event_time=fact.valid_from or at,
+            metadata={"fact_id": str(new_id), "entity": fact.entity, "attribute": fact.attribute},
+        )
+        await store_memory(conn, rt, scope, row, vectors[text])
+        await night_rows.insert_links(
+            conn, scope.entity_id, scope.namespace, [(memory_id, turn["id"], "derived_from", fact.confidence)]
+        )
+        if _functional(cfg.night_functional_attributes, fact.attribute):
+            for old in await knowledge_rows.open_facts_for_key(conn, scope.entity_id, scope.namespace, key):
+                if old["id"] != new_id:
+                    await _close(rt, conn, scope, old, fact.valid_from or at, memory_id, turn["id"], new_fact=new_id)
+                    stats.facts_closed += 1
+    for triple in sorted(found.triples, key=lambda t: t.source):
+        turn = turns[triple.source]
+        at = turn["created_at"]
+        subject = await _entity(conn, scope, triple.subject, at, seen)
+        obj = triple.object.strip()
+        object_id = await _entity(conn, scope, obj, at, seen) if obj[:1].isupper() else None
+        _, created = await knowledge_rows.record_triple(
+            conn,
+            {
+                "entity_id": scope.entity_id,
+                "id": uuid7(),
+                "namespace": scope.namespace,
+                "subject_id": subject,
+                "predicate": triple.predicate,
+                "object": obj,
+                "object_id": object_id,
+                "hash": triple_hash(triple.subject, triple.predicate, obj),
+                "confidence": triple.confidence,
+                "first_seen": at,
+                "last_seen": at,
+                "provenance": [turn["id"]],
+                "valid_from": triple.valid_from or at,
+            },
+        )
+        if created:
+            stats.triples_new += 1
+        else:
+            stats.triples_repeated += 1
+
+
+async def _close(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    old: dict[str, Any],
+    at: datetime,
+    by_memory: uuid.UUID | None,
+    turn_id: uuid.UUID,
+    *,
+    new_fact: uuid.UUID | None = None,
+) -> None:
+    """Close a fact's validity interval; its memory is superseded (by the new value's memory) or,
+    for "no longer ...", contradicted. Nothing is deleted."""
+    await knowledge_rows.close_fact(conn, scope.entity_id, old["id"], at, new_fact)
+    old_memory = old.get("memory_id")
+    if old_memory is None:
+        return
+    if by_memory is not None:
+        await supersede(
+            conn, rt, scope, [old_memory], by_memory, reason="fact updated", evidence={"turn": str(turn_id)}
+        )
+    else:
+        await dynamics.change_weights(
+            conn,
+            rt.settings,
+            scope,
+            [
+                dynamics.WeightRequest(
+                    old_memory, "contradict", rt.settings.gate_contradict_gain, "fact ended", {"turn": str(turn_id)}
+                )
+            ],
+            missing_ok=True,
+        )

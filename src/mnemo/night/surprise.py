@@ -1,0 +1,64 @@
+"""Night stage 1a: surprisal of every new turn (memory-architecture §3.2).
+
+Each turn of the scope gets a surprisal in bits per token from the scope's own
+incremental n-gram model (:class:`mnemo.cognition.surprisal.NGramModel`),
+trained prequentially on the scope's earlier history: a new topic spikes, a
+resolved one settles. The model's counts are kept in ``mnemo.night_state`` and
+written in the same transaction as the batch of surprisals they produced, so a
+crash between batches neither loses nor double-counts anything. Forgetting a
+turn drops the model (its counts learnt the turn's words); the next run
+rebuilds it from the scope's remaining scored turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from mnemo.cognition.surprisal import NGramModel, SurpriseModel, score_stream
+from mnemo.models import Scope
+from mnemo.runtime import Runtime
+from mnemo.store import night as night_rows
+
+__all__ = ["STATE_KEY", "score_turns"]
+
+STATE_KEY = "surprisal.ngram"
+BATCH = 500
+
+
+async def score_turns(
+    rt: Runtime,
+    scope: Scope,
+    as_of: datetime,
+    *,
+    model_factory: Callable[[NGramModel], SurpriseModel] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Score every turn of ``scope`` up to ``as_of`` that has no surprisal yet; returns how many.
+
+    ``model_factory`` wraps the scope's n-gram model (e.g. in a
+    :class:`~mnemo.cognition.surprisal.LogprobSurprise` that asks an LLM endpoint for token
+    log-probabilities and falls back to the n-gram model); the n-gram counts are always kept.
+    """
+    done = 0
+    while True:
+        async with rt.store.transaction() as conn:
+            turns = await night_rows.unscored_turns(conn, scope.entity_id, scope.namespace, as_of, BATCH)
+            if not turns:
+                return done
+            state = await night_rows.get_state(conn, scope.entity_id, scope.namespace, STATE_KEY)
+            if state:
+                ngram = NGramModel.from_state(state)
+            else:  # first night, or the model was dropped when a turn was forgotten: learn what remains
+                ngram = NGramModel()
+                for text in await night_rows.scored_texts(conn, scope.entity_id, scope.namespace):
+                    ngram.observe(text)
+            model: SurpriseModel = model_factory(ngram) if model_factory is not None else ngram
+            values = score_stream(model, [t["content"] for t in turns])
+            await night_rows.set_surprisal(
+                conn, scope.entity_id, [(t["id"], float(v)) for t, v in zip(turns, values, strict=True)]
+            )
+            await night_rows.put_state(conn, scope.entity_id, scope.namespace, STATE_KEY, ngram.to_state())
+        done += len(turns)
+        if progress is not None:
+            progress(len(turns))
