@@ -23,7 +23,7 @@ import random
 import threading
 import uuid
 from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -71,6 +71,7 @@ class Status:
     counts: Mapping[str, int]
     vectors: Sequence[tuple[str, str, int]]
     pending_reembed: int
+    queue: Mapping[str, int] = field(default_factory=dict)  # background jobs by status (todo, doing, failed, ...)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -82,6 +83,7 @@ class Status:
             "counts": dict(self.counts),
             "vectors": [{"table": t, "slug": s, "rows": n} for t, s, n in self.vectors],
             "pending_reembed": self.pending_reembed,
+            "queue": dict(self.queue),
         }
 
 
@@ -438,6 +440,7 @@ class AsyncArchive:
             counts = await status_rows.chamber_counts(conn)
             slugs = await vector_rows.slug_counts(conn)
             missing = await vector_rows.count_missing(conn, self._rt.table, self._rt.slug)
+            queue = await status_rows.queue_depth(conn)
         return Status(
             database="embedded " + str(self._rt.settings.pgdata)
             if self._rt.store.embedded
@@ -449,6 +452,7 @@ class AsyncArchive:
             counts=counts,
             vectors=slugs,
             pending_reembed=missing,
+            queue=queue,
         )
 
     async def reembed(self, *, batch_size: int = 256, progress: Progress | None = None) -> int:
@@ -456,6 +460,11 @@ class AsyncArchive:
         done = await reembed_path.reembed(self._rt, batch_size=batch_size, progress=progress)
         self.pending_reembed = await reembed_path.pending(self._rt)
         return done
+
+    async def defer_reembed(self) -> int | None:
+        """Queue :meth:`reembed` for a background worker (``mnemo worker``); the job id, or None when
+        a re-embed is already waiting."""
+        return await reembed_path.defer(self._rt)
 
 
 class Archive:
@@ -561,3 +570,6 @@ class Archive:
 
     def reembed(self, **kwargs: Any) -> int:
         return self._run(self._archive.reembed(**kwargs))
+
+    def defer_reembed(self) -> int | None:
+        return self._run(self._archive.defer_reembed())

@@ -54,6 +54,11 @@ class Settings(BaseSettings):
     # --- write path ----------------------------------------------------------
     max_content_chars: int = Field(default=32_000, ge=16, le=10_000_000)
     auto_create_scopes: bool = Field(default=True, description="Writes create their scope on first use.")
+    ingest_mode: Literal["sync", "async"] = Field(
+        default="sync",
+        description="sync: turns are embedded before record_turn/import return. async: they are stored at once "
+        "and embedded by `mnemo worker` (the job is queued in the same transaction).",
+    )
 
     # --- recall path ---------------------------------------------------------
     refusal_threshold: float = Field(
@@ -137,6 +142,11 @@ class Settings(BaseSettings):
     context_full: int = Field(default=3, ge=0, le=1000, description="Situational entries given in full text.")
     context_candidates: int = Field(default=40, ge=1, le=10_000)
 
+    # --- background work (`mnemo worker`) -------------------------------------------------
+    night_cron: str = Field(
+        default="0 3 * * *", description="When workers run the night cycle over every scope with turns (cron, UTC)."
+    )
+
     # --- optional LLM ---------------------------------------------------------------------
     llm: str | None = Field(
         default=None, description="A Pydantic AI model name (e.g. 'openai:gpt-4o-mini'); unset: offline only."
@@ -147,6 +157,15 @@ class Settings(BaseSettings):
     def _check_space(cls, value: str) -> str:
         if not _SPACE_RE.match(value):
             raise ValueError("must be lowercase letters, digits and '_', starting with a letter (<= 40 chars)")
+        return value
+
+    @field_validator("night_cron")
+    @classmethod
+    def _check_cron(cls, value: str) -> str:
+        import croniter  # procrastinate's own cron parser
+
+        if not croniter.croniter.is_valid(value):
+            raise ValueError(f"not a cron expression: {value!r} (e.g. '0 3 * * *')")
         return value
 
     @model_validator(mode="after")

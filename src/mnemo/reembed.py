@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mnemo.runtime import Runtime
+from mnemo.store import queue as queue_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import status as meta_rows
 from mnemo.store import vectors as vector_rows
 
-__all__ = ["note_active_slug", "pending", "reembed"]
+__all__ = ["defer", "note_active_slug", "pending", "reembed"]
 
 _SLUGS_KEY = "vector_slugs"
 
@@ -36,6 +37,20 @@ async def note_active_slug(rt: Runtime) -> int:
 async def pending(rt: Runtime) -> int:
     async with rt.store.connection() as conn:
         return await vector_rows.count_missing(conn, rt.table, rt.slug)
+
+
+async def defer(rt: Runtime) -> int | None:
+    """Queue a re-embed for ``mnemo worker``: the job id, or None when one is already waiting.
+    Re-embed jobs never run two at a time (one lock)."""
+    async with rt.store.connection() as conn:
+        return await queue_rows.enqueue(
+            conn,
+            queue_rows.MAINTENANCE,
+            queue_rows.REEMBED,
+            {},
+            lock=queue_rows.REEMBED,
+            queueing_lock=queue_rows.REEMBED,
+        )
 
 
 async def reembed(rt: Runtime, *, batch_size: int = 256, progress: Callable[[int, int], None] | None = None) -> int:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from mnemo import dynamics
+from mnemo import dynamics, ingest
 from mnemo.errors import InvalidContentError, MalformedImportError, UnknownScopeError
 from mnemo.formats import TurnInput, detect_format, parse_file
 from mnemo.models import ImportReport, Memory, Scope, Turn, uuid7
@@ -247,9 +247,14 @@ async def import_turns(
     progress: Progress | None = None,
     bulk: bool = True,
 ) -> list[Turn]:
-    """Write many turns in one transaction (COPY when ``bulk``); all or nothing."""
+    """Write many turns in one transaction (COPY when ``bulk``); all or nothing.
+
+    With ``ingest_mode = "async"`` and no ``vectors`` given, the turns are stored without vectors
+    and their embed jobs are queued in the same transaction (:mod:`mnemo.ingest`).
+    """
     if not turns:
         return []
+    deferred = rt.settings.ingest_mode == "async" and vectors is None
     texts = [t.content for t in turns]
     if vectors is not None and vectors.shape != (len(turns), rt.embeddings.dim):
         raise InvalidContentError(f"expected {len(turns)} vectors of dimension {rt.embeddings.dim}")
@@ -261,9 +266,9 @@ async def import_turns(
 
     def embed(index: int) -> asyncio.Future[np.ndarray]:
         lo, hi = chunks[index]
-        if vectors is not None:
+        if vectors is not None or deferred:
             done: asyncio.Future[np.ndarray] = asyncio.get_running_loop().create_future()
-            done.set_result(vectors[lo:hi])
+            done.set_result(np.empty((0, 0)) if vectors is None else vectors[lo:hi])
             return done
         return asyncio.ensure_future(rt.embeddings.embed_documents(documents[lo:hi]))
 
@@ -312,6 +317,11 @@ async def import_turns(
                 for row in rows:
                     await turn_rows.insert_turn(conn, row)
             await lexicon.add_postings(conn, scope.entity_id, scope.namespace, "turn", [r[0] for r in rows])
+            if deferred:
+                await ingest.defer_embeds(conn, scope, [r[0] for r in rows])
+                chunks = []
+                if progress is not None:
+                    progress(len(rows), len(rows))
             for index, (lo, hi) in enumerate(chunks):
                 chunk_vectors = await pending
                 if index + 1 < len(chunks):

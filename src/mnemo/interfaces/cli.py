@@ -436,7 +436,7 @@ def mcp(
 @app.command()
 @_fail_cleanly
 def status(as_json: JsonOpt = False) -> None:
-    """Counts per chamber, embedder slug, database location."""
+    """Counts per chamber, embedder slug, database location, background jobs by status."""
     with _open() as archive:
         st = archive.status()
     if as_json:
@@ -452,6 +452,8 @@ def status(as_json: JsonOpt = False) -> None:
     for tbl, slug, rows in st.vectors:
         table.add_row(f"vectors {tbl}", f"{rows:,} x {slug}")
     table.add_row("pending re-embed", f"[yellow]{st.pending_reembed:,}[/]" if st.pending_reembed else "0")
+    for state, count in st.queue.items():
+        table.add_row(f"queue {state}", f"[red]{count:,}[/]" if state == "failed" and count else f"{count:,}")
     out.print(table)
 
 
@@ -459,9 +461,18 @@ def status(as_json: JsonOpt = False) -> None:
 @_fail_cleanly
 def reembed(
     batch_size: Annotated[int, typer.Option(min=1, max=10_000)] = 256,
+    background: Annotated[bool, typer.Option("--background", help="Queue it for `mnemo worker` instead.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Re-embed items stored with another model (resumable; safe to interrupt)."""
+    if background:
+        with _open() as archive:
+            job = archive.defer_reembed()
+        if as_json:
+            out.print_json(json.dumps({"job": job, "queued": job is not None}))
+        else:
+            out.print(f"queued re-embed job {job}" if job is not None else "a re-embed job is already waiting")
+        return
     with _open() as archive, _progress("re-embedding") as progress:
         done = archive.reembed(batch_size=batch_size, progress=progress)
         left = archive.pending_reembed
@@ -469,6 +480,45 @@ def reembed(
         out.print_json(json.dumps({"reembedded": done, "pending": left}))
     else:
         out.print(f"re-embedded {done:,} items; {left:,} pending")
+
+
+@app.command()
+@_fail_cleanly
+def worker(
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, max=64, help="Jobs run at once.")] = 1,
+    queue: Annotated[
+        list[str] | None, typer.Option("--queue", "-q", help="ingest, maintenance or night (repeatable; default all).")
+    ] = None,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="--no-wait: stop once the queues are empty.")] = True,
+    heartbeat: Annotated[float, typer.Option(min=0.1, help="Seconds between liveness updates.")] = 10.0,
+    stalled_after: Annotated[
+        float, typer.Option(min=0.2, help="A worker silent this long is presumed dead; its jobs run again.")
+    ] = 30.0,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every job.")] = False,
+) -> None:
+    """Run background jobs: embeddings of turns stored with MNEMO_INGEST_MODE=async, re-embeds, and the
+    night cycle on its schedule (MNEMO_NIGHT_CRON). Ctrl-C / SIGTERM finish the running jobs, then stop.
+    Run more workers, here or on other machines, to scale out."""
+    import asyncio
+
+    from mnemo.jobs import run_worker
+
+    level = logging.INFO if verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("procrastinate").setLevel(level)
+    try:
+        recovered = asyncio.run(
+            run_worker(
+                queues=queue or None,
+                concurrency=concurrency,
+                wait=wait,
+                heartbeat=heartbeat,
+                stalled_after=stalled_after,
+            )
+        )
+    except KeyboardInterrupt:  # interrupted while starting, before the worker's own handlers were installed
+        raise typer.Exit(130) from None
+    err.print(f"worker stopped{f' (re-queued {recovered} stalled jobs at start)' if recovered else ''}")
 
 
 DEMO_QUERIES = (

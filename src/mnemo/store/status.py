@@ -8,7 +8,9 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-__all__ = ["chamber_counts", "get_meta", "refresh_statistics", "set_meta"]
+__all__ = ["QUEUE_STATES", "chamber_counts", "get_meta", "queue_depth", "refresh_statistics", "set_meta"]
+
+QUEUE_STATES = ("todo", "doing", "failed")
 
 
 async def chamber_counts(conn: psycopg.AsyncConnection) -> dict[str, int]:
@@ -22,6 +24,12 @@ async def chamber_counts(conn: psycopg.AsyncConnection) -> dict[str, int]:
     assert row is not None
     names = ("scopes", "grants", "turns", "memories", "traces", "queue_tables")
     return dict(zip(names, (int(v) for v in row), strict=True))
+
+
+async def queue_depth(conn: psycopg.AsyncConnection) -> dict[str, int]:
+    """Background jobs by status: always todo, doing and failed; other states only when present."""
+    cur = await conn.execute("SELECT status::text, count(*) FROM queue.procrastinate_jobs GROUP BY 1 ORDER BY 1")
+    return {s: 0 for s in QUEUE_STATES} | {str(s): int(n) for s, n in await cur.fetchall()}
 
 
 async def get_meta(conn: psycopg.AsyncConnection, key: str) -> Any:

@@ -237,3 +237,25 @@ async def slug_counts(conn: psycopg.AsyncConnection) -> list[tuple[str, str, int
 
 async def analyze(conn: psycopg.AsyncConnection, table: str) -> None:
     await conn.execute(sql.SQL("ANALYZE {t}").format(t=_ident(table)))
+
+
+async def turns_missing(
+    conn: psycopg.AsyncConnection,
+    table: str,
+    slug: str,
+    entity_id: str,
+    namespace: str,
+    ids: Sequence[uuid.UUID],
+    *,
+    lock: bool = False,
+) -> list[tuple[uuid.UUID, str, str | None]]:
+    """Which of the turns ``ids`` of one scope still exist and lack a ``slug`` vector:
+    ``(id, content, speaker)``. ``lock`` holds them (FOR SHARE) until the transaction ends."""
+    stmt = sql.SQL(
+        """SELECT t.id, t.content, t.speaker FROM mnemo.turns t
+           WHERE t.entity_id = %(e)s AND t.namespace = %(ns)s AND t.id = ANY(%(ids)s) AND NOT EXISTS (
+             SELECT 1 FROM {v} v WHERE v.entity_id = t.entity_id AND v.item_id = t.id AND v.slug = %(s)s)
+           ORDER BY t.id {lock}"""
+    ).format(v=_ident(table), lock=sql.SQL("FOR SHARE OF t" if lock else ""))
+    cur = await conn.execute(stmt, {"e": entity_id, "ns": namespace, "ids": list(ids), "s": slug})
+    return [(r[0], r[1], r[2]) for r in await cur.fetchall()]
