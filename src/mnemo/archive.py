@@ -42,6 +42,12 @@ from mnemo.embed import Embeddings, load_embedder
 from mnemo.errors import UnknownItemError, UnknownScopeError
 from mnemo.gate import FlushReport, Observation
 from mnemo.models import ImportReport, Memory, MemoryHistory, RecallResult, Refusal, Scope, Turn, WeightChange
+from mnemo.night import api as night_api
+from mnemo.night import cycle as night_cycle
+from mnemo.night.api import Belief, Curation, EntityFacts
+from mnemo.night.cycle import STAGES as NIGHT_STAGES
+from mnemo.night.cycle import NightReport
+from mnemo.night.cycle import Progress as NightProgress
 from mnemo.runtime import Runtime
 from mnemo.store import Store
 from mnemo.store import dynamics as dynamic_rows
@@ -340,6 +346,36 @@ class AsyncArchive:
             ),
         )
 
+    # --- night cycle (memory-architecture §3-§8, archive-adr §9, cognitive-plan §4) ---
+    async def night_cycle(
+        self,
+        scope: Scope,
+        *,
+        as_of: datetime | None = None,
+        progress: NightProgress | None = None,
+        stages: tuple[str, ...] = NIGHT_STAGES,
+    ) -> NightReport:
+        """Consolidate ``scope``'s day table: surprisal, flux arcs, blocks, facts, insights, staged
+        curation, decay and retention. Crash-safe and resumable (``mnemo night``)."""
+        await night_api.owned(self._rt, scope)
+        return await night_cycle.run_night(self._rt, scope, as_of=as_of, progress=progress, stages=stages)
+
+    async def curate(self, scope: Scope, *, dry_run: bool = False, apply: bool = True) -> Curation:
+        """Stage (and by default apply) a new curation version; ``dry_run`` only shows it."""
+        return await night_api.curate(self._rt, scope, dry_run=dry_run, apply=apply)
+
+    async def apply_curation(self, scope: Scope, version: int) -> int:
+        """Apply a staged curation version; returns how many memories changed status."""
+        return await night_api.apply_curation(self._rt, scope, version)
+
+    async def facts(self, scope: Scope, entity: str) -> EntityFacts:
+        """Current and past facts, and triples, about one entity (``mnemo facts``)."""
+        return await night_api.facts(self._rt, scope, entity)
+
+    async def why_do_i_believe(self, scope: Scope, memory_id: uuid.UUID | str) -> tuple[Belief, ...]:
+        """The chain an insight, narrative or fact was derived from."""
+        return await night_api.why_do_i_believe(self._rt, scope, memory_id)
+
     # --- gates -------------------------------------------------------------------
     async def observe(
         self,
@@ -406,7 +442,8 @@ class AsyncArchive:
         async with self._rt.store.transaction() as conn:
             if not await forget_rows.item_kinds(conn, scope.entity_id, scope.namespace, [item]):
                 raise UnknownItemError(f"no turn or memory {item} in scope {scope}")
-            return await forget_rows.forget_items(conn, scope.entity_id, scope.namespace, [item])
+            items = await forget_rows.derived_items(conn, scope.entity_id, scope.namespace, [item])
+            return await forget_rows.forget_items(conn, scope.entity_id, scope.namespace, items)
 
     async def purge(self, scope: Scope) -> dict[str, int]:
         """Remove a whole scope (turns, memories, vectors, links, grants, buffer, traces) in one transaction."""
@@ -567,6 +604,21 @@ class Archive:
 
     def status(self) -> Status:
         return self._run(self._archive.status())
+
+    def night_cycle(self, scope: Scope, **kwargs: Any) -> NightReport:
+        return self._run(self._archive.night_cycle(scope, **kwargs))
+
+    def curate(self, scope: Scope, **kwargs: Any) -> Curation:
+        return self._run(self._archive.curate(scope, **kwargs))
+
+    def apply_curation(self, scope: Scope, version: int) -> int:
+        return self._run(self._archive.apply_curation(scope, version))
+
+    def facts(self, scope: Scope, entity: str) -> EntityFacts:
+        return self._run(self._archive.facts(scope, entity))
+
+    def why_do_i_believe(self, scope: Scope, memory_id: uuid.UUID | str) -> tuple[Belief, ...]:
+        return self._run(self._archive.why_do_i_believe(scope, memory_id))
 
     def reembed(self, **kwargs: Any) -> int:
         return self._run(self._archive.reembed(**kwargs))

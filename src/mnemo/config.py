@@ -142,6 +142,51 @@ class Settings(BaseSettings):
     context_full: int = Field(default=3, ge=0, le=1000, description="Situational entries given in full text.")
     context_candidates: int = Field(default=40, ge=1, le=10_000)
 
+    # --- night cycle (memory-architecture §3-§4, §8; archive-adr §9; cognitive-plan §4) ---
+    night_baseline_window: int = Field(default=20, ge=2, le=1000, description="Turns in the rolling baseline.")
+    night_spike_threshold: float = Field(default=1.5, gt=0, description="Spike: sigmas above the baseline.")
+    night_stable_threshold: float = Field(
+        default=0.5,
+        gt=0,
+        description="Stable: |d surprisal / d turn| of the 3-turn average below this (bits). The seed's 0.1 is "
+        "for an LLM's perplexity; n-gram surprisal of chat varies ~1.6 bits per turn (median |derivative| "
+        "0.5): with 0.1 a quarter of LoCoMo arcs resolve, with 0.5 nearly all, in about 10 turns.",
+    )
+    night_stabilization_count: int = Field(default=2, ge=1, le=100, description="Stable turns that close an arc.")
+    night_min_sigma: float = Field(default=0.25, gt=0, description="Floor on the baseline's sigma (bits/token).")
+    night_max_span: int = Field(default=8, ge=1, le=200, description="Longest block between arcs (turns).")
+    night_verbatim_tokens: int = Field(
+        default=40, ge=0, le=10_000, description="Dead zones up to this many tokens are kept verbatim."
+    )
+    night_summary_ratio: float = Field(default=0.3, gt=0, le=1, description="Dead-zone summary length / zone.")
+    night_compressed_tokens: int = Field(default=48, ge=8, le=10_000, description="A block's one-line summary.")
+    night_continuity_hours: float = Field(default=24.0, gt=0, description="Open arcs older than this never join.")
+    night_continuity_similarity: float = Field(
+        default=0.75, ge=-1, le=1, description="Opening-to-open-arc cosine that makes a continuation."
+    )
+    night_functional_attributes: tuple[str, ...] = Field(
+        default=("name", "age", "lives in", "works at", "works as", "job", "studies", "married to", "favourite *"),
+        description="Fact attributes with one value at a time: a new value closes the old one.",
+    )
+    night_insight_similarity: float = Field(
+        default=0.85, ge=0, le=1, description="Memories this similar merge into an insight."
+    )
+    night_insights_max: int = Field(default=20, ge=0, le=10_000, description="Insights written per run at most.")
+    night_insight_source_gain: float = Field(
+        default=0.3, ge=0, description="Weight an insight takes from each source (contradict amount)."
+    )
+    curator_apply: bool = Field(
+        default=True, description="The night cycle applies the curation version it stages (else: staged only)."
+    )
+    retention_raw_cycles: tuple[int, int, int] = Field(
+        default=(1, 1, 1), description="Cycles raw turns stay, per tier (normal, meso, elder)."
+    )
+    retention_block_cycles: tuple[int, int, int] = Field(
+        default=(0, 2, 6), description="Extra cycles blocks stay hot, per tier (normal, meso, elder)."
+    )
+    retention_cycle_hours: float = Field(default=24.0, gt=0, description="Length of one cycle.")
+    retention: bool = Field(default=True, description="Remove raw turns that a block covers once they expire.")
+
     # --- background work (`mnemo worker`) -------------------------------------------------
     night_cron: str = Field(
         default="0 3 * * *", description="When workers run the night cycle over every scope with turns (cron, UTC)."

@@ -10,6 +10,15 @@ means over the questions of those categories.
 Baselines in the same run, over the same turns and questions: BM25 (``bm25s``)
 over the turn texts, dense cosine with the same embedder over the turn texts,
 and their plain reciprocal-rank fusion.
+
+With ``night=True`` (``--night``) every conversation goes through the night
+cycle (issue 5) before its questions, and recall searches turns and memories
+(blocks, facts, insights). A memory hit stands for the dia_ids of the turns it
+was made from (its provenance, followed through insights) and costs its own
+tokens, so the evidence-in-budget figures compare like with like; recall@k is
+not comparable with the turn-only mode (one block covers several turns).
+By default the night cycle's retention removes the raw turns the blocks
+cover; ``-o retention=false`` keeps them.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ from mnemo.errors import MalformedImportError
 from mnemo.formats import TurnInput, parse_locomo
 from mnemo.models import Scope
 from mnemo.remember import import_turns
+from mnemo.store import night as night_rows
 
 __all__ = ["BUDGETS", "CATEGORIES", "KS", "Conversation", "load_locomo", "run_locomo"]
 
@@ -71,6 +81,9 @@ class SystemRun:
     name: str
     rows: list[tuple[int, tuple[str, ...], list[str]]] = field(default_factory=list)
     latencies_ms: list[float] = field(default_factory=list)
+    cover: dict[str, tuple[str, ...]] = field(default_factory=dict)  # memory hit -> the dia_ids it stands for
+    item_tokens: dict[str, int] = field(default_factory=dict)  # memory hit -> its own token count
+    night: dict[str, Any] = field(default_factory=dict)
 
 
 def load_locomo(path: Path, *, max_chars: int = 32_000) -> list[Conversation]:
@@ -96,9 +109,11 @@ def load_locomo(path: Path, *, max_chars: int = 32_000) -> list[Conversation]:
 def score(run: SystemRun, tokens: Mapping[str, Mapping[str, int]], sample_of: Sequence[str]) -> dict[str, Any]:
     """Recall@k and budget recall per category and overall."""
     per_question = []
+    cover = run.cover or None
     for (category, evidence, ranking), sample in zip(run.rows, sample_of, strict=True):
-        rec = {f"R@{k}": recall_at_k(ranking, evidence, k) for k in KS}
-        rec |= {f"B@{b}": budget_recall(ranking, tokens[sample], evidence, b) for b in BUDGETS}
+        costs = {**tokens[sample], **run.item_tokens} if run.item_tokens else tokens[sample]
+        rec = {f"R@{k}": recall_at_k(ranking, evidence, k, cover) for k in KS}
+        rec |= {f"B@{b}": budget_recall(ranking, costs, evidence, b, cover) for b in BUDGETS}
         per_question.append((category, rec))
     groups: dict[str, list[dict[str, float]]] = {name: [] for name in CATEGORIES.values()}
     groups["overall 1-4"] = []
@@ -126,27 +141,62 @@ async def run_mnemo(
     settings: Settings,
     embeddings: Embeddings,
     progress: Progress | None = None,
+    *,
+    night: bool = False,
 ) -> SystemRun:
     run = SystemRun("mnemo")
     archive = await AsyncArchive.open(settings, embeddings=embeddings)
+    kinds = ("turn", "memory") if night else ("turn",)
     try:
         total = sum(len(c.questions) for c in conversations)
         done = 0
         for conv in conversations:
             scope = Scope("locomo", conv.sample_id)
-            await import_turns(archive.runtime, scope, conv.turns)
+            turns = await import_turns(archive.runtime, scope, conv.turns)
+            if night:
+                dia = {str(t.id): str(t.metadata.get("dia_id")) for t in turns}
+                report = await archive.night_cycle(scope)
+                for key in ("blocks", "arcs", "facts_new", "insights", "turns_removed"):
+                    run.night[key] = run.night.get(key, 0) + getattr(report, key)
+                run.night["seconds"] = run.night.get("seconds", 0.0) + report.seconds
+                async with archive.runtime.store.connection() as conn:
+                    provenance = await night_rows.memory_provenance(conn, scope.entity_id, scope.namespace)
+                for memory_id, (sources, count) in provenance.items():
+                    run.cover[str(memory_id)] = _dia_ids(sources, provenance, dia)
+                    run.item_tokens[str(memory_id)] = count
             for q in conv.questions:
                 started = time.perf_counter()
-                result = await archive.recall(scope, q.text, max(KS), read_only=True, threshold=-1.0, kinds=("turn",))
+                result = await archive.recall(scope, q.text, max(KS), read_only=True, threshold=-1.0, kinds=kinds)
                 run.latencies_ms.append((time.perf_counter() - started) * 1000)
                 hits = result.hits if result.hits else getattr(result, "candidates", ())
-                run.rows.append((q.category, q.evidence, [str(h.metadata.get("dia_id")) for h in hits]))
+                run.rows.append(
+                    (
+                        q.category,
+                        q.evidence,
+                        [str(h.metadata.get("dia_id")) if h.item_kind == "turn" else str(h.id) for h in hits],
+                    )
+                )
                 done += 1
                 if progress is not None:
                     progress("mnemo", done, total)
     finally:
         await archive.close()
     return run
+
+
+def _dia_ids(
+    sources: Sequence[str], provenance: Mapping[Any, tuple[list[str], int]], dia: Mapping[str, str], depth: int = 0
+) -> tuple[str, ...]:
+    """The dia_ids a memory stands for: its source turns, or (insights, narratives) its source memories'."""
+    found: list[str] = []
+    for source in sources:
+        if source in dia:
+            found.append(dia[source])
+        elif depth < 3:
+            for key, (inner, _) in provenance.items():
+                if str(key) == source:
+                    found.extend(_dia_ids(inner, provenance, dia, depth + 1))
+    return tuple(dict.fromkeys(found))
 
 
 def run_bm25(conversations: Sequence[Conversation]) -> SystemRun:
@@ -204,6 +254,7 @@ async def run_locomo(
     database_url: str | None = None,
     baselines: bool = True,
     progress: Progress | None = None,
+    night: bool = False,
 ) -> dict[str, Any]:
     """Run the benchmark; returns every figure (what ``--json`` writes)."""
     conversations = load_locomo(path)
@@ -224,7 +275,7 @@ async def run_locomo(
             home=Path(home), database_url=database_url, **({"scoring": "deterministic"} | dict(overrides or {}))
         )
         started = time.perf_counter()
-        mnemo_run = await run_mnemo(conversations, settings, embeddings, progress)
+        mnemo_run = await run_mnemo(conversations, settings, embeddings, progress, night=night)
         seconds = time.perf_counter() - started
     systems = {"mnemo": score(mnemo_run, tokens, sample_of)}
     if baselines:
@@ -241,6 +292,7 @@ async def run_locomo(
         "embedder": str(embeddings.slug),
         "settings": {k: v for k, v in settings.model_dump(mode="json").items() if k not in {"home", "database_url"}},
         "mnemo_seconds": round(seconds, 1),
+        "night": mnemo_run.night or None,
         "systems": systems,
         "anchor": {
             "name": "LoCoMo paper, DRAGON, dialog, all 10 conversations, all categories",

@@ -27,16 +27,30 @@ def parse_evidence(items: Iterable[object]) -> list[str]:
     return found
 
 
-def recall_at_k(ranking: Sequence[str], evidence: Sequence[str], k: int) -> float:
+def _covered(item: str, cover: Mapping[str, Iterable[str]] | None) -> Iterable[str]:
+    return cover.get(item, (item,)) if cover is not None else (item,)
+
+
+def recall_at_k(
+    ranking: Sequence[str], evidence: Sequence[str], k: int, cover: Mapping[str, Iterable[str]] | None = None
+) -> float:
+    """``cover`` maps an item that stands for several evidence ids (a block, a fact) to them."""
     if k < 1:
         raise ValueError("k must be >= 1")
     wanted = set(evidence)
     if not wanted:
         return 1.0
-    return len(wanted.intersection(ranking[:k])) / len(wanted)
+    found = {e for item in ranking[:k] for e in _covered(item, cover)}
+    return len(wanted & found) / len(wanted)
 
 
-def budget_recall(ranking: Sequence[str], tokens: Mapping[str, int], evidence: Sequence[str], budget: int) -> float:
+def budget_recall(
+    ranking: Sequence[str],
+    tokens: Mapping[str, int],
+    evidence: Sequence[str],
+    budget: int,
+    cover: Mapping[str, Iterable[str]] | None = None,
+) -> float:
     wanted = set(evidence)
     if not wanted:
         return 1.0
@@ -47,7 +61,7 @@ def budget_recall(ranking: Sequence[str], tokens: Mapping[str, int], evidence: S
         if used + cost > budget:
             break
         used += cost
-        included.add(item)
+        included.update(_covered(item, cover))
     return len(wanted & included) / len(wanted)
 
 

@@ -18,6 +18,13 @@ def _ms(value: float | None) -> str:
 
 def print_locomo(result: dict[str, Any], console: Console) -> None:
     systems: dict[str, Any] = result["systems"]
+    if night := result.get("night"):
+        console.print(
+            f"night cycle: {night['blocks']} blocks ({night['arcs']} arcs), {night['facts_new']} facts, "
+            f"{night['insights']} insights, {night['turns_removed']} raw turns removed by retention, "
+            f"{night['seconds']:.0f}s. Memory hits count as the turns they were made from; R@k is not comparable "
+            "with turn-only runs, evidence-in-budget is."
+        )
     for group in ("overall 1-5", "overall 1-4"):
         n = next(iter(systems.values()))[group]["n"]
         table = Table(
@@ -33,6 +40,8 @@ def print_locomo(result: dict[str, Any], console: Console) -> None:
         table.add_column("p50 ms", justify="right")
         table.add_column("p95 ms", justify="right")
         for name, scores in systems.items():
+            if name == "mnemo" and result.get("night"):
+                name = "mnemo after night"
             row = scores[group]
             lat = scores.get("latency_ms", {})
             table.add_row(

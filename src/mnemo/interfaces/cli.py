@@ -652,6 +652,9 @@ def bench_locomo(
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override a setting, KEY=VALUE (repeatable).")] = None,
     baselines: Annotated[bool, typer.Option(help="Also run the BM25 and dense baselines.")] = True,
     ablate: Annotated[bool, typer.Option(help="Also run with each recall piece switched off.")] = False,
+    night: Annotated[
+        bool, typer.Option("--night", help="Run the night cycle first; recall turns, blocks, facts and insights.")
+    ] = False,
 ) -> None:
     """Retrieval quality on LoCoMo: recall@k per category, evidence within token budgets, latency."""
     import asyncio
@@ -679,6 +682,7 @@ def bench_locomo(
                     baselines=with_baselines,
                     database_url=settings.database_url,
                     progress=lambda _name, done, total: progress(done, total),
+                    night=night,
                 )
             )
 
@@ -797,6 +801,10 @@ def bench_perf(
     if json_out is not None:
         json_out.write_text(json.dumps(result, indent=2))
         out.print(f"wrote {json_out}")
+
+
+# Commands defined in sibling modules register themselves on `app` when imported.
+from mnemo.interfaces import cli_night  # noqa: E402, F401
 
 
 def main() -> None:

@@ -35,6 +35,7 @@ __all__ = [
     "mark_deep_decayed",
     "mark_stage",
     "memory_kind",
+    "memory_provenance",
     "metablock_of",
     "open_continuations",
     "open_run",
@@ -495,3 +496,15 @@ async def scored_texts(conn: psycopg.AsyncConnection, entity_id: str, namespace:
         (entity_id, namespace),
     )
     return [r[0] for r in await cur.fetchall()]
+
+
+async def memory_provenance(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str
+) -> dict[uuid.UUID, tuple[list[str], int]]:
+    """Every live memory's provenance (turn or memory ids) and token count (for benchmarks)."""
+    cur = await conn.execute(
+        """SELECT id, provenance, token_count FROM mnemo.memories
+           WHERE entity_id = %s AND namespace = %s AND status IN ('candidate', 'active')""",
+        (entity_id, namespace),
+    )
+    return {r[0]: (list(r[1]), int(r[2])) for r in await cur.fetchall()}
