@@ -82,6 +82,14 @@ async def forget_items(
                  WHERE entity_id = %(e)s AND item_id = ANY(%(ids)s) AND namespace = %(ns)s) g
            WHERE s.entity_id = %(e)s AND s.namespace = %(ns)s AND g.docs > 0""",
     )
+    # The rows go before their vectors: an embedding job holding a share lock on a turn makes this
+    # wait, and once the row is gone no job writes a vector for it (mnemo.ingest.embed_turns).
+    if copies:
+        await _forget_copies(run)
+    await run("turns", "DELETE FROM mnemo.turns WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)")
+    await run(
+        "memories", "DELETE FROM mnemo.memories WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)"
+    )
     await run("postings", "DELETE FROM mnemo.postings WHERE entity_id = %(e)s AND item_id = ANY(%(ids)s)")
     for table in await _vector_tables(conn):
         await run(
@@ -96,12 +104,6 @@ async def forget_items(
     )
     # Night-cycle copies: blocks holding a forgotten turn (or projected into a forgotten memory),
     # facts and triples stated only by forgotten turns, links and curation verdicts naming them.
-    if copies:
-        await _forget_copies(run)
-    await run("turns", "DELETE FROM mnemo.turns WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)")
-    await run(
-        "memories", "DELETE FROM mnemo.memories WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)"
-    )
     await run(
         "traces",
         "DELETE FROM traces.weight_changes WHERE entity_id = %(e)s AND memory_id = ANY(%(ids)s)",
