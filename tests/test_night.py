@@ -8,7 +8,8 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from mnemo import AsyncArchive, Scope
+from mnemo import AsyncArchive, InvalidContentError, Scope, UnknownItemError
+from tests.conftest import snapshot
 from tests.night_data import BREAKTHROUGH, START, arc_conversation, record
 
 ME = Scope("alice", "night")
@@ -150,3 +151,117 @@ async def test_forgetting_a_turn_removes_the_blocks_and_facts_that_copied_it(
     assert report.turns_scored == 1
     state = rows(database_url, "SELECT value FROM mnemo.night_state")[0][0]
     assert "disk" not in str(state) and "pasta" in str(state)  # rebuilt from the turns that remain
+
+
+async def test_facts_dedup_and_a_new_value_closes_the_old_one(archive: AsyncArchive, database_url: str) -> None:
+    await record(
+        archive,
+        ME,
+        "s1",
+        ["I live in Lisbon.", "Nice.", "I love hiking in the mountains.", "Cool.", "I work at Acme as an engineer."],
+        START,
+    )
+    await record(
+        archive,
+        ME,
+        "s2",
+        [
+            "I moved to Porto last month.",
+            "Big change!",
+            "I love hiking in the mountains.",
+            "Same.",
+            "I no longer work at Acme.",
+        ],
+        START + timedelta(days=40),
+    )
+    report = await archive.night_cycle(ME, as_of=START + timedelta(days=40, hours=1), stages=("surprisal", "knowledge"))
+    assert report.facts_new >= 4 and report.facts_repeated >= 1 and report.facts_closed >= 2
+
+    alice = await archive.facts(ME, "alice")  # entity names are matched normalised
+    now = {(f.attribute, f.value) for f in alice.current}
+    past = {(f.attribute, f.value) for f in alice.past}
+    assert ("lives in", "Porto") in now and ("lives in", "Lisbon") in past
+    assert ("works at", "Acme") in past and not any(a == "works at" for a, _ in now)
+    hiking = next(f for f in alice.current if f.value == "hiking in the mountains")
+    assert hiking.mention_count == 2 and len(hiking.provenance) == 2
+    lisbon = next(f for f in alice.past if f.value == "Lisbon")
+    assert lisbon.valid_to is not None and lisbon.valid_to >= lisbon.valid_from  # type: ignore[operator]
+
+    # The closed fact's memory is superseded by the new one, which outranks it.
+    result = await archive.recall(ME, "where does Alice live?", k=5, read_only=True)
+    texts = [h.content for h in result.hits]
+    assert texts.index("Alice lives in Porto") < texts.index("Alice lives in Lisbon")
+    triples = rows(database_url, "SELECT object, valid_to IS NULL FROM mnemo.triples WHERE predicate = 'lives in'")
+    assert sorted(triples) == [("Lisbon", False), ("Porto", True)]  # type: ignore[type-var]
+
+    with pytest.raises(UnknownItemError):
+        await archive.facts(ME, "Nobody Atall")
+
+
+async def test_curation_is_staged_inspectable_and_applied_once(archive: AsyncArchive, database_url: str) -> None:
+    anchor = await archive.remember(ME, "Alice is vegetarian", kind="preference", anchored=True)
+    clash = await archive.remember(ME, "Alice is not vegetarian", kind="preference", status="candidate")
+    fresh = await archive.remember(ME, "Alice plays the cello on Sundays", status="candidate")
+    before = snapshot(database_url)
+
+    dry = await archive.curate(ME, dry_run=True)
+    assert dry.version is None and snapshot(database_url) == before  # nothing written
+    verdicts = {v.memory_id: v.classification.verdict for v in dry.changes}
+    assert verdicts[clash.id] == "quarantine"
+    assert verdicts.get(fresh.id) in (None, "keep") and anchor.id not in verdicts or verdicts[anchor.id] == "promote"
+
+    staged = await archive.curate(ME, apply=False)
+    assert staged.version == 1 and not staged.applied
+    status = dict(rows(database_url, "SELECT id, status FROM mnemo.memories"))
+    assert status[clash.id] == "candidate"  # staged, not applied
+    assert await archive.apply_curation(ME, 1) >= 2  # clash quarantined, fresh kept (candidate -> active)
+    status = dict(rows(database_url, "SELECT id, status FROM mnemo.memories"))
+    assert status[clash.id] == "quarantined" and status[fresh.id] == "active" and status[anchor.id] == "active"
+    with pytest.raises(InvalidContentError, match="already applied"):
+        await archive.apply_curation(ME, 1)
+    with pytest.raises(UnknownItemError):
+        await archive.apply_curation(ME, 7)
+    result = await archive.recall(ME, "is Alice vegetarian?", k=5, read_only=True)
+    assert clash.id not in [h.id for h in result.hits]  # quarantined memories are not recalled
+
+
+async def test_decay_is_audited_spares_anchors_and_halves_once(archive: AsyncArchive, database_url: str) -> None:
+    old = await archive.remember(ME, "The wifi password was hunter2")
+    anchor = await archive.remember(ME, "My name is Alice", anchored=True)
+    later = START + timedelta(days=400)
+    first = await archive.night_cycle(ME, as_of=later, stages=("decay",))
+    second = await archive.night_cycle(ME, as_of=later + timedelta(days=1), stages=("decay",))
+    assert first.decayed_deep == 1 and second.decayed_deep == 0 and second.decayed_light == 1
+    changes = rows(
+        database_url,
+        "SELECT memory_id, gain, reason FROM traces.weight_changes WHERE reason = 'decay' ORDER BY at",
+    )
+    assert [(m, g) for m, g, _ in changes] == [(old.id, 1.0), (old.id, 0.01)]
+    assert anchor.id not in {m for m, _, _ in changes}
+    history = await archive.why(ME, old.id)
+    assert history.center < 0.2  # Beta(1, 4) -> Beta(1, 5) and a little more
+
+
+async def test_insights_lower_their_sources_and_trace_back(archive: AsyncArchive, database_url: str) -> None:
+    sources = [
+        await archive.remember(ME, text)
+        for text in (
+            "Alice prefers simple deployment tools over complex infrastructure.",
+            "Alice prefers simple deployment tools rather than complex infrastructure.",
+            "Alice prefers simple deployment tools, not complex infrastructure.",
+        )
+    ]
+    await archive.remember(ME, "The office plant needs water on Fridays.")
+    report = await archive.night_cycle(ME, stages=("insights",))
+    assert report.insights == 1 and report.narratives == 1
+    ((insight_id, content),) = rows(database_url, "SELECT id, content FROM mnemo.memories WHERE kind = 'insight'")
+    assert str(content).startswith("Insight: ")
+    chain = await archive.why_do_i_believe(ME, insight_id)  # type: ignore[arg-type]
+    assert {b.id for b in chain} == {s.id for s in sources}
+    for source in sources:
+        history = await archive.why(ME, source.id)
+        assert history.changes[-1].reason == "insight"
+        assert history.center < 0.2  # lowered, not deleted
+    (story_id,) = rows(database_url, "SELECT id FROM mnemo.memories WHERE kind = 'narrative'")[0]
+    story_chain = await archive.why_do_i_believe(ME, story_id)  # type: ignore[arg-type]
+    assert [b.depth for b in story_chain][:1] == [1] and {b.id for b in story_chain} >= {s.id for s in sources}

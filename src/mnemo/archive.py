@@ -196,9 +196,11 @@ class AsyncArchive:
         metadata: Mapping[str, Any] | None = None,
         embedding: Sequence[float] | np.ndarray | None = None,
         supersedes: Sequence[uuid.UUID | str] = (),
+        status: str = "active",
     ) -> Memory:
         """Store a curated memory, embedded immediately. ``supersedes``: memories this one updates
-        (their weight is lowered through the audit log, nothing is deleted)."""
+        (their weight is lowered through the audit log, nothing is deleted). ``status="candidate"``
+        leaves it for the curator to adjudicate (``curate``, the night cycle)."""
         return await write_path.remember(
             self._rt,
             scope,
@@ -213,6 +215,7 @@ class AsyncArchive:
             metadata=metadata,
             embedding=embedding,
             supersedes=supersedes,
+            status=status,
         )
 
     async def record_turn(

@@ -117,9 +117,7 @@ async def extract_knowledge(
     return stats
 
 
-async def _entity(
-    conn: psycopg.AsyncConnection, scope: Scope, name: str, at: datetime, seen: dict[str, uuid.UUID]
-) -> uuid.UUID:
+async def _entity(conn: psycopg.AsyncConnection, scope: Scope, name: str, at: datetime) -> uuid.UUID:
     norm = normalise(name) or name.casefold()
     return await knowledge_rows.upsert_entity(conn, scope.entity_id, scope.namespace, uuid7(), name, norm, at)
 
@@ -134,11 +132,10 @@ async def _write(
     stats: KnowledgeStats,
 ) -> None:
     cfg = rt.settings
-    seen: dict[str, uuid.UUID] = {}
     for fact in sorted(found.facts, key=lambda f: f.source):
         turn = turns[fact.source]
         at = turn["created_at"]
-        subject = await _entity(conn, scope, fact.entity, at, seen)
+        subject = await _entity(conn, scope, fact.entity, at)
         key = fact_key(fact.entity, fact.attribute)
         if fact.negated:
             for old in await knowledge_rows.open_facts_for_key(conn, scope.entity_id, scope.namespace, key):
@@ -201,9 +198,22 @@ async def _write(
     for triple in sorted(found.triples, key=lambda t: t.source):
         turn = turns[triple.source]
         at = turn["created_at"]
-        subject = await _entity(conn, scope, triple.subject, at, seen)
+        subject = await _entity(conn, scope, triple.subject, at)
         obj = triple.object.strip()
-        object_id = await _entity(conn, scope, obj, at, seen) if obj[:1].isupper() else None
+        digest = triple_hash(triple.subject, triple.predicate, obj)
+        functional = _functional(cfg.night_functional_attributes, triple.predicate)
+        if triple.negated:  # "no longer ...": the relation ends, nothing new begins
+            await knowledge_rows.close_triples(
+                conn,
+                scope.entity_id,
+                scope.namespace,
+                subject,
+                triple.predicate,
+                at,
+                only_hash=None if functional else digest,
+            )
+            continue
+        object_id = await _entity(conn, scope, obj, at) if obj[:1].isupper() else None
         _, created = await knowledge_rows.record_triple(
             conn,
             {
@@ -214,7 +224,7 @@ async def _write(
                 "predicate": triple.predicate,
                 "object": obj,
                 "object_id": object_id,
-                "hash": triple_hash(triple.subject, triple.predicate, obj),
+                "hash": digest,
                 "confidence": triple.confidence,
                 "first_seen": at,
                 "last_seen": at,
@@ -224,6 +234,16 @@ async def _write(
         )
         if created:
             stats.triples_new += 1
+            if functional:  # a new value of a one-value relation ends the old one
+                await knowledge_rows.close_triples(
+                    conn,
+                    scope.entity_id,
+                    scope.namespace,
+                    subject,
+                    triple.predicate,
+                    triple.valid_from or at,
+                    keep_hash=digest,
+                )
         else:
             stats.triples_repeated += 1
 

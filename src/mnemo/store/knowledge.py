@@ -10,7 +10,6 @@ closed (``valid_to``, ``closed_by``), never deleted.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -19,9 +18,8 @@ from psycopg import sql
 
 __all__ = [
     "close_fact",
-    "fact_ids_for_memories",
+    "close_triples",
     "facts_of",
-    "find_entity",
     "open_fact",
     "open_facts_for_key",
     "open_triple",
@@ -48,15 +46,6 @@ async def upsert_entity(
     row = await cur.fetchone()
     assert row is not None
     return uuid.UUID(str(row[0]))
-
-
-async def find_entity(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, norm: str) -> uuid.UUID | None:
-    cur = await conn.execute(
-        "SELECT id FROM mnemo.entities WHERE entity_id = %s AND namespace = %s AND norm = %s",
-        (entity_id, namespace, norm),
-    )
-    row = await cur.fetchone()
-    return None if row is None else uuid.UUID(str(row[0]))
 
 
 _FACT_COLS: tuple[str, ...] = (
@@ -141,9 +130,10 @@ async def record_fact(conn: psycopg.AsyncConnection, row: dict[str, Any]) -> tup
 async def close_fact(
     conn: psycopg.AsyncConnection, entity_id: str, fact_id: uuid.UUID, at: datetime, by: uuid.UUID | None
 ) -> None:
-    """End a fact's validity interval (it stays, as a past value)."""
+    """End a fact's validity interval (it stays, as a past value): at ``at``, but never before the
+    fact was last stated (it was still true then)."""
     await conn.execute(
-        """UPDATE mnemo.facts SET valid_to = greatest(%s, coalesce(valid_from, first_seen)), closed_by = %s
+        """UPDATE mnemo.facts SET valid_to = greatest(%s, coalesce(valid_from, first_seen), last_seen), closed_by = %s
            WHERE entity_id = %s AND id = %s AND valid_to IS NULL""",
         (at, by, entity_id, fact_id),
     )
@@ -210,16 +200,22 @@ async def facts_of(
     return entity, facts, triples
 
 
-async def fact_ids_for_memories(
-    conn: psycopg.AsyncConnection, entity_id: str, memory_ids: Sequence[uuid.UUID]
-) -> dict[uuid.UUID, dict[str, Any]]:
-    """Fact signals (mention count, source, confidence) of fact-projection memories."""
-    if not memory_ids:
-        return {}
+async def close_triples(
+    conn: psycopg.AsyncConnection,
+    entity_id: str,
+    namespace: str,
+    subject_id: uuid.UUID,
+    predicate: str,
+    at: datetime,
+    *,
+    keep_hash: str | None = None,
+    only_hash: str | None = None,
+) -> int:
+    """Close the subject's open triples with ``predicate`` (all but ``keep_hash``, or only ``only_hash``)."""
     cur = await conn.execute(
-        """SELECT memory_id, mention_count, source, confidence, valid_to FROM mnemo.facts
-           WHERE entity_id = %s AND memory_id = ANY(%s)""",
-        (entity_id, list(memory_ids)),
+        """UPDATE mnemo.triples SET valid_to = greatest(%s, coalesce(valid_from, first_seen))
+           WHERE entity_id = %s AND namespace = %s AND subject_id = %s AND predicate = %s AND valid_to IS NULL
+             AND (%s::text IS NULL OR hash <> %s) AND (%s::text IS NULL OR hash = %s)""",
+        (at, entity_id, namespace, subject_id, predicate, keep_hash, keep_hash, only_hash, only_hash),
     )
-    cols = ("mention_count", "source", "confidence", "valid_to")
-    return {r[0]: dict(zip(cols, r[1:], strict=True)) for r in await cur.fetchall()}
+    return max(cur.rowcount, 0)
