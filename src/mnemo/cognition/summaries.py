@@ -1,0 +1,226 @@
+"""Offline summaries, insights and narratives: the no-LLM side of the night cycle.
+
+Seeds: memory-architecture §3–4 (dead zones of a block are summarised, live
+zones kept verbatim), archive-adr §5 (the LLM is optional: every step works
+without one) and cognitive-plan §4.2 (deep consolidation: cluster → insight
+with citations, then a causal *identity narrative* — "I came to value X
+because of experiences Y and Z" — stored with the prefix "Identity
+narrative: ").
+
+* :func:`split_sentences` — a small rule-based sentence splitter (abbreviation
+  and decimal aware) used here and by :mod:`mnemo.cognition.extraction`.
+* :func:`extractive_summary` — the most *central* sentences (degree
+  centrality: mean cosine to the others) picked greedily with an MMR-style
+  redundancy penalty, kept in their original order, within a token budget.
+* :func:`offline_insight` / :func:`offline_narrative` — the fallbacks for
+  :func:`mnemo.llm.insight` / :func:`mnemo.llm.narrative`.
+
+Everything here is pure and deterministic (ties go to the lower index).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "INSIGHT_PREFIX",
+    "NARRATIVE_PREFIX",
+    "centrality",
+    "extractive_summary",
+    "offline_insight",
+    "offline_narrative",
+    "select_sentences",
+    "split_sentences",
+    "word_count",
+]
+
+INSIGHT_PREFIX = "Insight: "
+NARRATIVE_PREFIX = "Identity narrative: "
+ELLIPSIS = "…"
+
+# A sentence ends at . ! ? or … (plus closing quotes/brackets) followed by whitespace.
+_END = re.compile(r"([.!?…]+)([\"'”’)\]]*)\s+")
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms dr prof st jr sr vs etc e.g i.e eg ie a.m p.m approx dept fig no vol inc ltd co corp mt ft ave".split()  # noqa: SIM905
+)
+
+
+def word_count(text: str) -> int:
+    """The default token counter: whitespace-separated words."""
+    return len(text.split())
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text``: lines are split at ., !, ?, … followed by a space, except after
+    common abbreviations ("Dr.", "e.g.") and single initials ("J. K."); newlines always split."""
+    out: list[str] = []
+    for line in text.splitlines():
+        start = 0
+        for match in _END.finditer(line):
+            if match.group(1) == ".":
+                words = line[start : match.start()].split()
+                last = words[-1].lower().rstrip(".") if words else ""
+                if last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha()):
+                    continue
+            piece = line[start : match.end()].strip()
+            if piece:
+                out.append(piece)
+            start = match.end()
+        tail = line[start:].strip()
+        if tail:
+            out.append(tail)
+    return out
+
+
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    v = np.asarray(vectors, dtype=np.float64)
+    if v.ndim != 2:
+        raise ValueError(f"vectors must be a 2-d array (one row per sentence), got shape {v.shape}")
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        unit = np.where(norms > 0, v / np.where(norms > 0, norms, 1.0), 0.0)
+    return np.nan_to_num(unit, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def _similarity(vectors: np.ndarray, n: int) -> np.ndarray:
+    if len(vectors) != n:
+        raise ValueError(f"got {n} sentences but {len(vectors)} vectors; pass one vector per sentence")
+    unit = _unit_rows(vectors)
+    sim: np.ndarray = np.clip(unit @ unit.T, -1.0, 1.0)
+    return sim
+
+
+def centrality(vectors: np.ndarray) -> np.ndarray:
+    """Degree centrality of each row: its mean cosine similarity to every *other* row (0 for a single row)."""
+    v = np.asarray(vectors, dtype=np.float64)
+    n = len(v)
+    if n == 0:
+        return np.zeros(0)
+    sim = _similarity(v, n)
+    if n == 1:
+        return np.zeros(1)
+    out: np.ndarray = (sim.sum(axis=1) - np.diag(sim)) / (n - 1)
+    return out
+
+
+def select_sentences(
+    sentences: Sequence[str],
+    vectors: np.ndarray,
+    max_tokens: int,
+    count_tokens: Callable[[str], int] = word_count,
+    *,
+    redundancy: float = 0.3,
+) -> list[int]:
+    """Indices (ascending) of the sentences an extractive summary keeps.
+
+    Greedy: at each step the candidate with the highest ``centrality - redundancy * max cosine to
+    the already chosen`` that still fits the budget is taken (ties: lower index); exact duplicates
+    of a chosen sentence are skipped. Empty when nothing fits.
+    """
+    n = len(sentences)
+    if n == 0 or max_tokens <= 0:
+        return []
+    sim = _similarity(np.asarray(vectors, dtype=np.float64), n)
+    central = (sim.sum(axis=1) - np.diag(sim)) / (n - 1) if n > 1 else np.zeros(1)
+    cost = [count_tokens(s) for s in sentences]
+    chosen: list[int] = []
+    seen: set[str] = set()
+    used = 0
+    closest = np.full(n, -np.inf)  # max similarity to a chosen sentence
+    available = [i for i in range(n) if sentences[i].strip()]
+    while available:
+        penalty = np.where(np.isfinite(closest), np.maximum(closest, 0.0), 0.0)
+        best: int | None = None
+        best_score = -np.inf
+        for i in available:
+            if used + cost[i] > max_tokens:
+                continue
+            score = float(central[i] - redundancy * penalty[i])
+            if score > best_score:  # strict: ties keep the lower index
+                best, best_score = i, score
+        if best is None:
+            break
+        chosen.append(best)
+        seen.add(sentences[best].strip())
+        used += cost[best]
+        closest = np.maximum(closest, sim[best])
+        available = [i for i in available if i != best and sentences[i].strip() not in seen]
+    chosen.sort()
+    # A tokenizer that is not additive over " ".join: drop the weakest until the joined text fits.
+    while chosen and count_tokens(" ".join(sentences[i] for i in chosen)) > max_tokens:
+        weakest = min(chosen, key=lambda i: (central[i], -i))
+        chosen.remove(weakest)
+    return chosen
+
+
+def _cut(sentence: str, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
+    """The longest word prefix of ``sentence`` that, with "…", fits ``max_tokens`` ("" if none)."""
+    words = sentence.split()
+    best = ""
+    for k in range(1, len(words) + 1):
+        candidate = " ".join(words[:k]).rstrip(",;:") + ELLIPSIS
+        if count_tokens(candidate) > max_tokens:
+            break
+        best = candidate
+    return best
+
+
+def extractive_summary(
+    sentences: Sequence[str],
+    vectors: np.ndarray,
+    max_tokens: int,
+    count_tokens: Callable[[str], int] = word_count,
+) -> str:
+    """The most central sentences, in their original order, joined by spaces, within ``max_tokens``.
+
+    ``vectors`` holds one embedding per sentence. Sentences are never cut, except when no
+    sentence fits at all: then the most central one is returned cut at a word boundary and
+    ending in "…". Deterministic.
+    """
+    chosen = select_sentences(sentences, vectors, max_tokens, count_tokens)
+    if chosen:
+        return " ".join(sentences[i].strip() for i in chosen)
+    if not sentences or max_tokens <= 0:
+        return ""
+    scores = centrality(vectors)
+    order = sorted(range(len(sentences)), key=lambda i: (-scores[i], i))
+    best = next((i for i in order if sentences[i].strip()), None)
+    return "" if best is None else _cut(sentences[best].strip(), max_tokens, count_tokens)
+
+
+def offline_insight(statements: Sequence[str], vectors: np.ndarray) -> str:
+    """The most central statement as an insight, prefixed "Insight: " (ties: the first)."""
+    if not statements:
+        raise ValueError("offline_insight needs at least one statement")
+    scores = centrality(np.asarray(vectors, dtype=np.float64))
+    if len(scores) != len(statements):
+        raise ValueError(f"got {len(statements)} statements but {len(scores)} vectors")
+    best = min(range(len(statements)), key=lambda i: (-scores[i], i))
+    text = statements[best].strip()
+    return text if text.startswith(INSIGHT_PREFIX) else INSIGHT_PREFIX + text
+
+
+def _clause(text: str) -> str:
+    text = text.strip()
+    for prefix in (INSIGHT_PREFIX, NARRATIVE_PREFIX):
+        if text.startswith(prefix):
+            text = text[len(prefix) :].strip()
+    return text.rstrip(" .;:!")
+
+
+def offline_narrative(insight: str, sources: Sequence[str], *, max_sources: int = 3) -> str:
+    """``"Identity narrative: I came to {insight} because of: {source1}; {source2}"`` (cognitive-plan §4.2).
+
+    The "Insight: " prefix and trailing punctuation are dropped from the parts; the insight's first
+    letter is lowercased unless it starts an acronym or "I"; at most ``max_sources`` sources are cited.
+    """
+    core = _clause(insight)
+    if core and core[0].isupper() and not (len(core) > 1 and (core[1].isupper() or core[1] == " ")):
+        core = core[0].lower() + core[1:]
+    reasons = [c for c in (_clause(s) for s in sources) if c][:max_sources]
+    if not reasons:
+        return f"{NARRATIVE_PREFIX}I came to {core}."
+    return f"{NARRATIVE_PREFIX}I came to {core} because of: {'; '.join(reasons)}"
