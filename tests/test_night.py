@@ -8,7 +8,8 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from mnemo import AsyncArchive, InvalidContentError, Scope, UnknownItemError
+from mnemo import AsyncArchive, InvalidContentError, Scope, Settings, UnknownItemError
+from mnemo.embed import Embeddings
 from tests.conftest import snapshot
 from tests.night_data import BREAKTHROUGH, START, arc_conversation, record
 
@@ -48,7 +49,7 @@ async def test_arc_becomes_a_block_with_the_breakthrough_verbatim(archive: Async
     assert covered == list(range(len(texts)))  # every turn in exactly one block, in order
     arc = [b for b in blocks if b[0] == "arc"]
     assert len(arc) == 1
-    kind, first, last, prose, gain, weight, salience, memory_id = arc[0]
+    _, first, last, prose, gain, weight, salience, memory_id = arc[0]
     assert first <= spike_turn - 2 and last >= spike_turn + 5  # type: ignore[operator]  # margins
     live = "\n".join(z["content"] for z in prose["live_zones"])  # type: ignore[index]
     assert BREAKTHROUGH in live  # the resolution is kept verbatim
@@ -208,7 +209,8 @@ async def test_curation_is_staged_inspectable_and_applied_once(archive: AsyncArc
     assert dry.version is None and snapshot(database_url) == before  # nothing written
     verdicts = {v.memory_id: v.classification.verdict for v in dry.changes}
     assert verdicts[clash.id] == "quarantine"
-    assert verdicts.get(fresh.id) in (None, "keep") and anchor.id not in verdicts or verdicts[anchor.id] == "promote"
+    assert verdicts[fresh.id] == "keep"  # candidate -> active
+    assert anchor.id not in verdicts  # anchored, already active: kept, no change
 
     staged = await archive.curate(ME, apply=False)
     assert staged.version == 1 and not staged.applied
@@ -265,3 +267,90 @@ async def test_insights_lower_their_sources_and_trace_back(archive: AsyncArchive
     (story_id,) = rows(database_url, "SELECT id FROM mnemo.memories WHERE kind = 'narrative'")[0]
     story_chain = await archive.why_do_i_believe(ME, story_id)  # type: ignore[arg-type]
     assert [b.depth for b in story_chain][:1] == [1] and {b.id for b in story_chain} >= {s.id for s in sources}
+
+
+def _llm() -> tuple[object, list[str]]:
+    """A FunctionModel standing in for a configured LLM: it answers each night-cycle agent by its
+    instructions and records which agents were called."""
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    calls: list[str] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        instructions = info.instructions or ""
+        if info.output_tools:  # structured extraction
+            calls.append("extract")
+            facts = [
+                {
+                    "entity": "Alice",
+                    "attribute": "owns",
+                    "value": "a red kayak",
+                    "confidence": 0.9,
+                    "source": 0,
+                    "kind": "fact",
+                },
+                {
+                    "entity": "Alice",
+                    "attribute": "owns",
+                    "value": "a ghost",
+                    "confidence": 3.0,
+                    "source": 99,
+                    "kind": "fact",
+                },  # out of range: must be dropped
+            ]
+            return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"facts": facts, "triples": []})])
+        if "summarise" in instructions:
+            calls.append("summary")
+            return ModelResponse(parts=[TextPart("LLM summary of routine dinner talk.")])
+        if "identity narrative" in instructions:
+            calls.append("narrative")
+            return ModelResponse(parts=[TextPart("I came to love pasta because of many dinners.")])
+        calls.append("insight")
+        return ModelResponse(parts=[TextPart("I eat pasta a lot.")])
+
+    return FunctionModel(respond), calls
+
+
+async def test_llm_path_summarises_and_extracts_through_the_model(
+    settings: Settings, embeddings: Embeddings, database_url: str
+) -> None:
+    model, calls = _llm()
+    archive = await AsyncArchive.open(settings, embeddings=embeddings, llm=model, night_verbatim_tokens=0)
+    try:
+        await record(archive, ME, "s1", arc_conversation(), START)
+        report = await archive.night_cycle(
+            ME, as_of=START + timedelta(hours=1), stages=("surprisal", "blocks", "knowledge")
+        )
+    finally:
+        await archive.close()
+    assert {"extract", "summary"} <= set(calls)
+    assert report.facts_new == 1  # the model's fact; its out-of-range one was dropped
+    facts = rows(database_url, "SELECT attribute, value, provenance FROM mnemo.facts")
+    assert [(a, v) for a, v, _ in facts] == [("owns", "a red kayak")]
+    first_turn = rows(database_url, "SELECT id FROM mnemo.turns WHERE turn_number = 0")[0][0]
+    assert facts[0][2] == [first_turn]
+    summaries = [
+        z["summary"]
+        for (prose,) in rows(database_url, "SELECT prose FROM mnemo.blocks")
+        for z in prose["dead_zone_summaries"]  # type: ignore[index]
+    ]
+    assert "LLM summary of routine dinner talk." in summaries
+
+
+async def test_llm_outage_falls_back_to_the_offline_path(
+    settings: Settings, embeddings: Embeddings, database_url: str
+) -> None:
+    from pydantic_ai.models.function import FunctionModel
+
+    def broken(*_: object) -> object:
+        raise RuntimeError("the model is down")
+
+    archive = await AsyncArchive.open(settings, embeddings=embeddings, llm=FunctionModel(broken))
+    try:
+        await record(archive, ME, "s1", ["I live in Lisbon.", "Nice.", "I love hiking in the mountains."], START)
+        report = await archive.night_cycle(ME, as_of=START + timedelta(hours=1))
+    finally:
+        await archive.close()
+    assert report.facts_new >= 2  # the offline patterns
+    assert ("lives in", "Lisbon") in rows(database_url, "SELECT attribute, value FROM mnemo.facts")
