@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
+import numpy as np
 import psycopg
 import pytest
 
@@ -250,7 +251,7 @@ async def test_insights_lower_their_sources_and_trace_back(archive: AsyncArchive
         for text in (
             "Alice prefers simple deployment tools over complex infrastructure.",
             "Alice prefers simple deployment tools rather than complex infrastructure.",
-            "Alice prefers simple deployment tools, not complex infrastructure.",
+            "Alice prefers simple deployment tools to complex infrastructure.",
         )
     ]
     await archive.remember(ME, "The office plant needs water on Fridays.")
@@ -354,3 +355,13 @@ async def test_llm_outage_falls_back_to_the_offline_path(
         await archive.close()
     assert report.facts_new >= 2  # the offline patterns
     assert ("lives in", "Lisbon") in rows(database_url, "SELECT attribute, value FROM mnemo.facts")
+
+
+def test_clusters_are_complete_linkage_and_never_join_conflicting_items() -> None:
+    from mnemo.night.insights import clusters
+
+    v = np.array([[1.0, 0.0], [0.99, 0.141], [0.96, 0.28], [0.0, 1.0]])
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    assert clusters(v, 0.95) == [[0, 1]]  # 2 is close to 1 but not to 0: complete linkage keeps it out
+    assert clusters(v, 0.9) == [[0, 1, 2]]
+    assert clusters(v, 0.9, lambda i, j: {i, j} == {0, 1}) == [[0, 2]]  # an update is not a pattern

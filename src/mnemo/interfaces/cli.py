@@ -155,13 +155,16 @@ def remember(
     namespace: NamespaceOpt = "default",
     kind: Annotated[str, typer.Option(help=f"One of {', '.join(MEMORY_KINDS)}.")] = "semantic",
     anchored: Annotated[bool, typer.Option(help="Anchored memories never decay.")] = False,
+    candidate: Annotated[bool, typer.Option(help="Leave it as a candidate for the curator.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Store a curated memory."""
     text = sys.stdin.read() if content == "-" else content
     scope = Scope(entity, namespace)
     with _open() as archive:
-        memory = archive.remember(scope, text, kind=kind, anchored=anchored)
+        memory = archive.remember(
+            scope, text, kind=kind, anchored=anchored, status="candidate" if candidate else "active"
+        )
     if as_json:
         out.print_json(json.dumps({"id": str(memory.id), "scope": str(scope), "kind": memory.kind}))
     else:

@@ -99,7 +99,8 @@ def night(
 
 def _curation_table(result: Curation, limit: int) -> Table:
     if result.version is None:
-        title = f"curation dry run — {result.scope} (nothing written)"
+        what = "dry run" if result.changes else "nothing to change"
+        title = f"curation {what} — {result.scope} (nothing written)"
     else:
         title = f"curation version {result.version} — {result.scope} ({'applied' if result.applied else 'staged'})"
     table = Table(title=title)
@@ -243,5 +244,5 @@ def believe(
         out.print("nothing recorded: this memory was not derived from others")
         return
     for b in chain:
-        text = b.content if b.content is not None else "[dim](removed: raw turn past retention, or forgotten)[/]"
+        text = b.content if b.content is not None else "[dim](forgotten)[/]"
         out.print(f"{'  ' * b.depth}└ [bold]{b.kind}[/] {b.id}: {text}", highlight=False)

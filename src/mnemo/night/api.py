@@ -38,7 +38,8 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Curation:
-    """A curation plan (``version`` None on a dry run) and what it would change or changed."""
+    """A curation plan (``version`` None on a dry run, or when nothing would change) and what it
+    would change or changed."""
 
     scope: Scope
     version: int | None
@@ -88,7 +89,7 @@ class Belief:
     parent: uuid.UUID
     id: uuid.UUID
     kind: str
-    content: str | None  # None: a raw turn removed by retention, or forgotten
+    content: str | None  # None: forgotten (a turn past retention shows its block, kind "block")
     status: str | None
 
 
@@ -112,7 +113,7 @@ async def curate(rt: Runtime, scope: Scope, *, dry_run: bool = False, apply: boo
         if dry_run:
             return Curation(scope, None, False, counts, changes)
         version = await curator.stage(conn, scope, verdicts, as_of=now)
-        applied = apply and await curator.apply(rt, conn, scope, version) is not None
+        applied = apply and version is not None and await curator.apply(rt, conn, scope, version) is not None
     return Curation(scope, version, applied, counts, changes)
 
 

@@ -149,16 +149,14 @@ async def stage(
     *,
     as_of: datetime,
     run_id: uuid.UUID | None = None,
-) -> int:
-    """Write the verdicts that change something as a new staged version; returns its number."""
+) -> int | None:
+    """Write the verdicts that change something as a new staged version; returns its number, or None
+    (and writes nothing) when no verdict changes anything."""
+    items = [v.item() for v in verdicts if v.changes]
+    if not items:
+        return None
     return await curation_rows.stage_version(
-        conn,
-        scope.entity_id,
-        scope.namespace,
-        run_id=run_id,
-        as_of=as_of,
-        items=[v.item() for v in verdicts if v.changes],
-        counts=counts(verdicts),
+        conn, scope.entity_id, scope.namespace, run_id=run_id, as_of=as_of, items=items, counts=counts(verdicts)
     )
 
 

@@ -188,6 +188,7 @@ async def _run(
         t0 = time.perf_counter()
         async with rt.store.transaction() as conn:
             existing = await curation_rows.version_for_run(conn, scope.entity_id, scope.namespace, run_id)
+            version: int | None
             if existing is None:
                 verdicts = await curator.plan(rt, conn, scope, as_of)
                 version = await curator.stage(conn, scope, verdicts, as_of=as_of, run_id=run_id)
@@ -195,7 +196,7 @@ async def _run(
             else:
                 version, counts = existing[0], previous.get("curate", {}).get("verdicts", {})
             applied = False
-            if rt.settings.curator_apply:
+            if rt.settings.curator_apply and version is not None:
                 applied = await curator.apply(rt, conn, scope, version) is not None
             await night_rows.mark_stage(
                 conn, scope.entity_id, run_id, "curate", {"version": version, "verdicts": counts, "applied": applied}

@@ -12,12 +12,14 @@ central statement and the narrative a template over the sources.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import psycopg
 
 from mnemo import dynamics, llm
+from mnemo.cognition.gates import negation_conflict
 from mnemo.cognition.summaries import offline_insight, offline_narrative
 from mnemo.models import Scope, uuid7
 from mnemo.remember import memory_row, store_memory
@@ -37,14 +39,17 @@ class InsightStats:
     sources: int = 0
 
 
-def clusters(vectors: np.ndarray, threshold: float) -> list[list[int]]:
+def clusters(
+    vectors: np.ndarray, threshold: float, conflicts: Callable[[int, int], bool] | None = None
+) -> list[list[int]]:
     """Greedy single-pass clusters of unit vectors: each item joins the first cluster whose every
-    member is at least ``threshold`` similar (complete linkage), in input order; only clusters of
-    two or more are returned."""
+    member is at least ``threshold`` similar (complete linkage) and none ``conflicts`` with it, in
+    input order; only clusters of two or more are returned. ("Dana lives in Lisbon" and "Dana lives
+    in Porto" are near in embedding space but are an update, not a pattern.)"""
     groups: list[list[int]] = []
     for i in range(vectors.shape[0]):
         for group in groups:
-            if all(float(vectors[i] @ vectors[j]) >= threshold for j in group):
+            if all(float(vectors[i] @ vectors[j]) >= threshold and not (conflicts and conflicts(i, j)) for j in group):
                 group.append(i)
                 break
         else:
@@ -67,7 +72,15 @@ async def derive_insights(rt: Runtime, conn: psycopg.AsyncConnection, scope: Sco
     rows.sort(key=lambda r: str(r["id"]))  # deterministic clustering order
     matrix = np.stack([stored[r["id"]] for r in rows]).astype(np.float64)
     matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-    for group in clusters(matrix, cfg.night_insight_similarity)[: cfg.night_insights_max]:
+
+    def conflicts(i: int, j: int) -> bool:
+        """Two values of one fact key are an update or a contradiction, not a pattern."""
+        a, b = rows[i], rows[j]
+        if a["attribute"] and (a["entity"], a["attribute"]) == (b["entity"], b["attribute"]):
+            return True
+        return negation_conflict(a["content"], b["content"])
+
+    for group in clusters(matrix, cfg.night_insight_similarity, conflicts)[: cfg.night_insights_max]:
         members = [rows[i] for i in group]
         texts = [m["content"] for m in members]
         text = await llm.insight(rt.llm, texts) if rt.llm is not None else None

@@ -410,24 +410,28 @@ async def archive_expired_blocks(
 async def insight_candidates(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, limit: int
 ) -> list[dict[str, Any]]:
-    """The newest live memories that no insight was derived from yet (insights and narratives excluded)."""
+    """The newest live memories that no insight was derived from yet (insights, narratives and
+    superseded memories excluded)."""
     cur = await conn.execute(
-        """SELECT m.id, m.kind, m.content FROM mnemo.memories m
+        """SELECT m.id, m.kind, m.content, m.metadata ->> 'entity', m.metadata ->> 'attribute' FROM mnemo.memories m
            WHERE m.entity_id = %s AND m.namespace = %s AND m.status IN ('candidate', 'active')
              AND m.kind NOT IN ('insight', 'narrative')
+             AND coalesce(jsonb_array_length(CASE jsonb_typeof(m.metadata -> 'superseded_by')
+                                                  WHEN 'array' THEN m.metadata -> 'superseded_by' END), 0) = 0
              AND NOT EXISTS (SELECT 1 FROM mnemo.links l WHERE l.entity_id = m.entity_id AND l.target_id = m.id
                              AND l.link_type = 'derived_from')
            ORDER BY m.created_at DESC, m.id LIMIT %s""",
         (entity_id, namespace, limit),
     )
-    return [dict(zip(("id", "kind", "content"), r, strict=True)) for r in await cur.fetchall()]
+    return [dict(zip(("id", "kind", "content", "entity", "attribute"), r, strict=True)) for r in await cur.fetchall()]
 
 
 async def derivation(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, item_id: uuid.UUID, max_depth: int = 8
 ) -> list[dict[str, Any]]:
     """What ``item_id`` was derived from, transitively: ``(depth, parent, id, kind, content, status)``
-    rows in depth-first order (cognitive-plan §4.2 ``why_do_i_believe``)."""
+    rows in depth-first order (cognitive-plan §4.2 ``why_do_i_believe``). A source turn removed by
+    retention shows as the block that now carries it (kind ``block``)."""
     cur = await conn.execute(
         """WITH RECURSIVE chain(depth, parent, id, path) AS (
                SELECT 1, l.source_id, l.target_id, ARRAY[l.source_id, l.target_id]
@@ -439,10 +443,16 @@ async def derivation(
                FROM chain c JOIN mnemo.links l
                  ON l.entity_id = %(e)s AND l.source_id = c.id AND l.link_type = 'derived_from'
                WHERE c.depth < %(max)s AND NOT l.target_id = ANY(c.path))
-           SELECT c.depth, c.parent, c.id, coalesce(m.kind, 'turn'), coalesce(m.content, t.content), m.status
+           SELECT c.depth, c.parent, c.id,
+                  coalesce(m.kind, CASE WHEN t.id IS NULL AND b.content IS NOT NULL THEN 'block' ELSE 'turn' END),
+                  coalesce(m.content, t.content, b.content), m.status
            FROM chain c
            LEFT JOIN mnemo.memories m ON m.entity_id = %(e)s AND m.id = c.id
            LEFT JOIN mnemo.turns t ON t.entity_id = %(e)s AND t.id = c.id
+           LEFT JOIN LATERAL (  -- a raw turn past retention lives on in the block that covers it
+               SELECT content FROM mnemo.blocks
+               WHERE entity_id = %(e)s AND namespace = %(ns)s AND c.id = ANY(turn_ids) AND kind <> 'compound'
+               LIMIT 1) b ON m.id IS NULL AND t.id IS NULL
            ORDER BY c.path""",
         {"e": entity_id, "ns": namespace, "id": item_id, "max": max_depth},
     )
