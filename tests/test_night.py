@@ -360,8 +360,8 @@ async def test_llm_outage_falls_back_to_the_offline_path(
 def test_clusters_are_complete_linkage_and_never_join_conflicting_items() -> None:
     from mnemo.night.insights import clusters
 
-    v = np.array([[1.0, 0.0], [0.99, 0.141], [0.96, 0.28], [0.0, 1.0]])
-    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    angles = np.radians([0.0, 12.0, 24.0, 90.0])  # cosines 0.978 (0-1, 1-2), 0.914 (0-2)
+    v = np.stack([np.cos(angles), np.sin(angles)], axis=1)
     assert clusters(v, 0.95) == [[0, 1]]  # 2 is close to 1 but not to 0: complete linkage keeps it out
     assert clusters(v, 0.9) == [[0, 1, 2]]
     assert clusters(v, 0.9, lambda i, j: {i, j} == {0, 1}) == [[0, 2]]  # an update is not a pattern
