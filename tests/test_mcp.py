@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
+from mnemo import AsyncArchive, Settings
+from mnemo.embed import Embeddings
 from tests.conftest import snapshot
 
 
@@ -71,3 +75,88 @@ async def test_each_server_sees_only_its_configured_scope(database_url: str, tmp
         await bob.call_tool("remember", {"content": "Bob's locker is number 12"})
         result = _data(await bob.call_tool("recall", {"query": "Alice's locker code", "k": 5}))
         assert result["hits"] and all("5521" not in h["content"] for h in result["hits"])
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_mcp_over_http_takes_the_scope_from_the_token(
+    database_url: str, tmp_path: Path, settings: Settings, embeddings: Embeddings
+) -> None:
+    import asyncio
+    import subprocess
+
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    archive = await AsyncArchive.open(settings, embeddings=embeddings)
+    try:
+        maya, _ = await archive.create_token("maya", namespace="mcp")
+        rex, rex_id = await archive.create_token("rex")
+    finally:
+        await archive.close()
+    port = _free_port()
+    env = {**os.environ, "MNEMO_DATABASE_URL": database_url, "MNEMO_HOME": str(tmp_path), "MNEMO_ENTITY": "nobody"}
+    mnemo = str(Path(sys.executable).parent / "mnemo")
+    proc = subprocess.Popen(  # noqa: ASYNC220  # the real server, as a client would run it
+        [mnemo, "mcp", "--http", "--auth", "--port", str(port)], env=env, stderr=subprocess.DEVNULL
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    @asynccontextmanager
+    async def client(token: str) -> AsyncIterator[Client]:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http,
+            Client(streamable_http_client(url, http_client=http)) as c,
+        ):
+            yield c
+
+    try:
+        async with httpx2.AsyncClient() as http:
+            for _ in range(600):  # the server loads the model first
+                try:
+                    anonymous = await http.post(url, json={})
+                    break
+                except httpx2.TransportError:
+                    await asyncio.sleep(0.1)
+            assert anonymous.status_code == 401  # no token, no MCP
+            forged = await http.post(url, json={}, headers={"Authorization": "Bearer mn1.bWF5YQ.forged"})
+            assert forged.status_code == 401
+
+        async with client(maya) as c:
+            stored = _data(await c.call_tool("remember", {"content": "Maya's locker code is 4471"}))
+            found = _data(await c.call_tool("recall", {"query": "what is Maya's locker code?", "k": 3}))
+            assert found["hits"][0]["id"] == stored["id"]
+        async with client(rex) as c:  # another entity's token sees nothing of Maya's
+            other = await c.call_tool("recall", {"query": "what is Maya's locker code?", "k": 3})
+            assert other.is_error and "scope rex/default does not exist" in other.content[0].text
+            await c.call_tool("remember", {"content": "Rex walks the dog at seven"})
+            mine = _data(await c.call_tool("recall", {"query": "what is Maya's locker code?", "k": 3}))
+            assert all("4471" not in h["content"] for h in mine["hits"])
+        scopes = {(e, n) for e, n in _rows(database_url, "SELECT entity_id, namespace FROM mnemo.memories")}
+        # The token's namespace, else the configured one (MNEMO_NAMESPACE unset: "default"); never MNEMO_ENTITY.
+        assert scopes == {("maya", "mcp"), ("rex", "default")}
+
+        archive = await AsyncArchive.open(settings, embeddings=embeddings)
+        try:
+            assert await archive.revoke_token("rex", rex_id)
+        finally:
+            await archive.close()
+        async with httpx2.AsyncClient() as http:
+            revoked = await http.post(url, json={}, headers={"Authorization": f"Bearer {rex}"})
+            assert revoked.status_code == 401
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _rows(url: str, query: str) -> list[tuple[Any, ...]]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return conn.execute(query).fetchall()  # type: ignore[arg-type]

@@ -423,13 +423,19 @@ def mcp(
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
     host: Annotated[str, typer.Option(help="HTTP host (with --http).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP port (with --http).")] = 8765,
+    auth: Annotated[
+        bool,
+        typer.Option("--auth", help="With --http: require a bearer token (mnemo token create); it sets the scope."),
+    ] = False,
 ) -> None:
     """Serve one scope's memory to MCP clients (tools: recall, remember, context, forget)."""
     from mnemo.config import load_settings
     from mnemo.interfaces.mcp import build_server
 
+    if auth and not http:
+        raise typer.BadParameter("--auth needs --http (stdio has no bearer tokens)", param_hint="--auth")
     logging.basicConfig(level=logging.WARNING, format="mnemo: %(message)s", stream=sys.stderr)
-    server = build_server(load_settings(), Scope(entity, namespace))
+    server = build_server(load_settings(), Scope(entity, namespace), auth=auth, url=f"http://{host}:{port}")
     if http:
         server.run("streamable-http", host=host, port=port)
     else:

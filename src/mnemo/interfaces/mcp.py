@@ -8,6 +8,12 @@ Tools: ``recall(query, k)``, ``remember(content, kind)``, ``context(text, budget
 and ``forget(item_id)``. Transport: stdio (default) or streamable HTTP
 (``--http``). The archive opens once, when the server starts, and closes (flushing
 the scratch buffer) when it stops.
+
+Over HTTP with ``auth=True`` (``mnemo mcp --http --auth``) every request needs a
+bearer token from ``mnemo token create`` (the SDK's own bearer-auth middleware
+answers 401 otherwise), and the scope comes from the token: its entity, and its
+namespace when the token is bound to one (else the configured namespace). A
+client can never name a scope.
 """
 
 from __future__ import annotations
@@ -16,9 +22,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from mnemo import tokens
 from mnemo.archive import AsyncArchive
 from mnemo.config import Settings
 from mnemo.errors import MnemoError
@@ -33,8 +43,31 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(settings: Settings, scope: Scope, *, max_k: int = 50) -> MCPServer[Any]:
-    """An MCP server bound to ``scope`` (the archive opens when the server starts)."""
+class _TokenVerifier:
+    """mnemo's hashed, revocable bearer tokens as the SDK's token verifier."""
+
+    def __init__(self, held: dict[str, AsyncArchive]) -> None:
+        self._held = held
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        try:
+            who = await tokens.verify(self._held["archive"].runtime, token)
+        except MnemoError:
+            return None
+        return AccessToken(
+            token=token,
+            client_id=who.entity_id,
+            subject=who.entity_id,
+            scopes=[],
+            claims={"namespace": who.namespace},
+        )
+
+
+def build_server(
+    settings: Settings, scope: Scope, *, max_k: int = 50, auth: bool = False, url: str = "http://127.0.0.1:8765"
+) -> MCPServer[Any]:
+    """An MCP server bound to ``scope`` (the archive opens when the server starts); with ``auth``
+    (HTTP only), bound to each request's token instead (see the module docstring)."""
     held: dict[str, AsyncArchive] = {}
 
     @asynccontextmanager
@@ -45,10 +78,24 @@ def build_server(settings: Settings, scope: Scope, *, max_k: int = 50) -> MCPSer
         finally:
             await held.pop("archive").close()
 
-    server: MCPServer[Any] = MCPServer("mnemo", instructions=INSTRUCTIONS, lifespan=lifespan)
+    server: MCPServer[Any] = MCPServer(
+        "mnemo",
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        token_verifier=_TokenVerifier(held) if auth else None,
+        auth=AuthSettings(issuer_url=url, resource_server_url=f"{url}/mcp") if auth else None,  # type: ignore[arg-type]
+    )
 
     def archive() -> AsyncArchive:
         return held["archive"]
+
+    def current() -> Scope:
+        if not auth:
+            return scope
+        token = get_access_token()
+        if token is None or not token.subject:  # the middleware lets no such request through
+            raise ToolError("not authenticated")
+        return Scope(token.subject, (token.claims or {}).get("namespace") or scope.namespace)
 
     @server.tool()
     async def recall(query: str, k: int = 5) -> dict[str, Any]:
@@ -57,7 +104,7 @@ def build_server(settings: Settings, scope: Scope, *, max_k: int = 50) -> MCPSer
         if not 1 <= k <= max_k:
             raise ToolError(f"k must be between 1 and {max_k}")
         try:
-            result = await archive().recall(scope, query, k)
+            result = await archive().recall(current(), query, k)
         except MnemoError as exc:
             raise ToolError(str(exc)) from exc
         if isinstance(result, Refusal):
@@ -84,7 +131,7 @@ def build_server(settings: Settings, scope: Scope, *, max_k: int = 50) -> MCPSer
         if kind not in MEMORY_KINDS:
             raise ToolError(f"kind must be one of {', '.join(MEMORY_KINDS)}")
         try:
-            memory = await archive().remember(scope, content, kind=kind)
+            memory = await archive().remember(current(), content, kind=kind)
         except MnemoError as exc:
             raise ToolError(str(exc)) from exc
         return {"id": str(memory.id), "kind": memory.kind}
@@ -93,7 +140,7 @@ def build_server(settings: Settings, scope: Scope, *, max_k: int = 50) -> MCPSer
     async def context(text: str, budget: int = 1000) -> str:
         """The block of memory to prepend for ``text`` (the current request), within ``budget`` tokens."""
         try:
-            block = await archive().context(scope, text, budget)
+            block = await archive().context(current(), text, budget)
         except MnemoError as exc:
             raise ToolError(str(exc)) from exc
         return block.text or "The archive contains nothing reliable about this."
@@ -102,7 +149,7 @@ def build_server(settings: Settings, scope: Scope, *, max_k: int = 50) -> MCPSer
     async def forget(item_id: str) -> dict[str, Any]:
         """Delete one memory or turn (by the id recall returned) from every part of memory."""
         try:
-            removed = await archive().forget(scope, item_id)
+            removed = await archive().forget(current(), item_id)
         except MnemoError as exc:
             raise ToolError(str(exc)) from exc
         return {"forgotten": item_id, "removed": removed}
