@@ -365,3 +365,38 @@ def test_clusters_are_complete_linkage_and_never_join_conflicting_items() -> Non
     assert clusters(v, 0.95) == [[0, 1]]  # 2 is close to 1 but not to 0: complete linkage keeps it out
     assert clusters(v, 0.9) == [[0, 1, 2]]
     assert clusters(v, 0.9, lambda i, j: {i, j} == {0, 1}) == [[0, 2]]  # an update is not a pattern
+
+
+async def test_dual_embedding_and_thematic_links(settings: Settings, embeddings: Embeddings, database_url: str) -> None:
+    archive = await AsyncArchive.open(
+        settings, embeddings=embeddings, block_embedder="bundled", block_embedder_truncate_dim=128
+    )
+    try:
+        texts = arc_conversation()
+        await record(archive, ME, "s1", texts, START)
+        await record(archive, ME, "s2", texts, START + timedelta(days=2))  # the same themes again
+        await archive.night_cycle(ME, as_of=START + timedelta(days=2, hours=1), stages=("surprisal", "blocks"))
+        blocks = rows(database_url, "SELECT memory_id FROM mnemo.blocks WHERE kind <> 'compound'")
+        native = rows(database_url, "SELECT item_id, slug FROM vectors.native_128")
+        assert sorted(m for (m,) in blocks) == sorted(i for i, _ in native)  # every block, in the second space
+        assert {slug for _, slug in native} == {"sentence-transformers:all-MiniLM-L6-v2@128:128"}
+        thematic = rows(
+            database_url,
+            """SELECT a.session_id, b.session_id, l.strength FROM mnemo.links l
+               JOIN mnemo.blocks a ON a.id = l.source_id JOIN mnemo.blocks b ON b.id = l.target_id
+               WHERE l.link_type = 'thematic'""",
+        )
+        assert ("s2", "s1") in {(a, b) for a, b, _ in thematic}  # the second night's blocks find the first's
+        assert all(s >= 0.8 for _, _, s in thematic)  # type: ignore[operator]
+        # The active space is unchanged: recall still searches the 384-d vectors only.
+        result = await archive.recall(
+            ME, "why was the Postgres replica evicted?", k=3, kinds=("memory",), read_only=True
+        )
+        assert result.hits[0].metadata.get("block_id") and result.hits[0].similarity > 0.3  # type: ignore[operator]
+        (turn_id,) = rows(
+            database_url, "SELECT id FROM mnemo.turns WHERE session_id = 's1' AND content = %s", BREAKTHROUGH
+        )[0]
+        await archive.forget(ME, uuid.UUID(str(turn_id)))  # its block goes, in both spaces
+        assert len(rows(database_url, "SELECT 1 FROM vectors.native_128")) == len(native) - 1
+    finally:
+        await archive.close()

@@ -34,6 +34,7 @@ class Runtime:
     rng: random.Random = field(default_factory=random.Random)  # seeded from settings.seed by the archive
     llm: Any = None  # a Pydantic AI model (or model name) for the optional LLM steps
     tally: WriteTally = field(default_factory=WriteTally)
+    extra_embeddings: dict[str, Embeddings] = field(default_factory=dict)  # second vector spaces, loaded on use
 
     def child_rng(self) -> random.Random:
         """A generator for one operation, drawn from the archive's seeded stream."""

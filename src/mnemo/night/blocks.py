@@ -4,8 +4,10 @@ Seeds: memory-architecture §3.2 (flux arcs over per-turn surprisal), §3.3-3.5
 (margins, live zones verbatim, dead zones summarised, salience P/C/ID at three
 levels, coherence gain, merge weight), §4.2-4.4 (a session that ends inside an
 unresolved arc sets the continuity flag; a session of the same cycle that opens
-on the same question continues it, and both join a metablock), §7 (links),
-§8.2 stages 1-6.
+on the same question continues it, and both join a metablock), §7 (links:
+``continues``, and ``thematic`` between similar blocks of one night), §8.2
+stages 1-6, §9 (dual embedding: with ``block_embedder`` set, every block is also
+embedded in a second vector space, sealed with that model's slug).
 
 Each session is one transaction: its blocks, their memory rows (kind
 ``episodic``, status ``candidate``, searched by recall like every memory), the
@@ -16,6 +18,7 @@ is continued from its mark.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,6 +33,7 @@ from mnemo.cognition.flux import FluxArc, FluxParams, detect_arcs, flux_states, 
 from mnemo.cognition.salience import coherence_gain, detect_zones, score_block, ties_weight
 from mnemo.cognition.segments import Segment, segment
 from mnemo.cognition.summaries import extractive_summary
+from mnemo.embed import Embeddings, load_embedder
 from mnemo.models import Scope, uuid7
 from mnemo.remember import memory_row, store_memory
 from mnemo.runtime import Runtime
@@ -235,6 +239,12 @@ async def _session(
     embedded = await rt.embeddings.embed_documents(
         [rt.embeddings.document_text(r["content"], "episodic") for r in rendered]
     )
+    second = await _second_embeddings(rt)
+    second_vectors = (
+        await second.embed_documents([second.document_text(r["content"], "episodic") for r in rendered])
+        if second is not None
+        else None
+    )
     continued = None
     best = 0.0
     for block_id, tail in tails.items():
@@ -244,10 +254,12 @@ async def _session(
 
     async with rt.store.transaction() as conn:
         block_ids: list[uuid.UUID] = []
+        memory_ids: list[uuid.UUID] = []
         for index, (seg, info, vector) in enumerate(zip(segments, rendered, embedded, strict=True)):
             part = turns[seg.start : seg.end + 1]
             block_id, memory_id = uuid7(), uuid7()
             block_ids.append(block_id)
+            memory_ids.append(memory_id)
             tier = max((t.get("user_tier") or "normal" for t in part), key=_TIERS.index, default="normal")
             is_last = index == len(segments) - 1
             row = memory_row(
@@ -294,6 +306,17 @@ async def _session(
                 },
             )
             stats.live_turns += info["live_turns"]
+        if second is not None and second_vectors is not None:
+            table = await vector_rows.ensure_space(conn, cfg.block_space, second.dim)
+            await vector_rows.upsert_vectors(
+                conn,
+                table,
+                [
+                    (scope.entity_id, scope.namespace, m, "memory", str(second.slug), v)
+                    for m, v in zip(memory_ids, second_vectors, strict=True)
+                ],
+            )
+        await _thematic(rt, conn, scope, run_id, block_ids, embedded)
         if continued is not None and block_ids:
             await _continue(conn, rt, scope, run_id, continued, block_ids[0], best)
             stats.continuations += 1
@@ -334,3 +357,47 @@ async def _continue(
         await night_rows.extend_metablock(conn, scope.entity_id, parent, later)
     await night_rows.link_continuation(conn, scope.entity_id, earlier, later, parent)
     await night_rows.insert_links(conn, scope.entity_id, scope.namespace, [(later, earlier, "continues", similarity)])
+
+
+async def _second_embeddings(rt: Runtime) -> Embeddings | None:
+    """The block embedder of the second vector space, loaded once per archive (offline only)."""
+    spec = rt.settings.block_embedder
+    if spec is None:
+        return None
+    key = f"{spec}@{rt.settings.block_embedder_truncate_dim}"
+    if key not in rt.extra_embeddings:
+        rt.extra_embeddings[key] = await asyncio.to_thread(
+            load_embedder,
+            spec,
+            batch_size=rt.settings.embed_batch_size,
+            kind_prefixes=rt.settings.kind_prefixes,
+            truncate_dim=rt.settings.block_embedder_truncate_dim,
+        )
+    return rt.extra_embeddings[key]
+
+
+async def _thematic(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    run_id: uuid.UUID,
+    block_ids: Sequence[uuid.UUID],
+    vectors: np.ndarray,
+) -> None:
+    """``thematic`` links from each new block to the earlier blocks of this run it resembles (§7.2)."""
+    earlier = await night_rows.run_blocks(conn, scope.entity_id, scope.namespace, run_id, exclude=block_ids)
+    if not earlier:
+        return
+    stored = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, [m for _, m in earlier])
+    pairs = [(b, stored[m]) for b, m in earlier if m in stored]
+    if not pairs:
+        return
+    matrix = np.stack([v for _, v in pairs]).astype(np.float64)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    links: list[tuple[uuid.UUID, uuid.UUID, str, float | None]] = []
+    for block_id, vector in zip(block_ids, vectors, strict=True):
+        sims = matrix @ _unit(vector.astype(np.float64))
+        for (other, _), sim in zip(pairs, sims, strict=True):
+            if sim >= rt.settings.night_thematic_similarity:
+                links.append((block_id, other, "thematic", round(float(sim), 6)))
+    await night_rows.insert_links(conn, scope.entity_id, scope.namespace, links)

@@ -41,6 +41,7 @@ __all__ = [
     "open_run",
     "pending_sessions",
     "put_state",
+    "run_blocks",
     "scopes_with_turns",
     "scored_texts",
     "session_turns",
@@ -518,3 +519,16 @@ async def memory_provenance(
         (entity_id, namespace),
     )
     return {r[0]: (list(r[1]), int(r[2])) for r in await cur.fetchall()}
+
+
+async def run_blocks(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, run_id: uuid.UUID, *, exclude: Sequence[uuid.UUID]
+) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    """``(block_id, memory_id)`` of the run's searchable blocks, except ``exclude``."""
+    cur = await conn.execute(
+        """SELECT id, memory_id FROM mnemo.blocks
+           WHERE entity_id = %s AND namespace = %s AND run_id = %s AND memory_id IS NOT NULL AND id <> ALL(%s)
+           ORDER BY id""",
+        (entity_id, namespace, run_id, list(exclude)),
+    )
+    return [(r[0], r[1]) for r in await cur.fetchall()]
