@@ -164,6 +164,7 @@ async def run_mnemo(
                 for memory_id, (sources, count) in provenance.items():
                     run.cover[str(memory_id)] = _dia_ids(sources, provenance, dia)
                     run.item_tokens[str(memory_id)] = count
+                run.night["memory_tokens"] = run.night.get("memory_tokens", 0) + sum(c for _, c in provenance.values())
             for q in conv.questions:
                 started = time.perf_counter()
                 result = await archive.recall(scope, q.text, max(KS), read_only=True, threshold=-1.0, kinds=kinds)
@@ -292,7 +293,9 @@ async def run_locomo(
         "embedder": str(embeddings.slug),
         "settings": {k: v for k, v in settings.model_dump(mode="json").items() if k not in {"home", "database_url"}},
         "mnemo_seconds": round(seconds, 1),
-        "night": mnemo_run.night or None,
+        "night": (mnemo_run.night | {"turn_tokens": sum(sum(t.values()) for t in tokens.values())})
+        if mnemo_run.night
+        else None,
         "systems": systems,
         "anchor": {
             "name": "LoCoMo paper, DRAGON, dialog, all 10 conversations, all categories",
