@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mnemo.errors import ConfigurationError
@@ -186,6 +186,18 @@ class Settings(BaseSettings):
     )
     retention_cycle_hours: float = Field(default=24.0, gt=0, description="Length of one cycle.")
     retention: bool = Field(default=True, description="Remove raw turns that a block covers once they expire.")
+    surprisal_endpoint: str | None = Field(
+        default=None,
+        description="Base URL of an OpenAI-compatible API (e.g. 'http://localhost:8000/v1') whose /completions "
+        "scores each turn's own tokens (echo + logprobs); unset: the offline n-gram model only.",
+    )
+    surprisal_model: str | None = Field(
+        default=None, description="Model name sent to the surprisal endpoint (required by most servers)."
+    )
+    surprisal_api_key: SecretStr | None = Field(
+        default=None, description="Sent to the surprisal endpoint as 'Authorization: Bearer <key>' when set."
+    )
+    surprisal_timeout: float = Field(default=30.0, gt=0, description="Seconds per surprisal endpoint request.")
 
     # --- background work (`mnemo worker`) -------------------------------------------------
     night_cron: str = Field(

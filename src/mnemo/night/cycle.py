@@ -33,6 +33,7 @@ from mnemo.night.blocks import build_blocks
 from mnemo.night.decay import decay
 from mnemo.night.insights import derive_insights
 from mnemo.night.knowledge import extract_knowledge
+from mnemo.night.logprobs import surprise_factory
 from mnemo.night.retention import retain
 from mnemo.night.surprise import score_turns
 from mnemo.runtime import Runtime
@@ -158,7 +159,10 @@ async def _run(
 
     if "surprisal" in stages:
         report.turns_scored = await timed(
-            "surprisal", score_turns(rt, scope, as_of, progress=tick("surprisal", pending))
+            "surprisal",
+            score_turns(
+                rt, scope, as_of, model_factory=surprise_factory(rt.settings), progress=tick("surprisal", pending)
+            ),
         )
     if "blocks" in stages:
         stats = await timed("blocks", build_blocks(rt, scope, run_id, as_of, progress=tick("blocks", total_turns)))

@@ -12,10 +12,12 @@ rebuilds it from the scope's remaining scored turns.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Callable
 from datetime import datetime
 
-from mnemo.cognition.surprisal import NGramModel, SurpriseModel, score_stream
+from mnemo.cognition.surprisal import LogprobSurprise, NGramModel, SurpriseModel, score_stream
 from mnemo.models import Scope
 from mnemo.runtime import Runtime
 from mnemo.store import night as night_rows
@@ -24,6 +26,8 @@ __all__ = ["STATE_KEY", "score_turns"]
 
 STATE_KEY = "surprisal.ngram"
 BATCH = 500
+
+_log = logging.getLogger("mnemo.night")
 
 
 async def score_turns(
@@ -38,14 +42,17 @@ async def score_turns(
 
     ``model_factory`` wraps the scope's n-gram model (e.g. in a
     :class:`~mnemo.cognition.surprisal.LogprobSurprise` that asks an LLM endpoint for token
-    log-probabilities and falls back to the n-gram model); the n-gram counts are always kept.
+    log-probabilities and falls back to the n-gram model); the n-gram counts are always kept. Scoring runs
+    in a worker thread (an endpoint call blocks). When a :class:`LogprobSurprise` fell back, one warning
+    says for how many turns.
     """
-    done = 0
+    done = fallbacks = 0
+    last_error: Exception | None = None
     while True:
         async with rt.store.transaction() as conn:
             turns = await night_rows.unscored_turns(conn, scope.entity_id, scope.namespace, as_of, BATCH)
             if not turns:
-                return done
+                break
             state = await night_rows.get_state(conn, scope.entity_id, scope.namespace, STATE_KEY)
             if state:
                 ngram = NGramModel.from_state(state)
@@ -54,7 +61,9 @@ async def score_turns(
                 for text in await night_rows.scored_texts(conn, scope.entity_id, scope.namespace):
                     ngram.observe(text)
             model: SurpriseModel = model_factory(ngram) if model_factory is not None else ngram
-            values = score_stream(model, [t["content"] for t in turns])
+            values = await asyncio.to_thread(score_stream, model, [t["content"] for t in turns])
+            if isinstance(model, LogprobSurprise) and model.failures:
+                fallbacks, last_error = fallbacks + model.failures, model.last_error
             await night_rows.set_surprisal(
                 conn, scope.entity_id, [(t["id"], float(v)) for t, v in zip(turns, values, strict=True)]
             )
@@ -62,3 +71,13 @@ async def score_turns(
         done += len(turns)
         if progress is not None:
             progress(len(turns))
+    if fallbacks:
+        _log.warning(
+            "surprisal: the log-probability endpoint failed for %d of %d turns of %s; the n-gram model scored "
+            "them (last error: %s)",
+            fallbacks,
+            done,
+            scope,
+            last_error,
+        )
+    return done
