@@ -26,6 +26,7 @@ from rich.table import Table
 from mnemo.archive import Archive
 from mnemo.errors import MnemoError
 from mnemo.models import MEMORY_KINDS, Hit, RecallResult, Refusal, Scope
+from mnemo.night.cycle import STAGES as NIGHT_STAGES
 
 __all__ = ["app", "main"]
 
@@ -557,6 +558,8 @@ def demo(as_json: JsonOpt = False) -> None:
                     imported = archive.import_file(scope, path, progress=progress)
                 archive.remember(scope, "Never share Maya's home address with anyone", anchored=True)
                 archive.remember(scope, "Maya prefers short, practical answers", kind="preference")
+        # The night cycle (raw turns kept for the demo: no retention stage): blocks, facts, curation.
+        night = archive.night_cycle(scope, stages=tuple(s for s in NIGHT_STAGES if s != "retention"))
         results = [archive.recall(scope, q, 3) for q in DEMO_QUERIES]
         block = archive.context(scope, DEMO_CONTEXT, 160, seed=0)
     if as_json:
@@ -568,6 +571,7 @@ def demo(as_json: JsonOpt = False) -> None:
                         for r in results
                     ],
                     "context": block.as_dict(),
+                    "night": night.as_dict(),
                 }
             )
         )
@@ -579,6 +583,9 @@ def demo(as_json: JsonOpt = False) -> None:
         )
     else:
         out.print(f"the sample conversation is already in {scope}")
+    from mnemo.interfaces.cli_night import _report_table
+
+    out.print(_report_table(night))
     for result in results:
         _print_recall(result, as_json=False)
     out.print(f"\n[bold]context block[/] for {DEMO_CONTEXT!r} ({block.tokens}/{block.budget} tokens):")

@@ -14,6 +14,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -57,6 +59,12 @@ def clusters(
     return [g for g in groups if len(g) >= 2]
 
 
+def _latest(members: list[dict[str, Any]]) -> datetime | None:
+    """An insight is as old as its newest source experience (so it does not look fresh to recall)."""
+    times = [m["event_time"] for m in members if m["event_time"] is not None]
+    return max(times) if times else None
+
+
 async def derive_insights(rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, run_id: uuid.UUID) -> InsightStats:
     """Insights (and narratives) for the new clusters, source weights lowered, in the caller's
     transaction."""
@@ -74,9 +82,12 @@ async def derive_insights(rt: Runtime, conn: psycopg.AsyncConnection, scope: Sco
     matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
 
     def conflicts(i: int, j: int) -> bool:
-        """Two values of one fact key are an update or a contradiction, not a pattern."""
+        """Two values of one fact key are an update or a contradiction, not a pattern; two items
+        drawn from the same turns are one experience, not a pattern either."""
         a, b = rows[i], rows[j]
         if a["attribute"] and (a["entity"], a["attribute"]) == (b["entity"], b["attribute"]):
+            return True
+        if set(a["provenance"]) & set(b["provenance"]):
             return True
         return negation_conflict(a["content"], b["content"])
 
@@ -97,6 +108,7 @@ async def derive_insights(rt: Runtime, conn: psycopg.AsyncConnection, scope: Sco
             status="candidate",
             source_tag="night:insight",
             provenance=[str(i) for i in source_ids],
+            event_time=_latest(members),
             metadata={"sources": [str(i) for i in source_ids], "run_id": str(run_id)},
         )
         await store_memory(conn, rt, scope, row, vector)
@@ -121,6 +133,7 @@ async def derive_insights(rt: Runtime, conn: psycopg.AsyncConnection, scope: Sco
                     status="candidate",
                     source_tag="night:narrative",
                     provenance=[str(insight_id)],
+                    event_time=_latest(members),
                     metadata={"insight": str(insight_id), "run_id": str(run_id)},
                 ),
                 story_vec,

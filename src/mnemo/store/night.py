@@ -414,7 +414,8 @@ async def insight_candidates(
     """The newest live memories that no insight was derived from yet (insights, narratives and
     superseded memories excluded)."""
     cur = await conn.execute(
-        """SELECT m.id, m.kind, m.content, m.metadata ->> 'entity', m.metadata ->> 'attribute' FROM mnemo.memories m
+        """SELECT m.id, m.kind, m.content, m.metadata ->> 'entity', m.metadata ->> 'attribute', m.provenance,
+                  m.event_time FROM mnemo.memories m
            WHERE m.entity_id = %s AND m.namespace = %s AND m.status IN ('candidate', 'active')
              AND m.kind NOT IN ('insight', 'narrative')
              AND coalesce(jsonb_array_length(CASE jsonb_typeof(m.metadata -> 'superseded_by')
@@ -424,7 +425,8 @@ async def insight_candidates(
            ORDER BY m.created_at DESC, m.id LIMIT %s""",
         (entity_id, namespace, limit),
     )
-    return [dict(zip(("id", "kind", "content", "entity", "attribute"), r, strict=True)) for r in await cur.fetchall()]
+    cols = ("id", "kind", "content", "entity", "attribute", "provenance", "event_time")
+    return [dict(zip(cols, r, strict=True)) for r in await cur.fetchall()]
 
 
 async def derivation(
