@@ -155,6 +155,16 @@ class Settings(BaseSettings):
     night_stabilization_count: int = Field(default=2, ge=1, le=100, description="Stable turns that close an arc.")
     night_min_sigma: float = Field(default=0.25, gt=0, description="Floor on the baseline's sigma (bits/token).")
     night_max_span: int = Field(default=8, ge=1, le=200, description="Longest block between arcs (turns).")
+    night_thematic_similarity: float = Field(
+        default=0.8, ge=-1, le=1, description="Blocks of one night this similar get a 'thematic' link."
+    )
+    block_embedder: str | None = Field(
+        default=None,
+        description="A second embedder for blocks (dual embedding, memory-architecture §9): 'bundled', "
+        "'sentence-transformers:/path' or a Pydantic AI model name; unset: blocks live in the active space only.",
+    )
+    block_embedder_truncate_dim: int | None = Field(default=None, ge=8, description="Truncate its vectors.")
+    block_space: str = Field(default="native", description="The vector space of the second block embedding.")
     night_verbatim_tokens: int = Field(
         default=40, ge=0, le=10_000, description="Dead zones up to this many tokens are kept verbatim."
     )
@@ -209,7 +219,7 @@ class Settings(BaseSettings):
         default=None, description="A Pydantic AI model name (e.g. 'openai:gpt-4o-mini'); unset: offline only."
     )
 
-    @field_validator("vector_space")
+    @field_validator("vector_space", "block_space")
     @classmethod
     def _check_space(cls, value: str) -> str:
         if not _SPACE_RE.match(value):
