@@ -29,6 +29,9 @@ def test_night_facts_curate_and_believe(env: dict[str, str], tmp_path: Path) -> 
     report = json.loads(out)
     assert code == 0 and report["turns_scored"] == 6 and report["blocks"] >= 2
     assert report["facts_new"] >= 3 and report["facts_repeated"] == 1 and report["curation_version"] == 1
+    code, out, _ = run(env, "status", "--json")
+    counts = json.loads(out)["counts"]
+    assert counts["blocks"] == report["blocks"] and counts["facts"] == 2 and counts["night_runs"] == 1  # Lisbon closed
     code, out, _ = run(env, "night")  # table output, nothing left to do
     assert code == 0 and "night cycle" in out and "0 turns scored" in out
 

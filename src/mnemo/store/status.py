@@ -18,11 +18,25 @@ async def chamber_counts(conn: psycopg.AsyncConnection) -> dict[str, int]:
         """SELECT (SELECT count(*) FROM mnemo.scopes), (SELECT count(*) FROM mnemo.grants),
                   (SELECT count(*) FROM mnemo.turns), (SELECT count(*) FROM mnemo.memories),
                   (SELECT count(*) FROM traces.retrievals),
-                  (SELECT count(*) FROM pg_tables WHERE schemaname = 'queue')"""
+                  (SELECT count(*) FROM pg_tables WHERE schemaname = 'queue'),
+                  (SELECT count(*) FROM mnemo.blocks), (SELECT count(*) FROM mnemo.entities),
+                  (SELECT count(*) FROM mnemo.facts WHERE valid_to IS NULL),
+                  (SELECT count(*) FROM mnemo.night_runs WHERE finished_at IS NOT NULL)"""
     )
     row = await cur.fetchone()
     assert row is not None
-    names = ("scopes", "grants", "turns", "memories", "traces", "queue_tables")
+    names = (
+        "scopes",
+        "grants",
+        "turns",
+        "memories",
+        "traces",
+        "queue_tables",
+        "blocks",
+        "entities",
+        "facts",
+        "night_runs",
+    )
     return dict(zip(names, (int(v) for v in row), strict=True))
 
 
@@ -53,7 +67,7 @@ async def refresh_statistics(conn: psycopg.AsyncConnection, vector_table: str) -
     statistics and the planner picks nested loops over whole scopes. Needs an autocommit
     connection (VACUUM cannot run in a transaction).
     """
-    for table in ("mnemo.memories", "mnemo.turns", "mnemo.co_access"):
+    for table in ("mnemo.memories", "mnemo.turns", "mnemo.co_access", "mnemo.blocks", "mnemo.facts", "mnemo.links"):
         await conn.execute(f"ANALYZE {table}")
     await conn.execute("VACUUM (ANALYZE) mnemo.postings")
     await conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier("vectors", vector_table)))
