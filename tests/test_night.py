@@ -400,3 +400,30 @@ async def test_dual_embedding_and_thematic_links(settings: Settings, embeddings:
         assert len(rows(database_url, "SELECT 1 FROM vectors.native_128")) == len(native) - 1
     finally:
         await archive.close()
+
+
+async def test_curator_asks_the_llm_when_the_heuristics_see_no_contradiction(
+    settings: Settings, embeddings: Embeddings
+) -> None:
+    from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    asked: list[str] = []
+
+    def judge(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompt = str(messages[-1].parts[-1].content)  # type: ignore[union-attr]
+        asked.append(prompt)
+        verdict = "fish" in prompt  # the model knows a vegan diet rules out eating fish every day
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"response": verdict})])
+
+    archive = await AsyncArchive.open(settings, embeddings=embeddings, llm=FunctionModel(judge))
+    try:
+        await archive.remember(ME, "Alice follows a strict vegan diet", kind="preference", anchored=True)
+        fish = await archive.remember(ME, "Alice eats grilled fish with her diet every day", status="candidate")
+        tea = await archive.remember(ME, "Alice drinks green tea with her diet every morning", status="candidate")
+        result = await archive.curate(ME, dry_run=True)
+    finally:
+        await archive.close()
+    verdicts = {v.memory_id: v.classification.verdict for v in result.changes}
+    assert verdicts[fish.id] == "quarantine" and verdicts[tea.id] == "keep"
+    assert any("fish" in p for p in asked)  # the heuristics saw no negation or new value: the model decided

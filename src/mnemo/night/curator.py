@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from mnemo import dynamics
+from mnemo import dynamics, llm
 from mnemo.cognition.curation import Classification, CuratorPolicy, Provenance, Signals, classify
 from mnemo.cognition.gates import negation_conflict, substitution_conflict
 from mnemo.models import Scope
@@ -104,11 +104,16 @@ async def plan(
         conflict = False
         if not row["anchored"] and vec is not None:
             for anchor, anchor_vec in anchors:
-                if float(np.dot(vec, anchor_vec)) >= _ANCHOR_SIMILARITY and (
-                    negation_conflict(row["content"], anchor["content"])
-                    or substitution_conflict(row["content"], anchor["content"])
+                if float(np.dot(vec, anchor_vec)) < _ANCHOR_SIMILARITY:
+                    continue
+                if negation_conflict(row["content"], anchor["content"]) or substitution_conflict(
+                    row["content"], anchor["content"]
                 ):
                     conflict = True
+                elif rt.llm is not None and row["status"] == "candidate":
+                    # The third, most expensive layer (cognitive-plan §2.8), for new candidates only.
+                    conflict = bool(await llm.contradicts(rt.llm, row["content"], anchor["content"]))
+                if conflict:
                     break
         meta = row.get("metadata") or {}
         signals = Signals(
