@@ -68,5 +68,12 @@ def test_night_facts_curate_and_believe(env: dict[str, str], tmp_path: Path) -> 
     assert (
         code == 0 and [b["kind"] for b in chain] == ["block"] and "I moved to Porto last week." in chain[0]["content"]
     )
+    code, out, _ = run(env, "night", "--all", "--json")
+    # Retention removed the raw turns; the scope still has memories to curate and decay.
+    assert code == 0 and [(r["scope"], r["turns_scored"]) for r in json.loads(out)] == [("cli/default", 0)]
+    code, out, _ = run(env, "night", "--scope", "cli", "--json")
+    assert code == 0 and json.loads(out)["scope"] == "cli/default"
+    code, _, err = run(env, "night", "--scope", "ghost/x")
+    assert code == 1 and "scope ghost/x does not exist" in err
     code, _, err = run(env, "night", "--stages", "surprisal,dreams")
     assert code == 1 and "unknown stages" in err

@@ -363,6 +363,10 @@ class AsyncArchive:
         await night_api.owned(self._rt, scope)
         return await night_cycle.run_night(self._rt, scope, as_of=as_of, progress=progress, stages=stages)
 
+    async def night_scopes(self) -> list[Scope]:
+        """Every scope with turns or memories (what the night cycle covers)."""
+        return await night_api.night_scopes(self._rt)
+
     async def curate(self, scope: Scope, *, dry_run: bool = False, apply: bool = True) -> Curation:
         """Stage (and by default apply) a new curation version; ``dry_run`` only shows it."""
         return await night_api.curate(self._rt, scope, dry_run=dry_run, apply=apply)
@@ -610,6 +614,9 @@ class Archive:
 
     def night_cycle(self, scope: Scope, **kwargs: Any) -> NightReport:
         return self._run(self._archive.night_cycle(scope, **kwargs))
+
+    def night_scopes(self) -> list[Scope]:
+        return self._run(self._archive.night_scopes())
 
     def curate(self, scope: Scope, **kwargs: Any) -> Curation:
         return self._run(self._archive.curate(scope, **kwargs))

@@ -13,7 +13,7 @@ Tasks (names and queues in :mod:`mnemo.store.queue`):
 - ``mnemo.reembed`` (queue ``maintenance``): :meth:`AsyncArchive.reembed`, queued by
   ``mnemo reembed --background``; one at a time (lock), at most one waiting.
 - ``mnemo.night_cycle`` (queue ``night``): periodic, cron ``Settings.night_cron``
-  (UTC, default 03:00); queues one ``mnemo.night_scope`` job per scope with turns.
+  (UTC, default 03:00); queues one ``mnemo.night_scope`` job per scope with turns or memories.
 - ``mnemo.night_scope(entity_id, namespace)`` (queue ``night``):
   :meth:`AsyncArchive.night_cycle` for one scope; a lock and a queueing lock per
   scope, so two runs for one scope never overlap and never pile up.
@@ -121,14 +121,14 @@ async def reembed(context: JobContext) -> int:
 
 
 async def night_cycle(context: JobContext, timestamp: int) -> int:
-    """The scheduled night: queue one ``night_scope`` job per scope with turns; how many were queued."""
+    """The scheduled night: queue one ``night_scope`` job per scope with turns or memories; how many."""
     queued = await defer_night(_archive(context).runtime)
     _log.info("night cycle %s: queued %d scopes", timestamp, queued)
     return queued
 
 
 async def defer_night(rt: Runtime) -> int:
-    """Queue the night cycle of every scope with turns (skipping scopes whose job is still waiting);
+    """Queue the night cycle of every scope with turns or memories (skipping those whose job still waits);
     how many were queued."""
     queued = 0
     async with rt.store.transaction() as conn:

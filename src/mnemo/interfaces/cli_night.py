@@ -64,12 +64,16 @@ def _report_table(report: NightReport) -> Table:
 def night(
     entity: EntityOpt = "default",
     namespace: NamespaceOpt = "default",
+    scope_text: Annotated[
+        str | None, typer.Option("--scope", help="ENTITY or ENTITY/NAMESPACE (instead of -e/-n).")
+    ] = None,
+    every: Annotated[bool, typer.Option("--all", help="Every scope that has turns, one after another.")] = False,
     as_of: Annotated[str | None, typer.Option("--as-of", help="Consolidate as if it were this time (ISO).")] = None,
     stages: Annotated[str | None, typer.Option(help=f"Comma-separated subset of: {', '.join(STAGES)}.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run (or resume) the night cycle: blocks, facts, curation, decay, retention."""
-    scope = Scope(entity, namespace)
+    scope = Scope.parse(scope_text) if scope_text else Scope(entity, namespace)
     chosen = tuple(s.strip() for s in stages.split(",") if s.strip()) if stages else STAGES
     if bad := [s for s in chosen if s not in STAGES]:
         raise InvalidContentError(f"unknown stages {bad}; choose from {', '.join(STAGES)}")
@@ -89,12 +93,17 @@ def night(
             tasks[stage] = bar.add_task(stage, total=total or None)
         bar.update(tasks[stage], completed=done, total=max(total, done) or None)
 
+    reports: list[NightReport] = []
     with _open() as archive, bar:
-        report = archive.night_cycle(scope, as_of=when, progress=progress, stages=chosen)
+        for target in archive.night_scopes() if every else [scope]:
+            tasks.clear()
+            reports.append(archive.night_cycle(target, as_of=when, progress=progress, stages=chosen))
     if as_json:
-        out.print_json(json.dumps(report.as_dict(), default=str))
+        data = [r.as_dict() for r in reports]
+        out.print_json(json.dumps(data if every else data[0], default=str))
     else:
-        out.print(_report_table(report))
+        for report in reports:
+            out.print(_report_table(report))
 
 
 def _curation_table(result: Curation, limit: int) -> Table:

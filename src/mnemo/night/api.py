@@ -20,6 +20,7 @@ from mnemo.runtime import Runtime
 from mnemo.store import curation as curation_rows
 from mnemo.store import knowledge as knowledge_rows
 from mnemo.store import night as night_rows
+from mnemo.store import queue as queue_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.validate import check_content, check_id
 
@@ -31,6 +32,7 @@ __all__ = [
     "apply_curation",
     "curate",
     "facts",
+    "night_scopes",
     "owned",
     "why_do_i_believe",
 ]
@@ -98,6 +100,12 @@ async def owned(rt: Runtime, scope: Scope) -> None:
         exists, _ = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, scope.entity_id)
     if not exists:
         raise UnknownScopeError(f"scope {scope} does not exist (nothing was ever stored there)")
+
+
+async def night_scopes(rt: Runtime) -> list[Scope]:
+    """Every scope with turns or memories (what ``mnemo night --all`` and the scheduled night cover)."""
+    async with rt.store.connection() as conn:
+        return [Scope(e, n) for e, n in await queue_rows.night_scopes(conn)]
 
 
 async def curate(rt: Runtime, scope: Scope, *, dry_run: bool = False, apply: bool = True) -> Curation:

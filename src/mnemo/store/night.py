@@ -42,7 +42,6 @@ __all__ = [
     "pending_sessions",
     "put_state",
     "run_blocks",
-    "scopes_with_turns",
     "scored_texts",
     "session_turns",
     "set_flux_states",
@@ -485,11 +484,6 @@ async def count_turns(conn: psycopg.AsyncConnection, entity_id: str, namespace: 
     )
     row = await cur.fetchone()
     return int(row[0]) if row else 0
-
-
-async def scopes_with_turns(conn: psycopg.AsyncConnection) -> list[tuple[str, str]]:
-    cur = await conn.execute("SELECT DISTINCT entity_id, namespace FROM mnemo.turns ORDER BY 1, 2")
-    return [(r[0], r[1]) for r in await cur.fetchall()]
 
 
 async def memory_kind(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, item: uuid.UUID) -> str | None:

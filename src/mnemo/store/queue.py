@@ -92,10 +92,13 @@ async def jobs_of(conn: psycopg.AsyncConnection, task: str | None = None) -> lis
 
 
 async def night_scopes(conn: psycopg.AsyncConnection) -> list[tuple[str, str]]:
-    """Scopes with at least one turn in the day table: what the night cycle works on."""
+    """Scopes with turns or memories: what the night cycle works on (a scope whose raw turns
+    retention has removed still needs curation and decay)."""
     cur = await conn.execute(
         """SELECT s.entity_id, s.namespace FROM mnemo.scopes s
            WHERE EXISTS (SELECT 1 FROM mnemo.turns t WHERE t.entity_id = s.entity_id AND t.namespace = s.namespace)
+              OR EXISTS (SELECT 1 FROM mnemo.memories m
+                         WHERE m.entity_id = s.entity_id AND m.namespace = s.namespace)
            ORDER BY 1, 2"""
     )
     return [(r[0], r[1]) for r in await cur.fetchall()]
