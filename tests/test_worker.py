@@ -371,4 +371,9 @@ async def test_night_schedule_is_registered_and_fans_out_per_scope(
         wait=False,
         install_signal_handlers=False,
     )
-    assert jobs(database_url) == []
+    assert jobs(database_url) == []  # finished jobs are deleted; a failed one would stay
+    with psycopg.connect(database_url) as conn:
+        done = conn.execute(
+            "SELECT entity_id, namespace FROM mnemo.night_runs WHERE finished_at IS NOT NULL ORDER BY 1, 2"
+        ).fetchall()
+    assert done == [("ana", "default"), ("ana", "work"), ("ben", "default"), ("cleo", "default")]
