@@ -42,7 +42,7 @@ async def test_arc_becomes_a_block_with_the_breakthrough_verbatim(archive: Async
 
     blocks = rows(
         database_url,
-        """SELECT kind, first_turn, last_turn, prose, coherence_gain, ties_weight, salience_scores, memory_ids
+        """SELECT kind, first_turn, last_turn, prose, coherence_gain, ties_weight, salience_scores, memory_id
            FROM mnemo.blocks WHERE entity_id = %s AND kind <> 'compound' ORDER BY first_turn""",
         ME.entity_id,
     )
@@ -50,7 +50,7 @@ async def test_arc_becomes_a_block_with_the_breakthrough_verbatim(archive: Async
     assert covered == list(range(len(texts)))  # every turn in exactly one block, in order
     arc = [b for b in blocks if b[0] == "arc"]
     assert len(arc) == 1
-    _, first, last, prose, gain, weight, salience, memory_ids = arc[0]
+    _, first, last, prose, gain, weight, salience, memory_id = arc[0]
     assert first <= spike_turn - 2 and last >= spike_turn + 5  # type: ignore[operator]  # margins
     live = "\n".join(z["content"] for z in prose["live_zones"])  # type: ignore[index]
     assert BREAKTHROUGH in live  # the resolution is kept verbatim
@@ -58,13 +58,10 @@ async def test_arc_becomes_a_block_with_the_breakthrough_verbatim(archive: Async
     assert 0 <= weight <= 1  # type: ignore[operator]
     assert set(salience) >= {"utterance_level", "exchange_level", "theme_level", "composite"}  # type: ignore[arg-type]
 
-    # The block is searchable: recall finds its zones' memory rows, which name the block and turns.
+    # The block is searchable: recall finds its memory row, which names the block.
     result = await archive.recall(ME, "why was the Postgres replica evicted?", k=5, read_only=True)
     block_hits = [h for h in result.hits if h.metadata.get("block_id")]
-    assert block_hits and block_hits[0].id in memory_ids  # type: ignore[operator]
-    zone = block_hits[0]
-    assert zone.metadata["zone"] == "live" and "Postgres replica" in zone.content
-    assert zone.token_count < 200  # a zone, not the whole block
+    assert block_hits and block_hits[0].id == memory_id
 
 
 async def test_second_run_does_nothing_twice(archive: AsyncArchive, database_url: str) -> None:
@@ -379,7 +376,7 @@ async def test_dual_embedding_and_thematic_links(settings: Settings, embeddings:
         await record(archive, ME, "s1", texts, START)
         await record(archive, ME, "s2", texts, START + timedelta(days=2))  # the same themes again
         await archive.night_cycle(ME, as_of=START + timedelta(days=2, hours=1), stages=("surprisal", "blocks"))
-        blocks = rows(database_url, "SELECT unnest(memory_ids) FROM mnemo.blocks WHERE kind <> 'compound'")
+        blocks = rows(database_url, "SELECT memory_id FROM mnemo.blocks WHERE kind <> 'compound'")
         native = rows(database_url, "SELECT item_id, slug FROM vectors.native_128")
         assert sorted(m for (m,) in blocks) == sorted(i for i, _ in native)  # every block, in the second space
         assert {slug for _, slug in native} == {"sentence-transformers:all-MiniLM-L6-v2@128:128"}
@@ -399,11 +396,8 @@ async def test_dual_embedding_and_thematic_links(settings: Settings, embeddings:
         (turn_id,) = rows(
             database_url, "SELECT id FROM mnemo.turns WHERE session_id = 's1' AND content = %s", BREAKTHROUGH
         )[0]
-        (zones,) = rows(
-            database_url, "SELECT cardinality(memory_ids) FROM mnemo.blocks WHERE %s = ANY(turn_ids)", turn_id
-        )[0]
-        await archive.forget(ME, uuid.UUID(str(turn_id)))  # its block's zones go, in both spaces
-        assert zones > 1 and len(rows(database_url, "SELECT 1 FROM vectors.native_128")) == len(native) - zones  # type: ignore[operator]
+        await archive.forget(ME, uuid.UUID(str(turn_id)))  # its block goes, in both spaces
+        assert len(rows(database_url, "SELECT 1 FROM vectors.native_128")) == len(native) - 1
     finally:
         await archive.close()
 

@@ -9,17 +9,11 @@ on the same question continues it, and both join a metablock), §7 (links:
 stages 1-6, §9 (dual embedding: with ``block_embedder`` set, every block is also
 embedded in a second vector space, sealed with that model's slug).
 
-Each session is one transaction: its blocks, their memory rows, the turns'
-flux states and the session's progress mark commit together, so a crash leaves
-a session either wholly done or untouched. A session that grows later is
-continued from its mark.
-
-What recall finds of a block are its zones: one memory per live zone
-(verbatim) and per dead zone (its summary; pure chatter gets none), kind
-``episodic``, status ``candidate``, each naming its block and turns. Zones
-rather than whole blocks, because a block comes back as one unit of 100-300
-tokens: on LoCoMo, whole-block memories left 75.2% of the evidence in a
-1,000-token context once the raw turns were gone, against 86.0% for turns.
+Each session is one transaction: its blocks, their memory rows (kind
+``episodic``, status ``candidate``, searched by recall like every memory), the
+turns' flux states and the session's progress mark commit together, so a crash
+leaves a session either wholly done or untouched. A session that grows later
+is continued from its mark.
 """
 
 from __future__ import annotations
@@ -121,8 +115,7 @@ async def _render(
     s: np.ndarray,
     vectors: np.ndarray,
 ) -> dict[str, Any]:
-    """One block's prose, rendered content, compressed line, flux metrics, salience, and its retrieval
-    units: one per zone (a live zone verbatim, a dead zone as its summary; pure chatter none)."""
+    """One block's prose, rendered content, compressed line, flux metrics and salience."""
     part = turns[seg.start : seg.end + 1]
     ss = s[seg.start : seg.end + 1]
     vv = vectors[seg.start : seg.end + 1]
@@ -142,24 +135,14 @@ async def _render(
     dead_zones: list[dict[str, Any]] = []
     rendered: list[str] = []
     live_turns = 0
-    units: list[dict[str, Any]] = []
     for zone in zones:
         zone_lines = lines[zone.start : zone.end + 1]
-        zone_turns = part[zone.start : zone.end + 1]
-        first, last = zone_turns[0]["turn_number"], zone_turns[-1]["turn_number"]
+        first, last = part[zone.start]["turn_number"], part[zone.end]["turn_number"]
         text = "\n".join(zone_lines)
-        stamp = f"[{zone_turns[0]['created_at']:%Y-%m-%d %H:%M}] "
-        unit = {"turns": zone_turns, "live": zone.live, "first": first, "last": last}
         if zone.live:
             live_turns += zone.end - zone.start + 1
             live_zones.append({"start": first, "end": last, "content": text, "reasons": list(zone.reasons)})
             rendered.append(text)
-            compressed = None
-            if count(text) > cfg.night_compressed_tokens:
-                compressed = extractive_summary(
-                    zone_lines, vv[zone.start : zone.end + 1], cfg.night_compressed_tokens, count_tokens=count
-                )
-            units.append(unit | {"content": stamp + text, "compressed": compressed})
             continue
         tokens = count(text)
         if tokens <= cfg.night_verbatim_tokens:
@@ -168,10 +151,7 @@ async def _render(
             budget = max(cfg.night_verbatim_tokens, int(tokens * cfg.night_summary_ratio))
             summary = await _summary(rt, zone_lines, vv[zone.start : zone.end + 1], budget)
         dead_zones.append({"start": first, "end": last, "summary": summary, "reasons": list(zone.reasons)})
-        shown = summary if summary == text else f"[summary] {summary}"
-        rendered.append(shown)
-        if set(zone.reasons) - {"procedural", "repeat"}:  # pure chatter or repetition is not worth a memory
-            units.append(unit | {"content": stamp + shown, "compressed": None})
+        rendered.append(summary if summary == text else f"[summary] {summary}")
     prose: dict[str, Any] = {"live_zones": live_zones, "dead_zone_summaries": dead_zones}
     if arc is not None:
         offset = seg.start
@@ -204,7 +184,6 @@ async def _render(
         "coherence_gain": gain,
         "ties_weight": ties_weight(salience, gain),
         "live_turns": live_turns,
-        "units": units,
     }
 
 
@@ -257,24 +236,12 @@ async def _session(
     rendered = [
         await _render(rt, turns, seg, arcs[seg.arc] if seg.arc is not None else None, s, vectors) for seg in segments
     ]
-    units = [(index, unit) for index, r in enumerate(rendered) for unit in r["units"]]
     embedded = await rt.embeddings.embed_documents(
-        [rt.embeddings.document_text(u["content"], "episodic") for _, u in units]
-    )
-    # A block's own vector (thematic links): the mean of its units' vectors, or of its turns'.
-    block_vectors = np.stack(
-        [
-            _unit(
-                embedded[[i for i, (b, _) in enumerate(units) if b == index]].mean(axis=0)
-                if any(b == index for b, _ in units)
-                else vectors[seg.start : seg.end + 1].mean(axis=0)
-            )
-            for index, seg in enumerate(segments)
-        ]
+        [rt.embeddings.document_text(r["content"], "episodic") for r in rendered]
     )
     second = await _second_embeddings(rt)
     second_vectors = (
-        await second.embed_documents([second.document_text(u["content"], "episodic") for _, u in units])
+        await second.embed_documents([second.document_text(r["content"], "episodic") for r in rendered])
         if second is not None
         else None
     )
@@ -286,34 +253,33 @@ async def _session(
             continued, best = block_id, similarity
 
     async with rt.store.transaction() as conn:
-        block_ids = [uuid7() for _ in segments]
+        block_ids: list[uuid.UUID] = []
         memory_ids: list[uuid.UUID] = []
-        for (index, unit), vector in zip(units, embedded, strict=True):
-            memory_id = uuid7()
+        for index, (seg, info, vector) in enumerate(zip(segments, rendered, embedded, strict=True)):
+            part = turns[seg.start : seg.end + 1]
+            block_id, memory_id = uuid7(), uuid7()
+            block_ids.append(block_id)
             memory_ids.append(memory_id)
+            tier = max((t.get("user_tier") or "normal" for t in part), key=_TIERS.index, default="normal")
+            is_last = index == len(segments) - 1
             row = memory_row(
                 rt,
                 scope,
                 memory_id,
-                unit["content"],
+                info["content"],
                 "episodic",
-                compressed=unit["compressed"],
+                compressed=info["compressed"],
                 status="candidate",
                 source_tag="night:block",
-                provenance=[str(t["id"]) for t in unit["turns"]],
-                event_time=unit["turns"][0]["created_at"],
+                provenance=[str(t["id"]) for t in part],
+                event_time=part[0]["created_at"],
                 metadata={
-                    "block_id": str(block_ids[index]),
+                    "block_id": str(block_id),
                     "session_id": session_id,
-                    "turns": [unit["first"], unit["last"]],
-                    "zone": "live" if unit["live"] else "dead",
+                    "turns": [part[0]["turn_number"], part[-1]["turn_number"]],
                 },
             )
             await store_memory(conn, rt, scope, row, vector)
-        for index, (seg, info, block_id) in enumerate(zip(segments, rendered, block_ids, strict=True)):
-            part = turns[seg.start : seg.end + 1]
-            tier = max((t.get("user_tier") or "normal" for t in part), key=_TIERS.index, default="normal")
-            is_last = index == len(segments) - 1
             await night_rows.insert_block(
                 conn,
                 {
@@ -327,7 +293,6 @@ async def _session(
                     "turn_ids": [t["id"] for t in part],
                     "prose": info["prose"],
                     "content": info["content"],
-                    "compressed": info["compressed"],
                     "flux_metrics": info["flux_metrics"],
                     "salience_scores": info["salience_scores"],
                     "coherence_gain": info["coherence_gain"],
@@ -336,7 +301,7 @@ async def _session(
                     "arc_start_time": part[0]["created_at"],
                     "arc_end_time": part[-1]["created_at"],
                     "session_continuity": bool(is_last and ends_open),
-                    "memory_ids": [m for (b, _), m in zip(units, memory_ids, strict=True) if b == index],
+                    "memory_id": memory_id,
                     "run_id": run_id,
                 },
             )
@@ -351,7 +316,7 @@ async def _session(
                     for m, v in zip(memory_ids, second_vectors, strict=True)
                 ],
             )
-        await _thematic(rt, conn, scope, run_id, block_ids, block_vectors)
+        await _thematic(rt, conn, scope, run_id, block_ids, embedded)
         if continued is not None and block_ids:
             await _continue(conn, rt, scope, run_id, continued, block_ids[0], best)
             stats.continuations += 1
@@ -419,19 +384,12 @@ async def _thematic(
     block_ids: Sequence[uuid.UUID],
     vectors: np.ndarray,
 ) -> None:
-    """``thematic`` links from each new block to the earlier blocks of this run it resembles (§7.2);
-    a block's vector is the mean of its units' (memories') vectors."""
+    """``thematic`` links from each new block to the earlier blocks of this run it resembles (§7.2)."""
     earlier = await night_rows.run_blocks(conn, scope.entity_id, scope.namespace, run_id, exclude=block_ids)
     if not earlier:
         return
-    stored = await vector_rows.vectors_of(
-        conn, rt.table, scope.entity_id, rt.slug, [m for _, ms in earlier for m in ms]
-    )
-    pairs = [
-        (b, np.mean([stored[m] for m in ms if m in stored], axis=0))
-        for b, ms in earlier
-        if any(m in stored for m in ms)
-    ]
+    stored = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, [m for _, m in earlier])
+    pairs = [(b, stored[m]) for b, m in earlier if m in stored]
     if not pairs:
         return
     matrix = np.stack([v for _, v in pairs]).astype(np.float64)

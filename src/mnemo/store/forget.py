@@ -36,13 +36,12 @@ async def item_kinds(
 async def derived_items(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
 ) -> list[uuid.UUID]:
-    """``ids`` plus every memory that copies their content: the memory rows (zones) of blocks that
-    contain a forgotten turn or one of whose memories is forgotten, and of facts stated only by
-    forgotten turns."""
+    """``ids`` plus every memory that copies their content: the memory rows of blocks that contain
+    a forgotten turn or whose memory is forgotten, and of facts stated only by forgotten turns."""
     cur = await conn.execute(
-        """SELECT unnest(b.memory_ids) FROM mnemo.blocks b
-           WHERE b.entity_id = %(e)s AND b.namespace = %(ns)s
-             AND (b.turn_ids && %(ids)s::uuid[] OR b.memory_ids && %(ids)s::uuid[] OR b.id = ANY(%(ids)s))
+        """SELECT b.memory_id FROM mnemo.blocks b
+           WHERE b.entity_id = %(e)s AND b.namespace = %(ns)s AND b.memory_id IS NOT NULL
+             AND (b.turn_ids && %(ids)s::uuid[] OR b.memory_id = ANY(%(ids)s) OR b.id = ANY(%(ids)s))
            UNION
            SELECT f.memory_id FROM mnemo.facts f
            WHERE f.entity_id = %(e)s AND f.namespace = %(ns)s AND f.memory_id IS NOT NULL
@@ -152,7 +151,7 @@ async def _forget_copies(run: Callable[[str, str | sql.Composed], Awaitable[None
     await run(
         "blocks",
         """DELETE FROM mnemo.blocks WHERE entity_id = %(e)s AND namespace = %(ns)s
-           AND (turn_ids && %(ids)s::uuid[] OR memory_ids && %(ids)s::uuid[] OR id = ANY(%(ids)s))""",
+           AND (turn_ids && %(ids)s::uuid[] OR memory_id = ANY(%(ids)s) OR id = ANY(%(ids)s))""",
     )
     for table in ("facts", "triples"):
         await run(

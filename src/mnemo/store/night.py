@@ -222,9 +222,8 @@ _BLOCK_FIELDS = (
     "parent_metablock_id",
     "continues_from",
     "derived_from",
-    "memory_ids",
+    "memory_id",
     "run_id",
-    "compressed",
 )
 
 
@@ -233,7 +232,6 @@ async def insert_block(conn: psycopg.AsyncConnection, row: Mapping[str, Any]) ->
     for key in ("prose", "flux_metrics", "salience_scores"):
         values[key] = Jsonb(values[key] or {})
     values["turn_ids"] = list(values["turn_ids"] or [])
-    values["memory_ids"] = list(values["memory_ids"] or [])
     values["session_continuity"] = bool(values["session_continuity"])
     values["user_tier"] = values["user_tier"] or "normal"
     query = sql.SQL("INSERT INTO mnemo.blocks ({}) VALUES ({})").format(
@@ -400,8 +398,7 @@ async def archive_expired_blocks(
     cur = await conn.execute(
         """UPDATE mnemo.memories m SET status = 'archived', updated_at = now()
            FROM mnemo.blocks b
-           WHERE b.entity_id = %(e)s AND b.namespace = %(ns)s AND m.entity_id = b.entity_id
-             AND m.id = ANY(b.memory_ids)
+           WHERE b.entity_id = %(e)s AND b.namespace = %(ns)s AND m.entity_id = b.entity_id AND m.id = b.memory_id
              AND m.status IN ('candidate', 'active') AND NOT m.anchored
              AND b.created_at < CASE b.user_tier WHEN 'elder' THEN %(elder)s WHEN 'meso' THEN %(meso)s
                                                  ELSE %(normal)s END""",
@@ -522,12 +519,12 @@ async def memory_provenance(
 
 async def run_blocks(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, run_id: uuid.UUID, *, exclude: Sequence[uuid.UUID]
-) -> list[tuple[uuid.UUID, list[uuid.UUID]]]:
-    """``(block_id, memory_ids)`` of the run's searchable blocks, except ``exclude``."""
+) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    """``(block_id, memory_id)`` of the run's searchable blocks, except ``exclude``."""
     cur = await conn.execute(
-        """SELECT id, memory_ids FROM mnemo.blocks
-           WHERE entity_id = %s AND namespace = %s AND run_id = %s AND memory_ids <> '{}' AND id <> ALL(%s)
+        """SELECT id, memory_id FROM mnemo.blocks
+           WHERE entity_id = %s AND namespace = %s AND run_id = %s AND memory_id IS NOT NULL AND id <> ALL(%s)
            ORDER BY id""",
         (entity_id, namespace, run_id, list(exclude)),
     )
-    return [(r[0], list(r[1])) for r in await cur.fetchall()]
+    return [(r[0], r[1]) for r in await cur.fetchall()]

@@ -4,9 +4,9 @@
 -- §8 (pipeline, day-table cleanup); archive-adr §4, §9 (candidate facts and
 -- triples with provenance, staged curation versions); cognitive-plan §4.4
 -- (supersedes links, why_do_i_believe).
--- Blocks (one memory row per zone, `memory_ids`) and facts (`memory_id`) are
--- searched through memory rows (status 'candidate' until the curator decides),
--- so recall, weights, decay and forgetting treat them like every other memory.
+-- Blocks and facts are searched through a memory row each (`memory_id`,
+-- status 'candidate' until the curator decides), so recall, weights, decay and
+-- forgetting treat them like every other memory.
 
 -- The curator may quarantine a memory that contradicts an anchored one.
 ALTER TABLE mnemo.memories DROP CONSTRAINT memories_status_check;
@@ -78,8 +78,7 @@ CREATE TABLE mnemo.blocks (
     continued_by         uuid,
     derived_from         uuid,
     citations            jsonb       NOT NULL DEFAULT '[]'::jsonb,
-    compressed           text,
-    memory_ids           uuid[]      NOT NULL DEFAULT '{}',  -- its zones' memory rows (what recall finds)
+    memory_id            uuid,
     run_id               uuid,
     created_at           timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (entity_id, id),
@@ -87,7 +86,7 @@ CREATE TABLE mnemo.blocks (
 );
 CREATE INDEX blocks_session ON mnemo.blocks (entity_id, namespace, session_id, first_turn);
 CREATE INDEX blocks_time ON mnemo.blocks (entity_id, namespace, arc_end_time);
-CREATE INDEX blocks_memories ON mnemo.blocks USING gin (memory_ids);
+CREATE INDEX blocks_memory ON mnemo.blocks (entity_id, memory_id);
 
 -- Structural links between blocks and memories (memory-architecture §7.3, cognitive-plan §4.2).
 CREATE TABLE mnemo.links (
