@@ -427,3 +427,15 @@ async def test_curator_asks_the_llm_when_the_heuristics_see_no_contradiction(
     verdicts = {v.memory_id: v.classification.verdict for v in result.changes}
     assert verdicts[fish.id] == "quarantine" and verdicts[tea.id] == "keep"
     assert any("fish" in p for p in asked)  # the heuristics saw no negation or new value: the model decided
+
+
+async def test_night_refuses_a_one_connection_pool(settings: Settings, embeddings: Embeddings) -> None:
+    from mnemo import ConfigurationError
+
+    archive = await AsyncArchive.open(settings, embeddings=embeddings, pool_max_size=1)
+    try:
+        await record(archive, ME, "s1", ["I live in Lisbon."], START)
+        with pytest.raises(ConfigurationError, match="pool_max_size >= 2"):
+            await archive.night_cycle(ME)
+    finally:
+        await archive.close()

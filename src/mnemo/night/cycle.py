@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from mnemo.errors import ConfigurationError
 from mnemo.models import Scope, uuid7
 from mnemo.night import curator
 from mnemo.night.blocks import build_blocks
@@ -108,6 +109,10 @@ async def run_night(
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
         raise ValueError(f"unknown night stages {unknown}; choose from {STAGES}")
+    if rt.settings.pool_max_size < 2:
+        raise ConfigurationError(
+            "the night cycle needs pool_max_size >= 2: one connection holds the scope's lock while the stages work"
+        )
     started = time.perf_counter()
     async with rt.store.connection() as lock:
         await lock.execute(
