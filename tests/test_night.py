@@ -439,3 +439,14 @@ async def test_night_refuses_a_one_connection_pool(settings: Settings, embedding
             await archive.night_cycle(ME)
     finally:
         await archive.close()
+
+
+async def test_a_negation_without_a_value_ends_the_open_fact(archive: AsyncArchive) -> None:
+    await record(archive, ME, "s1", ["I work at the bank.", "Nice."], START)
+    await record(archive, ME, "s2", ["I quit my job yesterday.", "Oh no."], START + timedelta(days=10))
+    report = await archive.night_cycle(ME, as_of=START + timedelta(days=11), stages=("surprisal", "knowledge"))
+    alice = await archive.facts(ME, "Alice")
+    assert report.facts_closed == 1 and not alice.current
+    (bank,) = alice.past
+    assert (bank.attribute, bank.value) == ("works at", "bank")
+    assert bank.valid_to is not None and bank.valid_to.date() == (START + timedelta(days=9)).date()  # "yesterday"

@@ -133,16 +133,20 @@ async def _write(
 ) -> None:
     cfg = rt.settings
     for fact in sorted(found.facts, key=lambda f: f.source):
+        if not (fact.entity.strip() and fact.attribute.strip()) or (not fact.negated and not fact.value.strip()):
+            continue  # nothing to store (a negation may have no value: "I quit my job")
         turn = turns[fact.source]
         at = turn["created_at"]
         subject = await _entity(conn, scope, fact.entity, at)
         key = fact_key(fact.entity, fact.attribute)
         if fact.negated:
             for old in await knowledge_rows.open_facts_for_key(conn, scope.entity_id, scope.namespace, key):
-                if normalise(old["value"]) == normalise(fact.value) or _functional(
-                    cfg.night_functional_attributes, fact.attribute
+                if (
+                    not fact.value.strip()
+                    or normalise(old["value"]) == normalise(fact.value)
+                    or _functional(cfg.night_functional_attributes, fact.attribute)
                 ):
-                    await _close(rt, conn, scope, old, at, None, turn["id"])
+                    await _close(rt, conn, scope, old, fact.valid_from or at, None, turn["id"])
                     stats.facts_closed += 1
             continue
         text = fact_text(fact)
@@ -196,6 +200,8 @@ async def _write(
                     await _close(rt, conn, scope, old, fact.valid_from or at, memory_id, turn["id"], new_fact=new_id)
                     stats.facts_closed += 1
     for triple in sorted(found.triples, key=lambda t: t.source):
+        if not (triple.subject.strip() and triple.predicate.strip() and triple.object.strip()):
+            continue
         turn = turns[triple.source]
         at = turn["created_at"]
         subject = await _entity(conn, scope, triple.subject, at)
