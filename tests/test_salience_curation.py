@@ -85,6 +85,16 @@ def test_breakthrough_is_live_filler_and_repeat_are_dead() -> None:
     ]
 
 
+def test_informative_turns_are_live_but_never_over_chatter_or_repeats() -> None:
+    texts, surprisals, embeddings = question_block()
+    flags = [False, True, False, True, False, True]  # "ok" and the repeat are flagged too
+    zones = detect_zones(texts, surprisals, embeddings, baseline=3.0, sigma=0.5, informative=flags)
+    assert [(z.start, z.end, z.live) for z in zones] == [(0, 0, True), (1, 2, False), (3, 4, True), (5, 5, False)]
+    assert "informative" in zones[2].reasons and "insight" in zones[2].reasons
+    with pytest.raises(ValueError, match="informative flags"):
+        detect_zones(texts, surprisals, embeddings, baseline=3.0, sigma=0.5, informative=[True])
+
+
 def test_procedural_and_repeat_win_over_live_criteria() -> None:
     # "ok" spikes far above baseline and a repeated question sits on the centroid: both stay dead.
     texts = ["Why does the build hang?", "ok", "Why does the build hang?"]

@@ -340,6 +340,7 @@ def _turn(
     sigma: float,
     c: np.ndarray,
     p: ZoneParams,
+    informative: bool = False,
 ) -> tuple[bool, tuple[str, ...]]:
     if i > 0 and float(np.max(unit[:i] @ unit[i])) > p.repeat_similarity:
         return False, ("repeat",)
@@ -354,6 +355,8 @@ def _turn(
         reasons.append("on_topic")
     if has_insight_marker(text):
         reasons.append("insight")
+    if informative:
+        reasons.append("informative")
     return (True, tuple(reasons)) if reasons else (False, ("stable",))
 
 
@@ -365,6 +368,7 @@ def detect_zones(
     sigma: float,
     centroid: np.ndarray | None = None,
     params: ZoneParams = ZoneParams(),
+    informative: Sequence[bool] | None = None,
 ) -> list[Zone]:
     """Split a block into live and dead zones that cover every turn exactly once, in order.
 
@@ -377,7 +381,9 @@ def detect_zones(
     3. live, with every criterion that holds as a reason: ``"spike"`` (surprisal above
        ``baseline + spike_sigma * sigma``), ``"gain"`` (coherence gain from this turn to
        the next above ``local_gain``; the last turn has no next), ``"on_topic"`` (ID to
-       the centroid below ``max_distance``), ``"insight"`` (:func:`has_insight_marker`).
+       the centroid below ``max_distance``), ``"insight"`` (:func:`has_insight_marker`),
+       ``"informative"`` (the caller's ``informative[i]``: the turn states new information, a
+       fact or a date, which the seed's dead-zone rule "without new information" excludes).
     4. ``"stable"`` (dead): none of the above.
 
     Rules 1 and 2 take precedence over every live criterion, however strongly it holds.
@@ -388,13 +394,15 @@ def detect_zones(
     """
     if len(texts) != len(surprisals):
         raise ValueError(f"{len(texts)} texts but {len(surprisals)} surprisals")
+    if informative is not None and len(informative) != len(texts):
+        raise ValueError(f"{len(texts)} texts but {len(informative)} informative flags")
     if len(texts) == 0:
         return []
     s, unit = _check(surprisals, embeddings, baseline, sigma)
     c = _centroid(s, unit, baseline, sigma, centroid, params.spike_sigma)
     zones: list[Zone] = []
     for i, text in enumerate(texts):
-        live, reasons = _turn(i, text, s, unit, baseline, sigma, c, params)
+        live, reasons = _turn(i, text, s, unit, baseline, sigma, c, params, bool(informative and informative[i]))
         if zones and zones[-1].live == live:
             last = zones[-1]
             merged = last.reasons + tuple(r for r in reasons if r not in last.reasons)

@@ -29,6 +29,7 @@ import numpy as np
 import psycopg
 
 from mnemo import llm
+from mnemo.cognition.extraction import TurnText, extract, find_times
 from mnemo.cognition.flux import FluxArc, FluxParams, detect_arcs, flux_states, open_at_end
 from mnemo.cognition.salience import coherence_gain, detect_zones, score_block, ties_weight
 from mnemo.cognition.segments import Segment, segment
@@ -127,7 +128,7 @@ async def _render(
         baseline = float(ss.mean())
         sigma = max(float(ss.std()), cfg.night_min_sigma)
         final, peak = float(ss[-min(2, len(ss)) :].mean()), float(ss.max())
-    zones = detect_zones(lines, ss.tolist(), vv, baseline, sigma)
+    zones = detect_zones(lines, ss.tolist(), vv, baseline, sigma, informative=_informative(part))
     salience = score_block(ss.tolist(), vv, baseline, sigma)
     gain = coherence_gain(baseline, final)
     count = _count(rt)
@@ -185,6 +186,16 @@ async def _render(
         "ties_weight": ties_weight(salience, gain),
         "live_turns": live_turns,
     }
+
+
+def _informative(turns: Sequence[dict[str, Any]]) -> list[bool]:
+    """Turns that state new information (a first-person fact, preference, relation or dated event):
+    the seed's dead zones are "repetition or clarification without new information" (§3.5)."""
+    found = extract(
+        [TurnText(speaker=t.get("speaker"), role=t["role"], text=t["content"], at=t["created_at"]) for t in turns]
+    )
+    sources = {f.source for f in found.facts}
+    return [i in sources or bool(find_times(t["content"])) for i, t in enumerate(turns)]
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
