@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+import psycopg
 
 from mnemo.errors import ConfigurationError
 from mnemo.models import Scope, uuid7
@@ -38,7 +40,6 @@ from mnemo.night.logprobs import surprise_factory
 from mnemo.night.retention import retain
 from mnemo.night.surprise import score_turns
 from mnemo.runtime import Runtime
-from mnemo.store import curation as curation_rows
 from mnemo.store import night as night_rows
 from mnemo.upkeep import note_writes
 
@@ -182,61 +183,39 @@ async def _run(
         report.facts_new, report.facts_repeated, report.facts_closed = k.facts_new, k.facts_repeated, k.facts_closed
         report.triples_new = k.triples_new
 
-    # Scope-wide stages: the work and the stage's mark commit together.
-    if "insights" in stages and "insights" not in done:
-        async with rt.store.transaction() as conn:
-            i = await timed("insights", derive_insights(rt, conn, scope, run_id))
-            await night_rows.mark_stage(conn, scope.entity_id, run_id, "insights", asdict(i))
-        report.insights, report.narratives = i.insights, i.narratives
-        tick("insights", 1)(1)
-    elif "insights" in done:
-        report.insights = previous.get("insights", {}).get("insights", 0)
-        report.narratives = previous.get("insights", {}).get("narratives", 0)
-
-    if "curate" in stages and "curate" not in done:
+    async def scope_stage(stage: str, work: Callable[[psycopg.AsyncConnection], Awaitable[Any]]) -> dict[str, Any]:
+        """A scope-wide stage: its work and its mark commit together, once per run; a resumed run
+        that already did it gets what it recorded."""
+        if stage in done:
+            return dict(previous.get(stage, {}))
+        if stage not in stages:
+            return {}
         t0 = time.perf_counter()
         async with rt.store.transaction() as conn:
-            existing = await curation_rows.version_for_run(conn, scope.entity_id, scope.namespace, run_id)
-            version: int | None
-            if existing is None:
-                verdicts = await curator.plan(rt, conn, scope, as_of)
-                version = await curator.stage(conn, scope, verdicts, as_of=as_of, run_id=run_id)
-                counts = curator.counts(verdicts)
-            else:
-                version, counts = existing[0], previous.get("curate", {}).get("verdicts", {})
-            applied = False
-            if rt.settings.curator_apply and version is not None:
-                applied = await curator.apply(rt, conn, scope, version) is not None
-            await night_rows.mark_stage(
-                conn, scope.entity_id, run_id, "curate", {"version": version, "verdicts": counts, "applied": applied}
-            )
-        report.curation_version, report.verdicts, report.curation_applied = version, counts, applied
-        report.stage_seconds["curate"] = time.perf_counter() - t0
-        tick("curate", 1)(1)
-    elif "curate" in done:
-        part = previous.get("curate", {})
-        report.curation_version, report.verdicts = part.get("version"), part.get("verdicts", {})
-        report.curation_applied = bool(part.get("applied"))
+            result = await work(conn)
+            recorded = dict(result) if isinstance(result, dict) else asdict(result)
+            await night_rows.mark_stage(conn, scope.entity_id, run_id, stage, recorded)
+        report.stage_seconds[stage] = time.perf_counter() - t0
+        tick(stage, 1)(1)
+        return recorded
 
-    if "decay" in stages and "decay" not in done:
-        async with rt.store.transaction() as conn:
-            d = await timed("decay", decay(rt, conn, scope, as_of))
-            await night_rows.mark_stage(conn, scope.entity_id, run_id, "decay", asdict(d))
-        report.decayed_light, report.decayed_deep = d.light, d.deep
-        tick("decay", 1)(1)
-    elif "decay" in done:
-        report.decayed_light = previous.get("decay", {}).get("light", 0)
-        report.decayed_deep = previous.get("decay", {}).get("deep", 0)
+    async def curate(conn: psycopg.AsyncConnection) -> dict[str, Any]:
+        verdicts = await curator.plan(rt, conn, scope, as_of)
+        version = await curator.stage(conn, scope, verdicts, as_of=as_of, run_id=run_id)
+        applied = False
+        if rt.settings.curator_apply and version is not None:
+            applied = await curator.apply(rt, conn, scope, version) is not None
+        return {"version": version, "verdicts": curator.counts(verdicts), "applied": applied}
 
-    if "retention" in stages and "retention" not in done:
-        async with rt.store.transaction() as conn:
-            r = await timed("retention", retain(conn, rt.settings, scope, as_of))
-            await night_rows.mark_stage(conn, scope.entity_id, run_id, "retention", asdict(r))
-        report.turns_removed, report.blocks_archived = r.turns_removed, r.blocks_archived
-        tick("retention", 1)(1)
-    elif "retention" in done:
-        report.turns_removed = previous.get("retention", {}).get("turns_removed", 0)
-        report.blocks_archived = previous.get("retention", {}).get("blocks_archived", 0)
+    i = await scope_stage("insights", lambda conn: derive_insights(rt, conn, scope, run_id))
+    report.insights, report.narratives = i.get("insights", 0), i.get("narratives", 0)
+    c = await scope_stage("curate", curate)
+    report.curation_version, report.verdicts = c.get("version"), c.get("verdicts", {})
+    report.curation_applied = bool(c.get("applied"))
+    d = await scope_stage("decay", lambda conn: decay(rt, conn, scope, as_of))
+    report.decayed_light, report.decayed_deep = d.get("light", 0), d.get("deep", 0)
+    r = await scope_stage("retention", lambda conn: retain(conn, rt.settings, scope, as_of))
+    report.turns_removed, report.blocks_archived = r.get("turns_removed", 0), r.get("blocks_archived", 0)
 
     async with rt.store.transaction() as conn:
         await night_rows.mark_stage(conn, scope.entity_id, run_id, "summary", report.as_dict() | {"seconds": None})

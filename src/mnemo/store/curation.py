@@ -20,7 +20,6 @@ __all__ = [
     "candidates",
     "latest_version",
     "stage_version",
-    "version_for_run",
     "version_items",
     "version_state",
 ]
@@ -68,18 +67,6 @@ async def latest_version(conn: psycopg.AsyncConnection, entity_id: str, namespac
     )
     row = await cur.fetchone()
     return int(row[0]) if row else 0
-
-
-async def version_for_run(
-    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, run_id: uuid.UUID
-) -> tuple[int, str] | None:
-    cur = await conn.execute(
-        """SELECT version, status FROM mnemo.curation_versions
-           WHERE entity_id = %s AND namespace = %s AND run_id = %s""",
-        (entity_id, namespace, run_id),
-    )
-    row = await cur.fetchone()
-    return None if row is None else (int(row[0]), str(row[1]))
 
 
 async def stage_version(
