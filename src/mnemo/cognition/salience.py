@@ -65,6 +65,7 @@ __all__ = [
     "is_procedural",
     "score_block",
     "ties_weight",
+    "unit_vector",
 ]
 
 _EPS = 1e-9
@@ -125,7 +126,8 @@ def _p(surprisal: float, baseline: float, sigma: float) -> float:
     return _logistic((surprisal - baseline) / max(sigma, _EPS))
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
+def unit_vector(v: np.ndarray) -> np.ndarray:
+    """``v`` scaled to length 1 (a zero vector stays zero)."""
     norm = float(np.linalg.norm(v))
     return v / norm if norm > _EPS else np.zeros_like(v)
 
@@ -160,10 +162,10 @@ def _centroid(
         c = np.asarray(centroid, dtype=np.float64).reshape(-1)
         if c.shape[0] != unit.shape[1] or not np.all(np.isfinite(c)):
             raise ValueError(f"centroid must be a finite vector of length {unit.shape[1]}")
-        return _unit(c)
+        return unit_vector(c)
     spikes = s > baseline + spike_sigma * sigma
     rows = unit[spikes] if spikes.any() else unit[[int(np.argmax(s))]]
-    return _unit(rows.mean(axis=0))
+    return unit_vector(rows.mean(axis=0))
 
 
 def score_block(
@@ -185,7 +187,7 @@ def score_block(
     c = _centroid(s, unit, baseline, sigma, centroid, 2.0)
 
     def distance(v: np.ndarray) -> float:
-        return 1.0 - _sim(_unit(v), c)
+        return 1.0 - _sim(unit_vector(v), c)
 
     utterance: list[Salience] = []
     for i in range(n):
@@ -201,7 +203,7 @@ def score_block(
         else:
             exchange.append(utterance[i])
 
-    mean_vec = _unit(unit.mean(axis=0))
+    mean_vec = unit_vector(unit.mean(axis=0))
     theme = Salience(
         _p(float(s.mean()), baseline, sigma),
         float(np.mean([_sim(row, mean_vec) for row in unit])),

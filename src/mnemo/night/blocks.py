@@ -31,7 +31,7 @@ import psycopg
 from mnemo import llm
 from mnemo.cognition.extraction import TurnText, extract, find_times
 from mnemo.cognition.flux import FluxArc, FluxParams, detect_arcs, flux_states, open_at_end
-from mnemo.cognition.salience import coherence_gain, detect_zones, score_block, ties_weight
+from mnemo.cognition.salience import coherence_gain, detect_zones, score_block, ties_weight, unit_vector
 from mnemo.cognition.segments import Segment, segment
 from mnemo.cognition.summaries import extractive_summary
 from mnemo.embed import Embeddings, load_embedder
@@ -198,11 +198,6 @@ def _informative(turns: Sequence[dict[str, Any]]) -> list[bool]:
     return [i in sources or bool(find_times(t["content"])) for i, t in enumerate(turns)]
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
-    norm = float(np.linalg.norm(v))
-    return v / norm if norm > 0 else v
-
-
 async def _session(
     rt: Runtime,
     scope: Scope,
@@ -218,7 +213,7 @@ async def _session(
         if not turns:
             return 0
         vectors = await _turn_vectors(rt, conn, scope, turns)
-        opening = _unit(vectors[: min(3, len(turns))].mean(axis=0))
+        opening = unit_vector(vectors[: min(3, len(turns))].mean(axis=0))
         first_time = turns[0]["created_at"]
         candidates = [
             b
@@ -231,7 +226,7 @@ async def _session(
             tail_ids = [uuid.UUID(i) for i in block["open_arc_turns"]] or list(block["turn_ids"])[-5:]
             tail_vectors = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, tail_ids)
             if tail_vectors:
-                tails[block["id"]] = _unit(np.stack(list(tail_vectors.values())).mean(axis=0))
+                tails[block["id"]] = unit_vector(np.stack(list(tail_vectors.values())).mean(axis=0))
     s = np.asarray([float(t["surprisal"]) for t in turns], dtype=np.float64)
     params = FluxParams(
         baseline_window=cfg.night_baseline_window,
@@ -407,7 +402,7 @@ async def _thematic(
     matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
     links: list[tuple[uuid.UUID, uuid.UUID, str, float | None]] = []
     for block_id, vector in zip(block_ids, vectors, strict=True):
-        sims = matrix @ _unit(vector.astype(np.float64))
+        sims = matrix @ unit_vector(vector.astype(np.float64))
         for (other, _), sim in zip(pairs, sims, strict=True):
             if sim >= rt.settings.night_thematic_similarity:
                 links.append((block_id, other, "thematic", round(float(sim), 6)))

@@ -28,6 +28,7 @@ import psycopg
 from mnemo import dynamics, llm
 from mnemo.cognition.curation import Classification, CuratorPolicy, Provenance, Signals, classify
 from mnemo.cognition.gates import negation_conflict, substitution_conflict
+from mnemo.cognition.salience import unit_vector
 from mnemo.models import Scope
 from mnemo.runtime import Runtime
 from mnemo.store import curation as curation_rows
@@ -76,11 +77,6 @@ def _provenance(row: Mapping[str, Any]) -> Provenance:
     return "user"
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
-    norm = float(np.linalg.norm(v))
-    return v / norm if norm > 0 else v
-
-
 async def plan(
     rt: Runtime,
     conn: psycopg.AsyncConnection,
@@ -94,8 +90,8 @@ async def plan(
     if not rows:
         return []
     vectors = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, [r["id"] for r in rows])
-    units = {i: _unit(v.astype(np.float64)) for i, v in vectors.items()}
-    centroid = _unit(np.mean(list(units.values()), axis=0)) if units else None
+    units = {i: unit_vector(v.astype(np.float64)) for i, v in vectors.items()}
+    centroid = unit_vector(np.mean(list(units.values()), axis=0)) if units else None
     anchors = [(r, units[r["id"]]) for r in rows if r["anchored"] and r["id"] in units]
     out: list[Verdict] = []
     for row in rows:
