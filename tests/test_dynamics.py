@@ -11,11 +11,11 @@ import psycopg
 import pytest
 
 from mnemo import AsyncArchive, InvalidContentError, Scope, Settings
+from mnemo._dynamics import WeightRequest, change_weights
 from mnemo.cognition.relevance import COLD_START_ALPHAS
-from mnemo.dynamics import WeightRequest, change_weights
 from mnemo.embed import Embeddings
 from mnemo.models import RecallResult
-from mnemo.recall import recall
+from mnemo.recall.pipeline import recall
 
 ME = Scope("dyn", "test")
 

@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 from mnemo import AsyncArchive, Scope, Settings
 from mnemo.embed import Embeddings
-from mnemo.gate import flush, observe
 from mnemo.interfaces.cli import app
+from mnemo.write.gates import flush, observe
 
 ME = Scope("gate", "test")
 

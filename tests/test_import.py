@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from mnemo import AsyncArchive, MalformedImportError, Scope
-from mnemo.formats import detect_format, parse_locomo_date
+from mnemo.write.formats import detect_format, parse_locomo_date
 from tests.conftest import snapshot
 
 SCOPE = Scope("importer", "conv")

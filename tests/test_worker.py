@@ -23,12 +23,13 @@ import pytest
 from procrastinate.periodic import PeriodicDeferrer
 from typer.testing import CliRunner
 
-from mnemo import AsyncArchive, RecallResult, Refusal, Scope, Settings, ingest
+from mnemo import AsyncArchive, RecallResult, Refusal, Scope, Settings
 from mnemo.embed import Embeddings, load_embedder
-from mnemo.ingest import embed_turns
 from mnemo.interfaces.cli import app
-from mnemo.jobs import NIGHT_PERIODIC_ID, create_app, defer_night, run_worker
+from mnemo.interfaces.worker import NIGHT_PERIODIC_ID, create_app, defer_night, run_worker
 from mnemo.store import queue as queue_rows
+from mnemo.write import ingest
+from mnemo.write.ingest import embed_turns
 from tests.conftest import snapshot
 
 SCOPE = Scope("worker", "test")

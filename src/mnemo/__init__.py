@@ -6,12 +6,13 @@ scoring (ACT-R activation, Beta weights, recency, co-access spreading), scoped
 to an entity and namespace, and refuses rather than guesses.
 """
 
-from mnemo.archive import Archive, AsyncArchive, Status
-from mnemo.assemble import ContextBlock, ContextItem
+from mnemo._sync import Archive
+from mnemo.archive import AsyncArchive
 from mnemo.cognition.weights import StochasticWeight
 from mnemo.config import Settings
 from mnemo.errors import (
     AccessDeniedError,
+    AuthenticationError,
     ConfigurationError,
     ContentTooLargeError,
     DatabaseError,
@@ -19,6 +20,7 @@ from mnemo.errors import (
     DimensionMismatchError,
     EmbedderError,
     EmptyContentError,
+    EndpointError,
     ExtensionMissingError,
     InvalidContentError,
     InvalidInputError,
@@ -29,9 +31,31 @@ from mnemo.errors import (
     NotFoundError,
     UnknownItemError,
     UnknownScopeError,
+    WorkerError,
 )
-from mnemo.gate import FlushReport, GateOutcome, Observation
-from mnemo.models import Hit, ImportReport, Memory, MemoryHistory, RecallResult, Refusal, Scope, Turn, WeightChange
+from mnemo.models import (
+    Belief,
+    ContextBlock,
+    ContextItem,
+    Curation,
+    EntityFacts,
+    Fact,
+    FlushReport,
+    GateOutcome,
+    Hit,
+    ImportReport,
+    Memory,
+    MemoryHistory,
+    NightReport,
+    Observation,
+    RecallResult,
+    Refusal,
+    Scope,
+    Status,
+    Turn,
+    Verdict,
+    WeightChange,
+)
 
 __version__ = "0.1.0"
 
@@ -39,16 +63,22 @@ __all__ = [
     "AccessDeniedError",
     "Archive",
     "AsyncArchive",
+    "AuthenticationError",
+    "Belief",
     "ConfigurationError",
     "ContentTooLargeError",
     "ContextBlock",
     "ContextItem",
+    "Curation",
     "DatabaseError",
     "DatabaseUnavailableError",
     "DimensionMismatchError",
     "EmbedderError",
     "EmptyContentError",
+    "EndpointError",
+    "EntityFacts",
     "ExtensionMissingError",
+    "Fact",
     "FlushReport",
     "GateOutcome",
     "Hit",
@@ -61,6 +91,7 @@ __all__ = [
     "MemoryHistory",
     "MigrationError",
     "MnemoError",
+    "NightReport",
     "NotFoundError",
     "Observation",
     "RecallResult",
@@ -72,5 +103,7 @@ __all__ = [
     "Turn",
     "UnknownItemError",
     "UnknownScopeError",
+    "Verdict",
     "WeightChange",
+    "WorkerError",
 ]

@@ -20,35 +20,44 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import threading
 import uuid
-from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
-from mnemo import assemble as assemble_path
-from mnemo import gate as gate_path
-from mnemo import recall as recall_path
-from mnemo import reembed as reembed_path
-from mnemo import remember as write_path
-from mnemo import tokens as token_auth
-from mnemo.assemble import ContextBlock
+from mnemo import _access as token_auth
+from mnemo._runtime import Runtime
+from mnemo._validate import check_id
 from mnemo.config import Settings, load_settings
 from mnemo.embed import Embeddings, load_embedder
 from mnemo.errors import UnknownItemError, UnknownScopeError
-from mnemo.gate import FlushReport, Observation
-from mnemo.models import ImportReport, Memory, MemoryHistory, RecallResult, Refusal, Scope, Turn, WeightChange
+from mnemo.models import (
+    Belief,
+    ContextBlock,
+    Curation,
+    EntityFacts,
+    FlushReport,
+    ImportReport,
+    Memory,
+    MemoryHistory,
+    NightReport,
+    Observation,
+    RecallResult,
+    Refusal,
+    Scope,
+    Status,
+    Turn,
+    WeightChange,
+)
 from mnemo.night import api as night_api
 from mnemo.night import cycle as night_cycle
-from mnemo.night.api import Belief, Curation, EntityFacts
 from mnemo.night.cycle import STAGES as NIGHT_STAGES
-from mnemo.night.cycle import NightReport
 from mnemo.night.cycle import Progress as NightProgress
-from mnemo.runtime import Runtime
+from mnemo.recall import context as assemble_path
+from mnemo.recall import pipeline as recall_path
 from mnemo.store import Store
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import forget as forget_rows
@@ -56,41 +65,15 @@ from mnemo.store import scopes as scope_rows
 from mnemo.store import status as status_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.store.pool import redact
-from mnemo.validate import check_id
+from mnemo.write import gates as gate_path
+from mnemo.write import reembed as reembed_path
+from mnemo.write import remember as write_path
 
-__all__ = ["Archive", "AsyncArchive", "Status"]
+__all__ = ["AsyncArchive"]
 
 _log = logging.getLogger("mnemo")
 T = TypeVar("T")
 Progress = write_path.Progress
-
-
-@dataclass(frozen=True, slots=True)
-class Status:
-    """What ``mnemo status`` shows."""
-
-    database: str
-    embedded: bool
-    pgvector: str
-    embedder: str
-    vector_table: str
-    counts: Mapping[str, int]
-    vectors: Sequence[tuple[str, str, int]]
-    pending_reembed: int
-    queue: Mapping[str, int] = field(default_factory=dict)  # background jobs by status (todo, doing, failed, ...)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "database": self.database,
-            "embedded": self.embedded,
-            "pgvector": self.pgvector,
-            "embedder": self.embedder,
-            "vector_table": self.vector_table,
-            "counts": dict(self.counts),
-            "vectors": [{"table": t, "slug": s, "rows": n} for t, s, n in self.vectors],
-            "pending_reembed": self.pending_reembed,
-            "queue": dict(self.queue),
-        }
 
 
 class AsyncArchive:
@@ -509,129 +492,3 @@ class AsyncArchive:
         """Queue :meth:`reembed` for a background worker (``mnemo worker``); the job id, or None when
         a re-embed is already waiting."""
         return await reembed_path.defer(self._rt)
-
-
-class Archive:
-    """Blocking facade over :class:`AsyncArchive`; runs it on a private event-loop thread."""
-
-    def __init__(
-        self, settings: Settings | None = None, *, embeddings: Embeddings | None = None, **overrides: Any
-    ) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="mnemo-archive", daemon=True)
-        self._thread.start()
-        try:
-            self._archive = self._run(AsyncArchive.open(settings, embeddings=embeddings, **overrides))
-        except BaseException:
-            self._stop_loop()
-            raise
-
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
-
-    def _stop_loop(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
-        self._loop.close()
-
-    def __enter__(self) -> Archive:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self._loop.is_closed():
-            return
-        try:
-            self._run(self._archive.close())
-        finally:
-            self._stop_loop()
-
-    @property
-    def settings(self) -> Settings:
-        return self._archive.settings
-
-    @property
-    def pending_reembed(self) -> int:
-        return self._archive.pending_reembed
-
-    @property
-    def aio(self) -> AsyncArchive:
-        """The underlying :class:`AsyncArchive` (for use on this archive's own loop only)."""
-        return self._archive
-
-    def remember(self, scope: Scope, content: object, **kwargs: Any) -> Memory:
-        return self._run(self._archive.remember(scope, content, **kwargs))
-
-    def record_turn(self, scope: Scope, session: str, role: str, content: object, **kwargs: Any) -> Turn:
-        return self._run(self._archive.record_turn(scope, session, role, content, **kwargs))
-
-    def import_file(self, scope: Scope, path: str | Path, **kwargs: Any) -> ImportReport:
-        return self._run(self._archive.import_file(scope, path, **kwargs))
-
-    def recall(self, scope: Scope, query: object, k: int = 10, **kwargs: Any) -> RecallResult | Refusal:
-        return self._run(self._archive.recall(scope, query, k, **kwargs))
-
-    def context(self, scope: Scope, text: object, budget: int = 2000, **kwargs: Any) -> ContextBlock:
-        return self._run(self._archive.context(scope, text, budget, **kwargs))
-
-    def why(self, scope: Scope, memory_id: uuid.UUID | str) -> MemoryHistory:
-        return self._run(self._archive.why(scope, memory_id))
-
-    def observe(self, scope: Scope, content: object, **kwargs: Any) -> Observation:
-        return self._run(self._archive.observe(scope, content, **kwargs))
-
-    def flush(self, scope: Scope, **kwargs: Any) -> FlushReport:
-        return self._run(self._archive.flush(scope, **kwargs))
-
-    def health(self) -> str | None:
-        return self._run(self._archive.health())
-
-    def create_token(self, entity_id: str, **kwargs: Any) -> tuple[str, uuid.UUID]:
-        return self._run(self._archive.create_token(entity_id, **kwargs))
-
-    def revoke_token(self, entity_id: str, token_id: uuid.UUID | str) -> bool:
-        return self._run(self._archive.revoke_token(entity_id, token_id))
-
-    def forget(self, scope: Scope, item_id: uuid.UUID | str) -> dict[str, int]:
-        return self._run(self._archive.forget(scope, item_id))
-
-    def purge(self, scope: Scope) -> dict[str, int]:
-        return self._run(self._archive.purge(scope))
-
-    def create_scope(self, scope: Scope) -> None:
-        self._run(self._archive.create_scope(scope))
-
-    def grant(self, scope: Scope, grantee: str) -> bool:
-        return self._run(self._archive.grant(scope, grantee))
-
-    def revoke(self, scope: Scope, grantee: str) -> bool:
-        return self._run(self._archive.revoke(scope, grantee))
-
-    def status(self) -> Status:
-        return self._run(self._archive.status())
-
-    def night_cycle(self, scope: Scope, **kwargs: Any) -> NightReport:
-        return self._run(self._archive.night_cycle(scope, **kwargs))
-
-    def night_scopes(self) -> list[Scope]:
-        return self._run(self._archive.night_scopes())
-
-    def curate(self, scope: Scope, **kwargs: Any) -> Curation:
-        return self._run(self._archive.curate(scope, **kwargs))
-
-    def apply_curation(self, scope: Scope, version: int) -> int:
-        return self._run(self._archive.apply_curation(scope, version))
-
-    def facts(self, scope: Scope, entity: str) -> EntityFacts:
-        return self._run(self._archive.facts(scope, entity))
-
-    def why_do_i_believe(self, scope: Scope, memory_id: uuid.UUID | str) -> tuple[Belief, ...]:
-        return self._run(self._archive.why_do_i_believe(scope, memory_id))
-
-    def reembed(self, **kwargs: Any) -> int:
-        return self._run(self._archive.reembed(**kwargs))
-
-    def defer_reembed(self) -> int | None:
-        return self._run(self._archive.defer_reembed())

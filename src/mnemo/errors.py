@@ -13,6 +13,8 @@ before anything is written, so a failed call leaves the archive unchanged.
     │   ├── ExtensionMissingError       pgvector missing, too old or not installable
     │   └── MigrationError              schema migrations cannot be applied
     ├── EmbedderError               the embedding model cannot be loaded or used
+    ├── EndpointError               an optional model endpoint (surprisal log-probabilities) failed
+    ├── WorkerError                 a background task cannot run (outside ``mnemo worker``)
     ├── InvalidInputError (ValueError)
     │   ├── EmptyContentError           empty or whitespace-only text
     │   ├── ContentTooLargeError        text over ``max_content_chars``
@@ -23,13 +25,21 @@ before anything is written, so a failed call leaves the archive unchanged.
     ├── NotFoundError (LookupError)
     │   ├── UnknownScopeError           a scope that holds nothing yet
     │   └── UnknownItemError            an id that does not exist in the scope
+    ├── AuthenticationError         a missing, malformed, unknown or revoked bearer token
     └── AccessDeniedError           a cross-entity read without a grant
+
+``DatabaseError`` is also what any unexpected driver error becomes: the store
+converts every ``psycopg`` error in the one place it hands out connections
+(``store.pool.Store.connection``/``transaction``), so a lost connection or a
+pool time-out reaches the caller as ``DatabaseUnavailableError`` and anything
+else as ``DatabaseError``, both raised ``from`` the driver's exception.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "AccessDeniedError",
+    "AuthenticationError",
     "ConfigurationError",
     "ContentTooLargeError",
     "DatabaseError",
@@ -37,6 +47,7 @@ __all__ = [
     "DimensionMismatchError",
     "EmbedderError",
     "EmptyContentError",
+    "EndpointError",
     "ExtensionMissingError",
     "InvalidContentError",
     "InvalidInputError",
@@ -47,6 +58,7 @@ __all__ = [
     "NotFoundError",
     "UnknownItemError",
     "UnknownScopeError",
+    "WorkerError",
 ]
 
 
@@ -76,6 +88,14 @@ class MigrationError(DatabaseError):
 
 class EmbedderError(MnemoError):
     """The embedding model cannot be loaded or failed."""
+
+
+class EndpointError(MnemoError):
+    """An optional model endpoint failed or answered something unusable (the caller falls back offline)."""
+
+
+class WorkerError(MnemoError):
+    """A background task cannot run: mnemo's tasks run inside ``mnemo worker``, which opens the archive."""
 
 
 class InvalidInputError(MnemoError, ValueError):
@@ -124,6 +144,10 @@ class UnknownScopeError(NotFoundError):
 
 class UnknownItemError(NotFoundError):
     """No item with that id exists in the scope."""
+
+
+class AuthenticationError(MnemoError):
+    """A missing, malformed, unknown or revoked bearer token."""
 
 
 class AccessDeniedError(MnemoError):

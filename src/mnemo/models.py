@@ -12,25 +12,38 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from mnemo.cognition.curation import Classification
 from mnemo.errors import InvalidScopeError
 
 __all__ = [
     "MEMORY_KINDS",
     "MEMORY_STATUSES",
     "ROLES",
+    "Belief",
+    "ContextBlock",
+    "ContextItem",
+    "Curation",
+    "EntityFacts",
+    "Fact",
+    "FlushReport",
+    "GateOutcome",
     "Hit",
     "ImportReport",
     "Memory",
     "MemoryHistory",
+    "NightReport",
+    "Observation",
     "RecallResult",
     "Refusal",
     "Scope",
+    "Status",
     "Turn",
+    "Verdict",
     "WeightChange",
     "uuid7",
 ]
@@ -49,6 +62,7 @@ MEMORY_KINDS = (
 MEMORY_STATUSES = ("candidate", "active", "archived", "pruned")
 ROLES = ("user", "assistant", "system", "tool")
 ItemKind = Literal["turn", "memory"]
+Track = Literal["anchored", "identity", "situational"]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,127}$")
 
@@ -309,3 +323,231 @@ def uuid7() -> uuid.UUID:
     rand_b = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
     value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | seq << 64 | 0b10 << 62 | rand_b
     return uuid.UUID(int=value)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    memory_id: uuid.UUID
+    kind: str
+    content: str
+    from_status: str
+    to_status: str
+    classification: Classification
+
+    @property
+    def changes(self) -> bool:
+        return self.from_status != self.to_status or self.classification.verdict == "promote"
+
+    def item(self) -> dict[str, Any]:
+        return {
+            "memory_id": self.memory_id,
+            "verdict": self.classification.verdict,
+            "score": self.classification.score,
+            "reasons": self.classification.reasons,
+            "from_status": self.from_status,
+            "to_status": self.to_status,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """What ``mnemo status`` shows."""
+
+    database: str
+    embedded: bool
+    pgvector: str
+    embedder: str
+    vector_table: str
+    counts: Mapping[str, int]
+    vectors: Sequence[tuple[str, str, int]]
+    pending_reembed: int
+    queue: Mapping[str, int] = field(default_factory=dict)  # background jobs by status (todo, doing, failed, ...)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "database": self.database,
+            "embedded": self.embedded,
+            "pgvector": self.pgvector,
+            "embedder": self.embedder,
+            "vector_table": self.vector_table,
+            "counts": dict(self.counts),
+            "vectors": [{"table": t, "slug": s, "rows": n} for t, s, n in self.vectors],
+            "pending_reembed": self.pending_reembed,
+            "queue": dict(self.queue),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ContextItem:
+    id: uuid.UUID
+    track: Track
+    mode: Literal["full", "compressed"]
+    text: str  # the rendered line
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBlock:
+    """The context to prepend: ``text``, what went into it, and its size."""
+
+    scope: Scope
+    text: str
+    tokens: int
+    budget: int
+    items: tuple[ContextItem, ...]
+    refused: bool  # recall found nothing reliable for the attention text
+
+    @property
+    def over_budget(self) -> bool:
+        return self.tokens > self.budget
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "scope": str(self.scope),
+            "text": self.text,
+            "tokens": self.tokens,
+            "budget": self.budget,
+            "refused": self.refused,
+            "items": [
+                {"id": str(i.id), "track": i.track, "mode": i.mode, "tokens": i.tokens, "text": i.text}
+                for i in self.items
+            ],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GateOutcome:
+    """One exit-gate decision."""
+
+    item_id: uuid.UUID
+    content: str
+    action: str  # drop, skip, buffer, persist, reinforce, persist_flag, expired
+    reason: str
+    relevance: float | None = None
+    similarity: float | None = None
+    related_id: uuid.UUID | None = None
+    contradiction: str | None = None  # the layer that found it: negation, substitution, embedding, llm
+    memory_id: uuid.UUID | None = None  # the memory persisted, reinforced or flagged
+
+
+@dataclass(frozen=True, slots=True)
+class FlushReport:
+    scope: Scope
+    outcomes: tuple[GateOutcome, ...]
+
+    def count(self, action: str) -> int:
+        return sum(1 for o in self.outcomes if o.action == action)
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What the entry gate did with one item, and the flush it triggered, if any."""
+
+    item_id: uuid.UUID
+    action: str  # skip or buffer
+    reason: str
+    flushed: FlushReport | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Curation:
+    """A curation plan (``version`` None on a dry run, or when nothing would change) and what it
+    would change or changed."""
+
+    scope: Scope
+    version: int | None
+    applied: bool
+    counts: dict[str, int]
+    changes: tuple[Verdict, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    attribute: str
+    value: str
+    kind: str
+    confidence: float
+    mention_count: int
+    valid_from: datetime | None
+    valid_to: datetime | None
+    source: str
+    provenance: tuple[uuid.UUID, ...]
+
+    @property
+    def current(self) -> bool:
+        return self.valid_to is None
+
+
+@dataclass(frozen=True, slots=True)
+class EntityFacts:
+    name: str
+    mention_count: int
+    facts: tuple[Fact, ...]
+    triples: tuple[tuple[str, str, int], ...]  # (predicate, object, mentions), open ones
+
+    @property
+    def current(self) -> tuple[Fact, ...]:
+        return tuple(f for f in self.facts if f.current)
+
+    @property
+    def past(self) -> tuple[Fact, ...]:
+        return tuple(f for f in self.facts if not f.current)
+
+
+@dataclass(frozen=True, slots=True)
+class Belief:
+    """One step of a derivation chain: ``id`` was derived from ``parent``'s sources."""
+
+    depth: int
+    parent: uuid.UUID
+    id: uuid.UUID
+    kind: str
+    content: str | None  # None: forgotten (a turn past retention shows its block, kind "block")
+    status: str | None
+
+
+@dataclass(slots=True)
+class NightReport:
+    """What one night cycle did in one scope."""
+
+    scope: Scope
+    run_id: uuid.UUID
+    as_of: datetime
+    resumed: bool = False
+    turns: int = 0
+    turns_scored: int = 0
+    sessions: int = 0
+    blocks: int = 0
+    arcs: int = 0
+    open_arcs: int = 0
+    continuations: int = 0
+    live_turns: int = 0
+    facts_new: int = 0
+    facts_repeated: int = 0
+    facts_closed: int = 0
+    triples_new: int = 0
+    insights: int = 0
+    narratives: int = 0
+    curation_version: int | None = None
+    curation_applied: bool = False
+    verdicts: dict[str, int] = field(default_factory=dict)
+    decayed_light: int = 0
+    decayed_deep: int = 0
+    turns_removed: int = 0
+    blocks_archived: int = 0
+    seconds: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    skipped: tuple[str, ...] = ()
+
+    @property
+    def turns_per_second(self) -> float:
+        return self.turns / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["scope"] = str(self.scope)
+        out["run_id"] = str(self.run_id)
+        out["as_of"] = self.as_of.isoformat()
+        out["turns_per_second"] = self.turns_per_second
+        out["skipped"] = list(self.skipped)
+        return out

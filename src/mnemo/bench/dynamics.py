@@ -37,7 +37,7 @@ from mnemo.archive import AsyncArchive
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.models import Scope
-from mnemo.recall import recall
+from mnemo.recall.pipeline import recall
 
 __all__ = ["run_dynamics"]
 

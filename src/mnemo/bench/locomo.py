@@ -39,10 +39,10 @@ from mnemo.cognition.fusion import rrf
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.errors import MalformedImportError
-from mnemo.formats import TurnInput, parse_locomo
 from mnemo.models import Scope
-from mnemo.remember import import_turns
 from mnemo.store import night as night_rows
+from mnemo.write.formats import TurnInput, parse_locomo
+from mnemo.write.remember import import_turns
 
 __all__ = ["BUDGETS", "CATEGORIES", "KS", "Conversation", "load_locomo", "run_locomo"]
 

@@ -34,10 +34,10 @@ from mnemo.archive import AsyncArchive
 from mnemo.bench.metrics import percentile
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
-from mnemo.formats import TurnInput, parse_locomo
 from mnemo.models import Scope
-from mnemo.remember import import_turns
 from mnemo.store import vectors as vector_rows
+from mnemo.write.formats import TurnInput, parse_locomo
+from mnemo.write.remember import import_turns
 
 __all__ = ["build_corpus", "run_perf"]
 

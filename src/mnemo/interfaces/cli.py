@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mnemo.archive import Archive
+from mnemo._sync import Archive
 from mnemo.errors import MnemoError
 from mnemo.models import MEMORY_KINDS, Hit, RecallResult, Refusal, Scope
 from mnemo.night.cycle import STAGES as NIGHT_STAGES
@@ -511,7 +511,7 @@ def worker(
     Run more workers, here or on other machines, to scale out."""
     import asyncio
 
-    from mnemo.jobs import run_worker
+    from mnemo.interfaces.worker import run_worker
 
     level = logging.INFO if verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)

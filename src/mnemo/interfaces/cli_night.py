@@ -13,12 +13,11 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from mnemo._validate import to_utc
 from mnemo.errors import InvalidContentError
 from mnemo.interfaces.cli import EntityOpt, JsonOpt, NamespaceOpt, _fail_cleanly, _open, app, err, out
-from mnemo.models import Scope
-from mnemo.night.api import Curation
-from mnemo.night.cycle import STAGES, NightReport
-from mnemo.validate import to_utc
+from mnemo.models import Curation, NightReport, Scope
+from mnemo.night.cycle import STAGES
 
 __all__: list[str] = []
 

@@ -17,18 +17,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from mnemo import tokens
 from mnemo.archive import AsyncArchive
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.errors import (
     AccessDeniedError,
+    AuthenticationError,
     ContentTooLargeError,
     InvalidInputError,
     InvalidScopeError,
     MnemoError,
     NotFoundError,
 )
+from mnemo.interfaces import auth as tokens
 from mnemo.models import Hit, Refusal, Scope
 
 __all__ = ["MAX_BODY_BYTES", "create_app"]
@@ -36,7 +37,7 @@ __all__ = ["MAX_BODY_BYTES", "create_app"]
 MAX_BODY_BYTES = 256 * 1024
 
 _STATUS: list[tuple[type[Exception], int, str]] = [
-    (tokens.AuthenticationError, 401, "unauthenticated"),
+    (AuthenticationError, 401, "unauthenticated"),
     (AccessDeniedError, 403, "forbidden"),
     (NotFoundError, 404, "not_found"),
     (ContentTooLargeError, 413, "too_large"),
@@ -139,7 +140,7 @@ def create_app(settings: Settings, *, embeddings: Embeddings | None = None) -> F
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            raise tokens.AuthenticationError(
+            raise AuthenticationError(
                 "send 'Authorization: Bearer <token>' (create one with mnemo token create)"
             )
         return await tokens.verify(archive().runtime, token.strip())

@@ -28,10 +28,10 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from mnemo import tokens
 from mnemo.archive import AsyncArchive
 from mnemo.config import Settings
 from mnemo.errors import MnemoError
+from mnemo.interfaces import auth as tokens
 from mnemo.models import MEMORY_KINDS, Refusal, Scope
 
 __all__ = ["build_server"]

@@ -9,20 +9,19 @@ sources).
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from mnemo._runtime import Runtime
+from mnemo._validate import check_content, check_id
 from mnemo.cognition.extraction import normalise
 from mnemo.errors import InvalidContentError, UnknownItemError, UnknownScopeError
-from mnemo.models import Scope
+from mnemo.models import Belief, Curation, EntityFacts, Fact, Scope
 from mnemo.night import curator
-from mnemo.runtime import Runtime
 from mnemo.store import curation as curation_rows
 from mnemo.store import knowledge as knowledge_rows
 from mnemo.store import night as night_rows
 from mnemo.store import queue as queue_rows
 from mnemo.store import scopes as scope_rows
-from mnemo.validate import check_content, check_id
 
 __all__ = [
     "Belief",
@@ -36,63 +35,6 @@ __all__ = [
     "owned",
     "why_do_i_believe",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Curation:
-    """A curation plan (``version`` None on a dry run, or when nothing would change) and what it
-    would change or changed."""
-
-    scope: Scope
-    version: int | None
-    applied: bool
-    counts: dict[str, int]
-    changes: tuple[curator.Verdict, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Fact:
-    attribute: str
-    value: str
-    kind: str
-    confidence: float
-    mention_count: int
-    valid_from: datetime | None
-    valid_to: datetime | None
-    source: str
-    provenance: tuple[uuid.UUID, ...]
-
-    @property
-    def current(self) -> bool:
-        return self.valid_to is None
-
-
-@dataclass(frozen=True, slots=True)
-class EntityFacts:
-    name: str
-    mention_count: int
-    facts: tuple[Fact, ...]
-    triples: tuple[tuple[str, str, int], ...]  # (predicate, object, mentions), open ones
-
-    @property
-    def current(self) -> tuple[Fact, ...]:
-        return tuple(f for f in self.facts if f.current)
-
-    @property
-    def past(self) -> tuple[Fact, ...]:
-        return tuple(f for f in self.facts if not f.current)
-
-
-@dataclass(frozen=True, slots=True)
-class Belief:
-    """One step of a derivation chain: ``id`` was derived from ``parent``'s sources."""
-
-    depth: int
-    parent: uuid.UUID
-    id: uuid.UUID
-    kind: str
-    content: str | None  # None: forgotten (a turn past retention shows its block, kind "block")
-    status: str | None
 
 
 async def owned(rt: Runtime, scope: Scope) -> None:

@@ -29,6 +29,7 @@ import numpy as np
 import psycopg
 
 from mnemo import llm
+from mnemo._runtime import Runtime
 from mnemo.cognition.extraction import TurnText, extract, find_times
 from mnemo.cognition.flux import FluxArc, FluxParams, detect_arcs, flux_states, open_at_end
 from mnemo.cognition.salience import coherence_gain, detect_zones, score_block, ties_weight, unit_vector
@@ -36,10 +37,9 @@ from mnemo.cognition.segments import Segment, segment
 from mnemo.cognition.summaries import extractive_summary
 from mnemo.embed import Embeddings, load_embedder
 from mnemo.models import Scope, uuid7
-from mnemo.remember import memory_row, store_memory
-from mnemo.runtime import Runtime
 from mnemo.store import night as night_rows
 from mnemo.store import vectors as vector_rows
+from mnemo.write.remember import memory_row, store_memory
 
 __all__ = ["BlockStats", "build_blocks"]
 

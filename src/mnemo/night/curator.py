@@ -18,19 +18,19 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 import psycopg
 
-from mnemo import dynamics, llm
-from mnemo.cognition.curation import Classification, CuratorPolicy, Provenance, Signals, classify
+from mnemo import _dynamics as dynamics
+from mnemo import llm
+from mnemo._runtime import Runtime
+from mnemo.cognition.curation import CuratorPolicy, Provenance, Signals, classify
 from mnemo.cognition.gates import negation_conflict, substitution_conflict
 from mnemo.cognition.salience import unit_vector
-from mnemo.models import Scope
-from mnemo.runtime import Runtime
+from mnemo.models import Scope, Verdict
 from mnemo.store import curation as curation_rows
 from mnemo.store import vectors as vector_rows
 
@@ -39,30 +39,6 @@ __all__ = ["PROMOTE_GAIN", "Verdict", "apply", "plan", "stage"]
 PROMOTE_GAIN = 2.0  # cognitive-plan §4.3: a pattern seen often gets reinforce(2.0)
 _TARGET = {"promote": "active", "keep": "active", "archive": "archived", "prune": "pruned", "quarantine": "quarantined"}
 _ANCHOR_SIMILARITY = 0.6  # a candidate this close to an anchored memory is checked for contradiction
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    memory_id: uuid.UUID
-    kind: str
-    content: str
-    from_status: str
-    to_status: str
-    classification: Classification
-
-    @property
-    def changes(self) -> bool:
-        return self.from_status != self.to_status or self.classification.verdict == "promote"
-
-    def item(self) -> dict[str, Any]:
-        return {
-            "memory_id": self.memory_id,
-            "verdict": self.classification.verdict,
-            "score": self.classification.score,
-            "reasons": self.classification.reasons,
-            "from_status": self.from_status,
-            "to_status": self.to_status,
-        }
 
 
 def _provenance(row: Mapping[str, Any]) -> Provenance:

@@ -21,16 +21,17 @@ How that holds:
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
 
-from mnemo.errors import ConfigurationError
-from mnemo.models import Scope, uuid7
+from mnemo._runtime import Runtime
+from mnemo._upkeep import note_writes
+from mnemo.errors import ConfigurationError, InvalidContentError
+from mnemo.models import NightReport, Scope, uuid7
 from mnemo.night import curator
 from mnemo.night.blocks import build_blocks
 from mnemo.night.decay import decay
@@ -39,9 +40,7 @@ from mnemo.night.knowledge import extract_knowledge
 from mnemo.night.logprobs import surprise_factory
 from mnemo.night.retention import retain
 from mnemo.night.surprise import score_turns
-from mnemo.runtime import Runtime
 from mnemo.store import night as night_rows
-from mnemo.upkeep import note_writes
 
 __all__ = ["STAGES", "NightReport", "run_night"]
 
@@ -49,53 +48,6 @@ STAGES = ("surprisal", "blocks", "knowledge", "insights", "curate", "decay", "re
 
 #: ``progress(stage, done, total)``: work units done so far in a stage (turns, or 1 for scope-wide ones).
 Progress = Callable[[str, int, int], None]
-
-
-@dataclass(slots=True)
-class NightReport:
-    """What one night cycle did in one scope."""
-
-    scope: Scope
-    run_id: uuid.UUID
-    as_of: datetime
-    resumed: bool = False
-    turns: int = 0
-    turns_scored: int = 0
-    sessions: int = 0
-    blocks: int = 0
-    arcs: int = 0
-    open_arcs: int = 0
-    continuations: int = 0
-    live_turns: int = 0
-    facts_new: int = 0
-    facts_repeated: int = 0
-    facts_closed: int = 0
-    triples_new: int = 0
-    insights: int = 0
-    narratives: int = 0
-    curation_version: int | None = None
-    curation_applied: bool = False
-    verdicts: dict[str, int] = field(default_factory=dict)
-    decayed_light: int = 0
-    decayed_deep: int = 0
-    turns_removed: int = 0
-    blocks_archived: int = 0
-    seconds: float = 0.0
-    stage_seconds: dict[str, float] = field(default_factory=dict)
-    skipped: tuple[str, ...] = ()
-
-    @property
-    def turns_per_second(self) -> float:
-        return self.turns / self.seconds if self.seconds > 0 else 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["scope"] = str(self.scope)
-        out["run_id"] = str(self.run_id)
-        out["as_of"] = self.as_of.isoformat()
-        out["turns_per_second"] = self.turns_per_second
-        out["skipped"] = list(self.skipped)
-        return out
 
 
 async def run_night(
@@ -109,7 +61,7 @@ async def run_night(
     """Run (or resume) the night cycle for ``scope``; see the module docstring."""
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
-        raise ValueError(f"unknown night stages {unknown}; choose from {STAGES}")
+        raise InvalidContentError(f"unknown night stages {unknown}; choose from {STAGES}")
     if rt.settings.pool_max_size < 2:
         raise ConfigurationError(
             "the night cycle needs pool_max_size >= 2: one connection holds the scope's lock while the stages work"

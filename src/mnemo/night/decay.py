@@ -16,10 +16,10 @@ from datetime import datetime
 
 import psycopg
 
-from mnemo import dynamics
+from mnemo import _dynamics as dynamics
+from mnemo._runtime import Runtime
 from mnemo.cognition.curation import DecayPolicy, decay_amount
 from mnemo.models import Scope
-from mnemo.runtime import Runtime
 from mnemo.store import night as night_rows
 
 __all__ = ["DecayStats", "decay"]

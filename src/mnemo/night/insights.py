@@ -20,14 +20,15 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from mnemo import dynamics, llm
+from mnemo import _dynamics as dynamics
+from mnemo import llm
+from mnemo._runtime import Runtime
 from mnemo.cognition.gates import negation_conflict
 from mnemo.cognition.summaries import offline_insight, offline_narrative
 from mnemo.models import Scope, uuid7
-from mnemo.remember import memory_row, store_memory
-from mnemo.runtime import Runtime
 from mnemo.store import night as night_rows
 from mnemo.store import vectors as vector_rows
+from mnemo.write.remember import memory_row, store_memory
 
 __all__ = ["InsightStats", "clusters", "derive_insights"]
 

@@ -28,7 +28,9 @@ from typing import Any
 
 import psycopg
 
-from mnemo import dynamics, llm
+from mnemo import _dynamics as dynamics
+from mnemo import llm
+from mnemo._runtime import Runtime
 from mnemo.cognition.extraction import (
     Extraction,
     FactCandidate,
@@ -40,10 +42,9 @@ from mnemo.cognition.extraction import (
     triple_hash,
 )
 from mnemo.models import Scope, uuid7
-from mnemo.remember import memory_row, store_memory, supersede
-from mnemo.runtime import Runtime
 from mnemo.store import knowledge as knowledge_rows
 from mnemo.store import night as night_rows
+from mnemo.write.remember import memory_row, store_memory, supersede
 
 __all__ = ["KnowledgeStats", "extract_knowledge", "fact_text"]
 

@@ -29,6 +29,7 @@ import httpx
 
 from mnemo.cognition.surprisal import LogprobSurprise, NGramModel, SurpriseModel
 from mnemo.config import Settings
+from mnemo.errors import EndpointError
 
 __all__ = ["MAX_CONSECUTIVE_FAILURES", "SurprisalEndpointError", "endpoint_logprobs", "surprise_factory"]
 
@@ -36,7 +37,7 @@ MAX_CONSECUTIVE_FAILURES = 3
 _SNIPPET = 200  # characters of an error response quoted in the exception
 
 
-class SurprisalEndpointError(RuntimeError):
+class SurprisalEndpointError(EndpointError):
     """The surprisal endpoint did not return usable token log-probabilities for a text."""
 
 

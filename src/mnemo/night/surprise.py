@@ -17,9 +17,9 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
+from mnemo._runtime import Runtime
 from mnemo.cognition.surprisal import LogprobSurprise, NGramModel, SurpriseModel, score_stream
 from mnemo.models import Scope
-from mnemo.runtime import Runtime
 from mnemo.store import night as night_rows
 
 __all__ = ["STATE_KEY", "score_turns"]

@@ -9,7 +9,7 @@ the same database).
 Tasks (names and queues in :mod:`mnemo.store.queue`):
 
 - ``mnemo.embed_turns`` (queue ``ingest``): embeds turns written with
-  ``ingest_mode = "async"`` (:mod:`mnemo.ingest`); idempotent, retried on failure.
+  ``ingest_mode = "async"`` (:mod:`mnemo.write.ingest`); idempotent, retried on failure.
 - ``mnemo.reembed`` (queue ``maintenance``): :meth:`AsyncArchive.reembed`, queued by
   ``mnemo reembed --background``; one at a time (lock), at most one waiting.
 - ``mnemo.night_cycle`` (queue ``night``): periodic, cron ``Settings.night_cron``
@@ -56,14 +56,14 @@ import procrastinate
 import psycopg
 from procrastinate import JobContext, exceptions
 
-from mnemo import ingest
+from mnemo._runtime import Runtime
 from mnemo.archive import AsyncArchive
 from mnemo.config import Settings, load_settings
 from mnemo.embed import Embeddings
-from mnemo.errors import ConfigurationError
+from mnemo.errors import ConfigurationError, WorkerError
 from mnemo.models import Scope
-from mnemo.runtime import Runtime
 from mnemo.store import queue as queue_rows
+from mnemo.write import ingest
 
 __all__ = ["create_app", "defer_night", "defer_night_scope", "retry_stalled", "run_worker"]
 
@@ -105,7 +105,9 @@ def create_app(settings: Settings, database_url: str, *, pool_max_size: int = 4)
 def _archive(context: JobContext) -> AsyncArchive:
     archive = context.additional_context.get("archive")
     if not isinstance(archive, AsyncArchive):
-        raise RuntimeError("mnemo tasks run inside `mnemo worker` (mnemo.jobs.run_worker), which opens the archive")
+        raise WorkerError(
+            "mnemo tasks run inside `mnemo worker` (mnemo.interfaces.worker.run_worker), which opens the archive"
+        )
     return archive
 
 

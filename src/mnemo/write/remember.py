@@ -23,19 +23,20 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from mnemo import dynamics, ingest
+from mnemo import _dynamics as dynamics
+from mnemo._runtime import Runtime
+from mnemo._upkeep import note_writes
+from mnemo._validate import check_content, check_id, check_kind, check_role, check_session, check_vector, to_utc
 from mnemo.errors import InvalidContentError, MalformedImportError, UnknownScopeError
-from mnemo.formats import TurnInput, detect_format, parse_file
 from mnemo.models import ImportReport, Memory, Scope, Turn, uuid7
-from mnemo.runtime import Runtime
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import lexicon
 from mnemo.store import memories as memory_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import turns as turn_rows
 from mnemo.store import vectors as vector_rows
-from mnemo.upkeep import note_writes
-from mnemo.validate import check_content, check_id, check_kind, check_role, check_session, check_vector, to_utc
+from mnemo.write import ingest
+from mnemo.write.formats import TurnInput, detect_format, parse_file
 
 __all__ = ["ensure_scope", "import_file", "import_turns", "record_turn", "remember", "store_memory"]
 
@@ -250,7 +251,7 @@ async def import_turns(
     """Write many turns in one transaction (COPY when ``bulk``); all or nothing.
 
     With ``ingest_mode = "async"`` and no ``vectors`` given, the turns are stored without vectors
-    and their embed jobs are queued in the same transaction (:mod:`mnemo.ingest`).
+    and their embed jobs are queued in the same transaction (:mod:`mnemo.write.ingest`).
     """
     if not turns:
         return []

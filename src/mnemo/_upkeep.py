@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 
-from mnemo.runtime import Runtime
+from mnemo._runtime import Runtime
 from mnemo.store import status as status_rows
 
 __all__ = ["note_writes"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mnemo.runtime import Runtime
+from mnemo._runtime import Runtime
 from mnemo.store import queue as queue_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import status as meta_rows

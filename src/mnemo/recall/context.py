@@ -28,69 +28,28 @@ from __future__ import annotations
 
 import random
 import re
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
 
-from mnemo import recall as recall_path
+from mnemo._dynamics import mutate_after_recall, weight_of
+from mnemo._runtime import Runtime
+from mnemo._upkeep import note_writes
+from mnemo._validate import check_content
 from mnemo.cognition.context import Candidate, pack_situational, roll_identity
-from mnemo.dynamics import mutate_after_recall, weight_of
 from mnemo.errors import InvalidContentError
-from mnemo.models import Hit, Scope
-from mnemo.runtime import Runtime
+from mnemo.models import ContextBlock, ContextItem, Hit, Scope
+from mnemo.recall import pipeline as recall_path
 from mnemo.store import dynamics as dynamic_rows
-from mnemo.upkeep import note_writes
-from mnemo.validate import check_content
 
 __all__ = ["ContextBlock", "ContextItem", "assemble", "compress"]
 
-Track = Literal["anchored", "identity", "situational"]
+
 HEADERS = {
     "anchored": "## Always true",
     "identity": "## Who I am and what I value",
     "situational": "## Relevant memories",
 }
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-
-
-@dataclass(frozen=True, slots=True)
-class ContextItem:
-    id: uuid.UUID
-    track: Track
-    mode: Literal["full", "compressed"]
-    text: str  # the rendered line
-    tokens: int
-
-
-@dataclass(frozen=True, slots=True)
-class ContextBlock:
-    """The context to prepend: ``text``, what went into it, and its size."""
-
-    scope: Scope
-    text: str
-    tokens: int
-    budget: int
-    items: tuple[ContextItem, ...]
-    refused: bool  # recall found nothing reliable for the attention text
-
-    @property
-    def over_budget(self) -> bool:
-        return self.tokens > self.budget
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "scope": str(self.scope),
-            "text": self.text,
-            "tokens": self.tokens,
-            "budget": self.budget,
-            "refused": self.refused,
-            "items": [
-                {"id": str(i.id), "track": i.track, "mode": i.mode, "tokens": i.tokens, "text": i.text}
-                for i in self.items
-            ],
-        }
 
 
 def compress(text: str, max_words: int = 24) -> str:

@@ -21,14 +21,17 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 import psycopg
 
-from mnemo import dynamics, llm
+from mnemo import _dynamics as dynamics
+from mnemo import llm
+from mnemo._runtime import Runtime
+from mnemo._upkeep import note_writes
+from mnemo._validate import check_content, check_kind, check_role
 from mnemo.cognition.gates import (
     GateThresholds,
     entry_decision,
@@ -38,15 +41,12 @@ from mnemo.cognition.gates import (
     opposition,
     substitution_conflict,
 )
-from mnemo.models import Scope, uuid7
-from mnemo.remember import ensure_scope, memory_row, store_memory, supersede
-from mnemo.runtime import Runtime
+from mnemo.models import FlushReport, GateOutcome, Observation, Scope, uuid7
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import scratch
 from mnemo.store import traces as trace_rows
 from mnemo.store import vectors as vector_rows
-from mnemo.upkeep import note_writes
-from mnemo.validate import check_content, check_kind, check_role
+from mnemo.write.remember import ensure_scope, memory_row, store_memory, supersede
 
 __all__ = ["FlushReport", "GateOutcome", "Observation", "flush", "observe", "recover"]
 
@@ -62,40 +62,6 @@ _NEGATION_EXAMPLES = (
     ("I want to learn Spanish.", "I don't want to learn Spanish."),
 )
 _directions: dict[str, np.ndarray] = {}
-
-
-@dataclass(frozen=True, slots=True)
-class GateOutcome:
-    """One exit-gate decision."""
-
-    item_id: uuid.UUID
-    content: str
-    action: str  # drop, skip, buffer, persist, reinforce, persist_flag, expired
-    reason: str
-    relevance: float | None = None
-    similarity: float | None = None
-    related_id: uuid.UUID | None = None
-    contradiction: str | None = None  # the layer that found it: negation, substitution, embedding, llm
-    memory_id: uuid.UUID | None = None  # the memory persisted, reinforced or flagged
-
-
-@dataclass(frozen=True, slots=True)
-class FlushReport:
-    scope: Scope
-    outcomes: tuple[GateOutcome, ...]
-
-    def count(self, action: str) -> int:
-        return sum(1 for o in self.outcomes if o.action == action)
-
-
-@dataclass(frozen=True, slots=True)
-class Observation:
-    """What the entry gate did with one item, and the flush it triggered, if any."""
-
-    item_id: uuid.UUID
-    action: str  # skip or buffer
-    reason: str
-    flushed: FlushReport | None = None
 
 
 def _thresholds(rt: Runtime) -> GateThresholds:

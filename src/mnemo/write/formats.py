@@ -22,8 +22,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from mnemo._validate import check_content, check_role, check_session, to_utc
 from mnemo.errors import InvalidInputError, MalformedImportError
-from mnemo.validate import check_content, check_role, check_session, to_utc
 
 __all__ = ["TurnInput", "detect_format", "parse_file", "parse_jsonl", "parse_locomo", "parse_locomo_date"]
 

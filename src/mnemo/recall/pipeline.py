@@ -46,7 +46,11 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from mnemo import dynamics
+from mnemo import _dynamics as dynamics
+from mnemo._dynamics import history_of, weight_of
+from mnemo._runtime import Runtime
+from mnemo._upkeep import note_writes
+from mnemo._validate import check_content, check_vector
 from mnemo.cognition.activation import (
     AccessHistory,
     activation,
@@ -62,18 +66,14 @@ from mnemo.cognition.relevance import COLD_START_ALPHAS, MATURE_ALPHAS, blend, b
 from mnemo.cognition.spreading import spread
 from mnemo.cognition.weights import DEFAULT
 from mnemo.config import Settings
-from mnemo.dynamics import history_of, weight_of
 from mnemo.errors import AccessDeniedError, InvalidContentError, UnknownScopeError
 from mnemo.models import Hit, RecallResult, Refusal, Scope, uuid7
-from mnemo.runtime import Runtime
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import lexicon
 from mnemo.store import scopes as scope_rows
 from mnemo.store import search as search_rows
 from mnemo.store import traces as trace_rows
 from mnemo.store import vectors as vector_rows
-from mnemo.upkeep import note_writes
-from mnemo.validate import check_content, check_vector
 
 __all__ = ["ITEM_KINDS", "recall"]
 

@@ -25,11 +25,11 @@ from collections.abc import Sequence
 
 import psycopg
 
+from mnemo._runtime import Runtime
+from mnemo._upkeep import note_writes
 from mnemo.models import Scope
-from mnemo.runtime import Runtime
 from mnemo.store import queue as queue_rows
 from mnemo.store import vectors as vector_rows
-from mnemo.upkeep import note_writes
 
 __all__ = ["JOB_BATCH", "defer_embeds", "embed_turns"]
 

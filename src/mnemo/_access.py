@@ -1,0 +1,46 @@
+"""Bearer tokens (archive-adr §7 "Sigil Scope"): minting and revoking, for the archive's owner.
+
+A token is ``mn1.<base64url(entity_id)>.<43 random characters>``: the entity is
+readable from the token so the lookup is by ``(entity_id, sha256(token))``, and
+only the hash is stored. A token may be limited to one namespace. Verifying a
+token is the adapters' business (:mod:`mnemo.interfaces.auth`).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+import uuid
+
+from mnemo._runtime import Runtime
+from mnemo.models import Scope, uuid7
+from mnemo.store import tokens as token_rows
+
+__all__ = ["PREFIX", "create", "revoke", "token_hash"]
+
+PREFIX = "mn1"
+
+
+def token_hash(token: str) -> str:
+    """What the database stores of a token."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+async def create(
+    rt: Runtime, entity_id: str, namespace: str | None = None, label: str | None = None
+) -> tuple[str, uuid.UUID]:
+    """A new token for ``entity_id`` (validated like a scope); returns ``(token, token_id)``."""
+    Scope(entity_id, namespace or "default")
+    encoded = base64.urlsafe_b64encode(entity_id.encode()).decode().rstrip("=")
+    token = f"{PREFIX}.{encoded}.{secrets.token_urlsafe(32)}"
+    token_id = uuid7()
+    async with rt.store.connection() as conn:
+        await token_rows.create_token(conn, entity_id, token_hash(token), token_id, namespace, label)
+    return token, token_id
+
+
+async def revoke(rt: Runtime, entity_id: str, token_id: uuid.UUID) -> bool:
+    """Revoke a token; False when there is no active token with that id."""
+    async with rt.store.connection() as conn:
+        return await token_rows.revoke_token(conn, entity_id, token_id)

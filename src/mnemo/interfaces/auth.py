@@ -1,0 +1,49 @@
+"""Bearer-token authentication for the HTTP and MCP adapters (archive-adr §7 "Sigil Scope").
+
+Tokens are minted and revoked by the archive (:meth:`mnemo.AsyncArchive.create_token`); this
+module turns a presented token into the :class:`Principal` it speaks for, or raises
+:class:`~mnemo.errors.AuthenticationError`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from dataclasses import dataclass
+
+from mnemo._access import PREFIX, token_hash
+from mnemo._runtime import Runtime
+from mnemo.errors import AuthenticationError, MnemoError
+from mnemo.models import Scope
+from mnemo.store import tokens as token_rows
+
+__all__ = ["Principal", "verify"]
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who a token speaks for."""
+
+    entity_id: str
+    namespace: str | None  # None: every namespace of the entity
+    token_id: uuid.UUID
+
+
+async def verify(rt: Runtime, token: str) -> Principal:
+    """The principal behind ``token``; :class:`AuthenticationError` otherwise."""
+    parts = token.split(".")
+    if len(parts) != 3 or parts[0] != PREFIX:
+        raise AuthenticationError("malformed bearer token")
+    try:
+        entity_id = base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)).decode()
+        Scope(entity_id)
+    except (binascii.Error, UnicodeDecodeError, MnemoError) as exc:
+        raise AuthenticationError("malformed bearer token") from exc
+    async with rt.store.connection() as conn:
+        found = await token_rows.find_token(conn, entity_id, token_hash(token))
+    if found is None:
+        raise AuthenticationError("unknown bearer token")
+    if found["revoked_at"] is not None:
+        raise AuthenticationError("this bearer token was revoked")
+    return Principal(entity_id, found["namespace"], found["id"])
