@@ -1,4 +1,4 @@
-"""Bearer tokens (archive-adr §7 "Sigil Scope"): minting and revoking, for the archive's owner.
+"""Access control (archive-adr §7 "Sigil Scope"): scopes, read grants, and bearer tokens.
 
 A token is ``mn1.<base64url(entity_id)>.<43 random characters>``: the entity is
 readable from the token so the lookup is by ``(entity_id, sha256(token))``, and
@@ -14,7 +14,9 @@ import secrets
 import uuid
 
 from mnemo._runtime import Runtime
+from mnemo.errors import UnknownScopeError
 from mnemo.models import Scope, uuid7
+from mnemo.store import scopes as scope_rows
 from mnemo.store import tokens as token_rows
 
 __all__ = ["PREFIX", "create", "revoke", "token_hash"]
@@ -44,3 +46,25 @@ async def revoke(rt: Runtime, entity_id: str, token_id: uuid.UUID) -> bool:
     """Revoke a token; False when there is no active token with that id."""
     async with rt.store.connection() as conn:
         return await token_rows.revoke_token(conn, entity_id, token_id)
+
+
+async def create_scope(rt: Runtime, scope: Scope) -> None:
+    """Make ``scope`` exist (idempotent)."""
+    async with rt.store.connection() as conn:
+        await scope_rows.ensure_scope(conn, scope.entity_id, scope.namespace)
+
+
+async def grant(rt: Runtime, scope: Scope, grantee: str) -> bool:
+    """Let entity ``grantee`` read ``scope``; False if it already could."""
+    Scope(grantee)  # validates the id
+    async with rt.store.connection() as conn:
+        exists, _ = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, scope.entity_id)
+        if not exists:
+            raise UnknownScopeError(f"scope {scope} does not exist; write to it before granting access")
+        return await scope_rows.create_grant(conn, scope.entity_id, scope.namespace, grantee)
+
+
+async def revoke_grant(rt: Runtime, scope: Scope, grantee: str) -> bool:
+    """Withdraw ``grantee``'s read access to ``scope``; False if it had none."""
+    async with rt.store.connection() as conn:
+        return await scope_rows.revoke_grant(conn, scope.entity_id, scope.namespace, grantee)

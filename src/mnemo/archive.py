@@ -1,4 +1,6 @@
-"""The facade: ``AsyncArchive`` (the original) and ``Archive`` (a thin sync wrapper).
+"""The facade: ``AsyncArchive``, whose methods are one-line delegations to the packages below.
+
+Its blocking twin, ``Archive``, is derived from it in :mod:`mnemo._sync`.
 
 Seed: archive-adr §0 "Glue, Not Surrender": mnemo is a substrate driver the
 caller owns, not an execution loop; memory-architecture §1 (the tiers this
@@ -17,23 +19,22 @@ facade will grow into).
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import random
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
-from mnemo import _access as token_auth
+from mnemo import _access as access
+from mnemo import _startup as startup
+from mnemo import _status as status_path
 from mnemo._runtime import Runtime
 from mnemo._validate import check_id
-from mnemo.config import Settings, load_settings
-from mnemo.embed import Embeddings, load_embedder
-from mnemo.errors import UnknownItemError, UnknownScopeError
+from mnemo.config import Settings
+from mnemo.embed import Embeddings
 from mnemo.models import (
     Belief,
     ContextBlock,
@@ -50,29 +51,23 @@ from mnemo.models import (
     Scope,
     Status,
     Turn,
-    WeightChange,
 )
 from mnemo.night import api as night_api
 from mnemo.night import cycle as night_cycle
 from mnemo.night.cycle import STAGES as NIGHT_STAGES
 from mnemo.night.cycle import Progress as NightProgress
 from mnemo.recall import context as assemble_path
+from mnemo.recall import history
 from mnemo.recall import pipeline as recall_path
-from mnemo.store import Store
-from mnemo.store import dynamics as dynamic_rows
-from mnemo.store import forget as forget_rows
-from mnemo.store import scopes as scope_rows
-from mnemo.store import status as status_rows
-from mnemo.store import vectors as vector_rows
-from mnemo.store.pool import redact
+from mnemo.write import forget as forget_path
 from mnemo.write import gates as gate_path
+from mnemo.write import importer as import_path
 from mnemo.write import reembed as reembed_path
 from mnemo.write import remember as write_path
 
 __all__ = ["AsyncArchive"]
 
 _log = logging.getLogger("mnemo")
-T = TypeVar("T")
 Progress = write_path.Progress
 
 
@@ -98,42 +93,7 @@ class AsyncArchive:
         ``overrides`` are :class:`Settings` fields and win over ``MNEMO_*`` variables. ``llm`` is a
         Pydantic AI model (or model name) for the optional LLM steps; default: ``settings.llm``.
         """
-        if settings is None:
-            settings = load_settings(**overrides)
-        elif overrides:
-            settings = load_settings(**(settings.model_dump() | overrides))
-        if embeddings is None:
-            embeddings = await asyncio.to_thread(
-                load_embedder,
-                settings.embedder,
-                batch_size=settings.embed_batch_size,
-                kind_prefixes=settings.kind_prefixes,
-            )
-        store = await Store.open(
-            settings.database_url,
-            home=settings.home,
-            min_size=settings.pool_min_size,
-            max_size=settings.pool_max_size,
-            ef_search=settings.hnsw_ef_search,
-        )
-        try:
-            async with store.connection() as conn:
-                table = await vector_rows.ensure_space(conn, settings.vector_space, embeddings.dim)
-            runtime = Runtime(settings, store, embeddings, table, random.Random(settings.seed), llm or settings.llm)
-            pending = await reembed_path.note_active_slug(runtime)
-            recovered = await gate_path.recover(runtime)
-        except BaseException:
-            await store.close()
-            raise
-        if recovered:
-            _log.info("re-evaluated %d buffered items left by an earlier run", sum(len(r.outcomes) for r in recovered))
-        if pending:
-            _log.warning(
-                "%d stored items were embedded with another model than %s; recall cannot see their vectors "
-                "until you run `mnemo reembed`",
-                pending,
-                embeddings.slug,
-            )
+        runtime, pending = await startup.start(settings, embeddings=embeddings, llm=llm, **overrides)
         return cls(runtime, pending)
 
     async def __aenter__(self) -> AsyncArchive:
@@ -236,7 +196,7 @@ class AsyncArchive:
         progress: Progress | None = None,
     ) -> ImportReport:
         """Import a JSONL or LoCoMo conversation file in one transaction."""
-        return await write_path.import_file(self._rt, scope, Path(path), fmt=fmt, sample=sample, progress=progress)
+        return await import_path.import_file(self._rt, scope, Path(path), fmt=fmt, sample=sample, progress=progress)
 
     # --- reads -----------------------------------------------------------------
     async def recall(
@@ -294,43 +254,7 @@ class AsyncArchive:
 
     async def why(self, scope: Scope, memory_id: uuid.UUID | str) -> MemoryHistory:
         """A memory's weight history from the audit log (``mnemo why``)."""
-        item = check_id(memory_id, label="memory id")
-        async with self._rt.store.connection() as conn:
-            states = await dynamic_rows.memory_states(conn, scope.entity_id, scope.namespace, [item], live_only=False)
-            if item not in states:
-                raise UnknownItemError(f"no memory {item} in scope {scope}")
-            changes, events = await dynamic_rows.weight_history(conn, scope.entity_id, scope.namespace, item)
-        row = states[item]
-        fired: dict[uuid.UUID, list[str]] = {}
-        for e in events:
-            fired.setdefault(e["change_id"], []).append(f"{e['ceiling']} ({'enforced' if e['enforced'] else 'shadow'})")
-        return MemoryHistory(
-            id=item,
-            scope=scope,
-            content=row["content"],
-            kind=row["kind"],
-            status=row["status"],
-            anchored=row["anchored"],
-            alpha=row["alpha"],
-            beta=row["beta"],
-            access_count=row["access_count"],
-            last_accessed=row["last_accessed"],
-            created_at=row["created_at"],
-            changes=tuple(
-                WeightChange(
-                    at=c["at"],
-                    operation=c["operation"],
-                    gain=c["gain"],
-                    old=None if c["old_alpha"] is None else (c["old_alpha"], c["old_beta"]),
-                    new=(c["new_alpha"], c["new_beta"]),
-                    reason=c["reason"],
-                    evidence=c["evidence"] or {},
-                    blocked=c["blocked"],
-                    ceilings=tuple(fired.get(c["id"], ())),
-                )
-                for c in changes
-            ),
-        )
+        return await history.why(self._rt, scope, memory_id)
 
     # --- night cycle (memory-architecture §3-§8, archive-adr §9, cognitive-plan §4) ---
     async def night_cycle(
@@ -399,88 +323,46 @@ class AsyncArchive:
         """Why this archive cannot serve an agent's memory right now, or None when it can: the
         embedder must answer a probe with a well-formed vector, and every stored item must have a
         vector from the active model (else recall silently misses items)."""
-        rt = self._rt
-        try:
-            vector = np.asarray(await rt.embeddings.embed_query("health probe"), dtype=float)
-        except Exception as exc:
-            return f"the embedder {rt.slug} failed a probe: {exc}"
-        if vector.shape != (rt.embeddings.dim,) or not np.all(np.isfinite(vector)):
-            return f"the embedder {rt.slug} returned a malformed vector"
-        if self.pending_reembed:
-            return (
-                f"{self.pending_reembed} stored items were embedded with another model than {rt.slug}; "
-                "recall would miss them: run `mnemo reembed` first"
-            )
-        return None
+        return await status_path.health(self._rt, self.pending_reembed)
 
     # --- tokens for the HTTP service -------------------------------------------------
     async def create_token(
         self, entity_id: str, *, namespace: str | None = None, label: str | None = None
     ) -> tuple[str, uuid.UUID]:
         """A bearer token for ``entity_id`` (optionally one namespace): ``(token, id)``; shown once."""
-        return await token_auth.create(self._rt, entity_id, namespace, label)
+        return await access.create(self._rt, entity_id, namespace, label)
 
     async def revoke_token(self, entity_id: str, token_id: uuid.UUID | str) -> bool:
         """Revoke a token; False when there is no active token with that id."""
-        return await token_auth.revoke(self._rt, entity_id, check_id(token_id, label="token id"))
+        return await access.revoke(self._rt, entity_id, check_id(token_id, label="token id"))
 
     # --- forgetting ----------------------------------------------------------------
     async def forget(self, scope: Scope, item_id: uuid.UUID | str) -> dict[str, int]:
         """Remove one turn or memory of ``scope`` from every chamber (rows, postings, vectors, co-access
         links, traces that copied or name it), in one transaction. Returns rows removed per place."""
-        item = check_id(item_id, label="item id")
-        async with self._rt.store.transaction() as conn:
-            if not await forget_rows.item_kinds(conn, scope.entity_id, scope.namespace, [item]):
-                raise UnknownItemError(f"no turn or memory {item} in scope {scope}")
-            items = await forget_rows.derived_items(conn, scope.entity_id, scope.namespace, [item])
-            return await forget_rows.forget_items(conn, scope.entity_id, scope.namespace, items)
+        return await forget_path.forget(self._rt, scope, item_id)
 
     async def purge(self, scope: Scope) -> dict[str, int]:
         """Remove a whole scope (turns, memories, vectors, links, grants, buffer, traces) in one transaction."""
-        async with self._rt.store.transaction() as conn:
-            exists, _ = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, scope.entity_id)
-            if not exists:
-                raise UnknownScopeError(f"scope {scope} does not exist")
-            return await forget_rows.purge_scope(conn, scope.entity_id, scope.namespace)
+        return await forget_path.purge(self._rt, scope)
 
     # --- scopes and grants -----------------------------------------------------
     async def create_scope(self, scope: Scope) -> None:
-        async with self._rt.store.connection() as conn:
-            await scope_rows.ensure_scope(conn, scope.entity_id, scope.namespace)
+        """Make ``scope`` exist before anything is written to it (idempotent)."""
+        await access.create_scope(self._rt, scope)
 
     async def grant(self, scope: Scope, grantee: str) -> bool:
         """Let entity ``grantee`` read ``scope`` (call as its owner). False if it already could."""
-        Scope(grantee)  # validates the id
-        async with self._rt.store.connection() as conn:
-            exists, _ = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, scope.entity_id)
-            if not exists:
-                raise UnknownScopeError(f"scope {scope} does not exist; write to it before granting access")
-            return await scope_rows.create_grant(conn, scope.entity_id, scope.namespace, grantee)
+        return await access.grant(self._rt, scope, grantee)
 
     async def revoke(self, scope: Scope, grantee: str) -> bool:
-        async with self._rt.store.connection() as conn:
-            return await scope_rows.revoke_grant(conn, scope.entity_id, scope.namespace, grantee)
+        """Withdraw entity ``grantee``'s read access to ``scope``; False if it had none."""
+        return await access.revoke_grant(self._rt, scope, grantee)
 
     # --- maintenance -----------------------------------------------------------
     async def status(self) -> Status:
-        async with self._rt.store.connection() as conn:
-            counts = await status_rows.chamber_counts(conn)
-            slugs = await vector_rows.slug_counts(conn)
-            missing = await vector_rows.count_missing(conn, self._rt.table, self._rt.slug)
-            queue = await status_rows.queue_depth(conn)
-        return Status(
-            database="embedded " + str(self._rt.settings.pgdata)
-            if self._rt.store.embedded
-            else redact(self._rt.store.url),
-            embedded=self._rt.store.embedded,
-            pgvector=self._rt.store.pgvector_version,
-            embedder=self._rt.slug,
-            vector_table=f"vectors.{self._rt.table}",
-            counts=counts,
-            vectors=slugs,
-            pending_reembed=missing,
-            queue=queue,
-        )
+        """Counts per chamber, vectors per embedder, pending re-embeds and the background queue."""
+        return await status_path.status(self._rt)
 
     async def reembed(self, *, batch_size: int = 256, progress: Progress | None = None) -> int:
         """Embed every item that lacks a vector from the active model; resumable."""

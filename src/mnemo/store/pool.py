@@ -5,24 +5,32 @@ pgvector >= 0.7, apply migrations, then open a psycopg 3 async pool whose
 connections have pgvector's types registered and ``hnsw.iterative_scan =
 relaxed_order`` set, so scope filters are applied inside the HNSW scan and a
 filtered search still returns k rows.
+
+Driver errors are converted here, in the one place the store hands out
+connections and transactions (as procrastinate's ``wrap_exceptions`` does on
+every connector method): a lost connection, a server shutting down or a pool
+time-out becomes :class:`~mnemo.errors.DatabaseUnavailableError`, any other
+``psycopg`` error a :class:`~mnemo.errors.DatabaseError`, both raised ``from``
+the driver's exception. The pool checks each connection before lending it, so
+after a server restart the next call gets a fresh connection and succeeds.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector_async
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from mnemo.errors import DatabaseUnavailableError
+from mnemo.errors import DatabaseError, DatabaseUnavailableError
 from mnemo.store.migrate import apply_migrations
 from mnemo.store.server import check_pgvector, embedded_url
 
-__all__ = ["Store", "redact"]
+__all__ = ["Store", "convert_error", "redact", "wrap_exceptions"]
 
 
 def redact(url: str) -> str:
@@ -35,6 +43,40 @@ def redact(url: str) -> str:
     port = f":{info['port']}" if info.get("port") else ""
     user = f"{info['user']}@" if info.get("user") else ""
     return f"postgresql://{user}{host}{port}/{info.get('dbname', '')}"
+
+
+# SQLSTATEs that mean "the server is not there for us": connection exceptions (class 08), an
+# administrator or crash shutdown, a server still starting, too many connections.
+_UNAVAILABLE_STATES = frozenset({"57P01", "57P02", "57P03", "53300"})
+
+
+def convert_error(exc: psycopg.Error, url: str) -> DatabaseError:
+    """The mnemo error for a driver error (the caller raises it ``from exc``)."""
+    state = exc.sqlstate
+    detail = str(exc).strip() or type(exc).__name__
+    if isinstance(exc, PoolTimeout):
+        return DatabaseUnavailableError(
+            f"the database at {redact(url)} is not reachable: no connection could be had in time ({detail}); "
+            "check that the server is running, or raise MNEMO_POOL_MAX_SIZE if many clients share it"
+        )
+    if (state is None and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)) or (
+        state is not None and (state.startswith("08") or state in _UNAVAILABLE_STATES)
+    ):
+        return DatabaseUnavailableError(
+            f"the database at {redact(url)} is not reachable: {detail}. Nothing of the interrupted call "
+            "was kept; retry it once the server is back (mnemo reconnects by itself)"
+        )
+    code = f" [SQLSTATE {state}]" if state else ""
+    return DatabaseError(f"the database at {redact(url)} failed{code}: {detail}")
+
+
+@contextmanager
+def wrap_exceptions(url: str) -> Iterator[None]:
+    """Convert driver errors raised inside the block (see :func:`convert_error`)."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise convert_error(exc, url) from exc
 
 
 class Store:
@@ -86,6 +128,7 @@ class Store:
             max_size=max_size,
             kwargs={"autocommit": True},
             configure=configure,
+            check=AsyncConnectionPool.check_connection,  # a restarted server heals by itself
             open=False,
             name="mnemo",
         )
@@ -98,13 +141,17 @@ class Store:
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
-        async with self.pool.connection() as conn:
-            yield conn
+        """A pooled connection in autocommit mode; driver errors inside come out as mnemo errors."""
+        with wrap_exceptions(self.url):
+            async with self.pool.connection() as conn:
+                yield conn
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[psycopg.AsyncConnection]:
-        async with self.pool.connection() as conn, conn.transaction():
-            yield conn
+        """A pooled connection inside one transaction: all of the block's writes or none of them."""
+        with wrap_exceptions(self.url):
+            async with self.pool.connection() as conn, conn.transaction():
+                yield conn
 
     async def close(self) -> None:
         await self.pool.close()

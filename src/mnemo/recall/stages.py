@@ -1,0 +1,571 @@
+"""The stages of recall, each over the :class:`Candidates` record the previous ones filled in.
+
+Seeds: cognitive-plan §2.5, §2.7, §3.1, §3.8; archive-adr §7 ("The Mentat Refusal",
+"Sigil Scope"). :func:`mnemo.recall.pipeline.recall` runs them in order:
+
+1. :func:`check` validates the request (nothing touches the database before);
+2. :func:`start_embedding` embeds the query in a worker thread while
+3. :func:`retrieve` checks access and gathers lexical, then vector candidates;
+4. :func:`fuse` turns both retrievers' scores into one (z-scores or RRF);
+5. :func:`smooth_neighbours` lets turns share their session neighbours' scores;
+6. :func:`blend` scores the head of the ranking cognitively (activation, weight, recency,
+   co-access, noise) and keeps superseded memories below their superseders;
+7. :func:`decide` takes the top k, the near misses, and refuses below the threshold;
+8. :func:`trace_and_mutate` logs the retrieval and, for the owner, reinforces what was returned;
+9. :func:`result` builds the :class:`~mnemo.models.RecallResult` or :class:`~mnemo.models.Refusal`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from mnemo import _dynamics as dynamics
+from mnemo._dynamics import history_of, weight_of
+from mnemo._runtime import Runtime
+from mnemo._validate import check_content, check_vector
+from mnemo.cognition.activation import (
+    AccessHistory,
+    activation,
+    base_level,
+    logistic_noise,
+    partial_match,
+    retrieval_probability,
+    spreading,
+)
+from mnemo.cognition.fusion import rrf, zscore_fuse
+from mnemo.cognition.neighbours import smooth
+from mnemo.cognition.relevance import COLD_START_ALPHAS, MATURE_ALPHAS, blend_weights, minmax, recency
+from mnemo.cognition.relevance import blend as blend_score
+from mnemo.cognition.spreading import spread
+from mnemo.cognition.weights import DEFAULT
+from mnemo.config import Settings
+from mnemo.errors import AccessDeniedError, InvalidContentError, UnknownScopeError
+from mnemo.models import Hit, RecallResult, Refusal, Scope, uuid7
+from mnemo.store import dynamics as dynamic_rows
+from mnemo.store import lexicon
+from mnemo.store import scopes as scope_rows
+from mnemo.store import search as search_rows
+from mnemo.store import traces as trace_rows
+from mnemo.store import vectors as vector_rows
+
+__all__ = [
+    "ITEM_KINDS",
+    "Blended",
+    "Candidates",
+    "Decision",
+    "Request",
+    "blend",
+    "check",
+    "decide",
+    "fuse",
+    "result",
+    "retrieve",
+    "smooth_neighbours",
+    "start_embedding",
+    "trace_and_mutate",
+]
+
+ITEM_KINDS = ("turn", "memory")
+Scored = list[tuple[float, uuid.UUID, dict[str, float]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A checked recall request."""
+
+    scope: Scope
+    text: str
+    k: int
+    kinds: tuple[str, ...]
+    hops: int
+    reader: str
+    """The entity reading: the owner, or a grantee (``as_entity``)."""
+    threshold: float
+    depth: int
+    """How many candidates each retriever returns."""
+    read_only: bool
+    trace: bool
+    given_vector: np.ndarray | None
+    cues: Mapping[str, object] | None
+    now: datetime
+    seed: int | None
+    """Fixes this recall's stochastic draws (``scoring="stochastic"``)."""
+
+    @property
+    def owner_reads(self) -> bool:
+        return self.reader == self.scope.entity_id
+
+
+@dataclass(slots=True)
+class Candidates:
+    """Everything the retrievers found, enriched stage by stage."""
+
+    vector: np.ndarray
+    kind_of: dict[uuid.UUID, str]
+    ids: list[uuid.UUID]
+    """The retrievers' candidates (neighbours and spread memories come on top)."""
+    vector_rank: dict[uuid.UUID, int]
+    lexical_rank: dict[uuid.UUID, int]
+    dense_order: list[uuid.UUID]
+    lexical_order: list[uuid.UUID]
+    similarity: dict[uuid.UUID, float]
+    lexical_score: dict[uuid.UUID, float]
+    base: dict[uuid.UUID, float] = field(default_factory=dict)
+    """The fused search score."""
+    final: dict[uuid.UUID, float] = field(default_factory=dict)
+    """The fused score after neighbour smoothing."""
+
+
+@dataclass(frozen=True, slots=True)
+class Blended:
+    """The cognitively scored head of the ranking, best first."""
+
+    scored: Scored
+    weights: Mapping[str, float]
+    rows: Mapping[uuid.UUID, Mapping[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    hits: tuple[Hit, ...]
+    near_misses: list[uuid.UUID]
+    best: float | None
+    refused: bool
+    latency_ms: float
+
+
+# --- 1. check ---------------------------------------------------------------------------------
+def check(
+    rt: Runtime,
+    scope: Scope,
+    query: object,
+    k: int,
+    *,
+    as_entity: str | None,
+    read_only: bool,
+    threshold: float | None,
+    kinds: tuple[str, ...],
+    trace: bool,
+    query_vector: Sequence[float] | np.ndarray | None,
+    cues: Mapping[str, object] | None,
+    now: datetime | None,
+    seed: int | None,
+    hops: int | None,
+) -> Request:
+    """Validate every argument; raise :class:`InvalidInputError` before anything is read."""
+    cfg = rt.settings
+    text = check_content(query, max_chars=cfg.max_content_chars, label="query")
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= cfg.max_k:
+        raise InvalidContentError(f"k must be an integer between 1 and {cfg.max_k}, not {k!r}")
+    if not kinds or any(kind not in ITEM_KINDS for kind in kinds):
+        raise InvalidContentError(f"kinds must be a non-empty subset of {ITEM_KINDS}")
+    hops = cfg.spreading_hops if hops is None else hops
+    if not isinstance(hops, int) or isinstance(hops, bool) or not 0 <= hops <= 2:
+        raise InvalidContentError(f"hops must be 0, 1 or 2, not {hops!r}")
+    reader = scope.entity_id if as_entity is None else Scope(as_entity).entity_id
+    given = None if query_vector is None else check_vector(query_vector, rt.embeddings.dim)
+    return Request(
+        scope=scope,
+        text=text,
+        k=k,
+        kinds=tuple(dict.fromkeys(kinds)),
+        hops=hops,
+        reader=reader,
+        threshold=threshold if threshold is not None else cfg.refusal_threshold,
+        depth=max(cfg.candidate_depth, k),
+        read_only=read_only,
+        trace=trace,
+        given_vector=given,
+        cues=cues,
+        now=now or datetime.now(UTC),
+        seed=seed,
+    )
+
+
+# --- 2-3. embed and retrieve -----------------------------------------------------------------------
+def start_embedding(rt: Runtime, request: Request) -> asyncio.Future[np.ndarray] | None:
+    """Embed the query in a worker thread (None when the caller gave its vector)."""
+    if request.given_vector is not None:
+        return None
+    return asyncio.ensure_future(rt.embeddings.embed_query(request.text))
+
+
+async def retrieve(
+    rt: Runtime, conn: psycopg.AsyncConnection, request: Request, embedding: asyncio.Future[np.ndarray] | None
+) -> Candidates:
+    """Check read access, run the lexical retriever while the query is embedded, then HNSW."""
+    scope = request.scope
+    try:
+        await _check_access(conn, scope, request.reader)
+        lexical = await _lexical(rt, conn, scope, request.text, request.depth, request.kinds)
+        vector = await embedding if embedding is not None else request.given_vector
+        assert vector is not None
+    except BaseException:
+        if embedding is not None and not embedding.done():
+            embedding.cancel()
+            with contextlib.suppress(BaseException):
+                await embedding
+        raise
+    dense = await vector_rows.search(
+        conn, rt.table, rt.embeddings.dim, scope.entity_id, scope.namespace, rt.slug, vector, request.depth
+    )
+    dense = [d for d in dense if d[1] in request.kinds]
+    kind_of = {d[0]: d[1] for d in dense} | {x[0]: x[1] for x in lexical}
+    return Candidates(
+        vector=vector,
+        kind_of=kind_of,
+        ids=list(kind_of),
+        vector_rank={d[0]: rank for rank, d in enumerate(dense, start=1)},
+        lexical_rank={x[0]: rank for rank, x in enumerate(lexical, start=1)},
+        dense_order=[d[0] for d in dense],
+        lexical_order=[x[0] for x in lexical],
+        similarity={d[0]: d[2] for d in dense},
+        lexical_score={x[0]: x[2] for x in lexical},
+    )
+
+
+async def _check_access(conn: psycopg.AsyncConnection, scope: Scope, reader: str) -> None:
+    exists, allowed = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, reader)
+    if not exists:
+        raise UnknownScopeError(f"scope {scope} does not exist (nothing was ever stored there)")
+    if not allowed:
+        raise AccessDeniedError(
+            f"{reader!r} may not read scope {scope}; its owner can grant access with "
+            f"grant(Scope({scope.entity_id!r}, {scope.namespace!r}), {reader!r})"
+        )
+
+
+async def _lexical(
+    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, text: str, depth: int, kinds: tuple[str, ...]
+) -> list[tuple[uuid.UUID, str, float]]:
+    if rt.settings.lexical == "bm25":
+        return await lexicon.bm25(conn, scope.entity_id, scope.namespace, text, depth, kinds=kinds)
+    return await search_rows.lexical(
+        conn, scope.entity_id, scope.namespace, text, depth, turns="turn" in kinds, memories="memory" in kinds
+    )
+
+
+async def _lexical_scores(
+    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, text: str, ids: list[uuid.UUID]
+) -> dict[uuid.UUID, float]:
+    """Exact lexical scores of specific items (0 when no query term matches)."""
+    found: dict[uuid.UUID, float] = dict.fromkeys(ids, 0.0)
+    if ids and rt.settings.lexical == "bm25":
+        found |= {i: s for i, _, s in await lexicon.bm25(conn, scope.entity_id, scope.namespace, text, 0, ids=ids)}
+    return found
+
+
+async def _score_exactly(
+    rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates, ids: list[uuid.UUID]
+) -> None:
+    """Fill in both retrievers' exact scores for ``ids`` (candidates one retriever did not return)."""
+    scope = request.scope
+    found.similarity |= await vector_rows.similarities(
+        conn, rt.table, scope.entity_id, rt.slug, found.vector, [i for i in ids if i not in found.similarity]
+    )
+    found.lexical_score |= await _lexical_scores(
+        rt, conn, scope, request.text, [i for i in ids if i not in found.lexical_score]
+    )
+
+
+# --- 4. fuse ---------------------------------------------------------------------------------------
+async def fuse(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates) -> None:
+    """One search score per candidate: z-scores of both retrievers, every candidate scored by both
+    exactly (``fusion="zscore"``), or reciprocal-rank fusion."""
+    cfg = rt.settings
+    if cfg.fusion == "zscore":
+        await _score_exactly(rt, conn, request, found, found.ids)
+        found.base = zscore_fuse(
+            {"vector": found.similarity, "lexical": found.lexical_score}, weights={"lexical": cfg.lexical_weight}
+        )
+    else:
+        fused = rrf({"vector": found.dense_order, "lexical": found.lexical_order}, k=cfg.rrf_k)
+        found.base = {item.key: item.score for item in fused}  # type: ignore[misc]
+    found.final = dict(found.base)
+
+
+# --- 5. neighbour smoothing ------------------------------------------------------------------------
+async def smooth_neighbours(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates) -> None:
+    """The best turns bring their session neighbours in, and every turn earns a share of its
+    neighbours' scores (``neighbour_weights``)."""
+    cfg = rt.settings
+    base = found.base
+    if not cfg.neighbour_weights or "turn" not in request.kinds or not base:
+        return
+    scope = request.scope
+    ranked = sorted(base, key=lambda i: -base[i])
+    anchors = [i for i in ranked if found.kind_of[i] == "turn"][: cfg.neighbour_anchors]
+    where, bounds = await search_rows.positions(
+        conn,
+        scope.entity_id,
+        scope.namespace,
+        [i for i in found.ids if found.kind_of[i] == "turn"],
+        anchors if cfg.fusion == "zscore" else [],
+        len(cfg.neighbour_weights),
+    )
+    new = [i for i in where if i not in base]
+    if new:
+        found.kind_of |= dict.fromkeys(new, "turn")
+        found.similarity |= await vector_rows.similarities(conn, rt.table, scope.entity_id, rt.slug, found.vector, new)
+        found.lexical_score |= await _lexical_scores(rt, conn, scope, request.text, new)
+        found.base = base = zscore_fuse(
+            {"vector": found.similarity, "lexical": found.lexical_score},
+            weights={"lexical": cfg.lexical_weight},
+            reference=found.ids,
+        )
+    found.final = smooth(base, where, cfg.neighbour_weights, floor=min(base.values()), bounds=bounds)
+
+
+# --- 6. cognitive blend -------------------------------------------------------------------------
+async def blend(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates) -> Blended:
+    """Score the head of the search ranking, plus memories reached by spreading activation, by the
+    blend of search, ACT-R activation, Beta weight, recency, co-access and noise (cognitive-plan §3.1)."""
+    cfg = rt.settings
+    scope = request.scope
+    final = found.final
+    head = sorted(final, key=lambda i: (-final[i], str(i)))[: max(cfg.blend_depth, request.k * 2)]
+    searched = minmax({i: final[i] for i in head})
+    activated = await _spread(rt, conn, request, found, head, searched)
+    missing = [i for i in head if i not in found.similarity]
+    found.similarity |= await vector_rows.similarities(conn, rt.table, scope.entity_id, rt.slug, found.vector, missing)
+    turn_rows = await search_rows.hydrate_turns(
+        conn, scope.entity_id, scope.namespace, [i for i in head if found.kind_of[i] == "turn"]
+    )
+    memory_rows = await dynamic_rows.memory_states(
+        conn, scope.entity_id, scope.namespace, [i for i in head if found.kind_of[i] == "memory"]
+    )
+    mature = bool(memory_rows) and await search_rows.has_at_least(
+        conn, scope.entity_id, scope.namespace, cfg.blend_mature_after
+    )
+    rng = _draws(rt, request)
+    weights = blend_weights(
+        MATURE_ALPHAS if mature else COLD_START_ALPHAS,
+        None if rng is None else np.random.default_rng(rng.getrandbits(64)),
+    )
+    rows: dict[uuid.UUID, Mapping[str, Any]] = {**memory_rows, **turn_rows}
+    scored: Scored = []
+    for item_id in head:
+        row = turn_rows.get(item_id) or memory_rows.get(item_id)
+        if row is None:
+            continue
+        parts = components(
+            cfg, row, found.kind_of[item_id], found.similarity.get(item_id, 0.0), request.now, request.cues, rng
+        ) | {"search": searched.get(item_id, 0.0), "coaccess": activated.get(item_id, 0.0)}
+        scored.append((blend_score(parts, weights), item_id, parts))
+    scored = below_superseders(scored, memory_rows)
+    scored.sort(key=lambda x: (-x[0], str(x[1])))
+    return Blended(scored=scored, weights=weights, rows=rows)
+
+
+def _draws(rt: Runtime, request: Request) -> random.Random | None:
+    """This recall's generator (``scoring="stochastic"``), or None for expected values."""
+    if rt.settings.scoring != "stochastic":
+        return None
+    return random.Random(request.seed) if request.seed is not None else rt.child_rng()
+
+
+async def _spread(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    request: Request,
+    found: Candidates,
+    head: list[uuid.UUID],
+    searched: Mapping[Any, float],
+) -> dict[uuid.UUID, float]:
+    """Co-access activation spread from the best memories; memories it reaches join ``head``."""
+    cfg = rt.settings
+    memory_head = [i for i in head if found.kind_of[i] == "memory"]
+    if not memory_head or not cfg.coaccess_seeds:
+        return {}
+    seeds = memory_head[: cfg.coaccess_seeds]
+    links = await dynamics.neighbours(conn, cfg, request.scope, seeds, request.now, hops=request.hops)
+    if not links:
+        return {}
+    activated = spread({i: searched[i] for i in seeds}, links, hops=request.hops)
+    for extra in activated:
+        if extra not in found.kind_of:
+            found.kind_of[extra] = "memory"
+            head.append(extra)
+    return activated
+
+
+def below_superseders(scored: Scored, memory_rows: Mapping[uuid.UUID, Mapping[str, Any]]) -> Scored:
+    """A superseded memory never outranks a memory that superseded it when both are candidates
+    (it keeps its own score when its superseder did not come up: still recallable)."""
+    score = {i: sc for sc, i, _ in scored}
+    superseders: dict[uuid.UUID, list[uuid.UUID]] = {}
+    for item_id, row in memory_rows.items():
+        for text in (row.get("metadata") or {}).get("superseded_by") or ():
+            with contextlib.suppress(ValueError, TypeError):
+                newer = uuid.UUID(str(text))
+                if newer in score and item_id in score:
+                    superseders.setdefault(item_id, []).append(newer)
+    for _ in range(len(superseders)):  # chains A <- B <- C settle in at most this many passes
+        changed = False
+        for item_id, newers in superseders.items():
+            cap = min(score[n] for n in newers) - 1e-6
+            if score[item_id] > cap:
+                score[item_id], changed = cap, True
+        if not changed:
+            break
+    return [(score[i], i, parts) for _, i, parts in scored]
+
+
+def components(
+    cfg: Settings,
+    row: Mapping[str, Any],
+    item_kind: str,
+    similarity: float,
+    now: datetime,
+    cues: Mapping[str, object] | None,
+    rng: random.Random | None,
+) -> dict[str, float]:
+    """ACT-R activation, weight, recency and noise of one candidate (turns have the prior weight and a
+    single trace at their time)."""
+    if item_kind == "memory":
+        weight = weight_of(row)
+        history = history_of(row)
+        last = row.get("last_accessed") or row.get("event_time") or row["created_at"]
+        attributes: dict[str, object] = {**(row.get("metadata") or {}), "kind": row["kind"]}
+    else:
+        weight = DEFAULT
+        history = AccessHistory(row["created_at"].timestamp())
+        last = row["created_at"]
+        attributes = {
+            **(row.get("metadata") or {}),
+            "kind": "turn",
+            "role": row.get("role"),
+            "speaker": row.get("speaker"),
+        }
+    a = activation(
+        base_level(history, now.timestamp(), cfg.actr_decay),
+        spreading(similarity, cfg.actr_spreading),
+        partial_match(attributes, cues or {}, cfg.actr_mismatch),
+        logistic_noise(rng, cfg.actr_noise) if rng is not None else 0.0,
+    )
+    return {
+        "activation": retrieval_probability(a, cfg.actr_tau, cfg.actr_noise),
+        "weight": weight.observe(rng) if rng is not None else weight.center,
+        "recency": recency((now - last).total_seconds(), cfg.recency_half_life_days * 86400),
+        "noise": rng.random() if rng is not None else 0.5,
+    }
+
+
+# --- 7. decide ---------------------------------------------------------------------------------------
+def decide(rt: Runtime, request: Request, found: Candidates, blended: Blended, started: float) -> Decision:
+    """The top k as hits, the near misses below them, and a refusal when the best similarity among
+    the hits is under the threshold."""
+    top = blended.scored[: request.k]
+    hits = tuple(_hit(request, found, blended.rows[item_id], item_id, score, parts) for score, item_id, parts in top)
+    near = blended.scored[max(request.k, 5) : rt.settings.near_miss_until]
+    sims = [h.similarity for h in hits if h.similarity is not None]
+    best = max(sims) if sims else None
+    return Decision(
+        hits=hits,
+        near_misses=[i for _, i, _ in near if found.kind_of[i] == "memory"],
+        best=best,
+        refused=best is None or best < request.threshold,
+        latency_ms=(time.perf_counter() - started) * 1000,
+    )
+
+
+def _hit(
+    request: Request,
+    found: Candidates,
+    row: Mapping[str, Any],
+    item_id: uuid.UUID,
+    score: float,
+    parts: Mapping[str, float],
+) -> Hit:
+    return Hit(
+        id=item_id,
+        item_kind="turn" if found.kind_of[item_id] == "turn" else "memory",
+        content=row["content"],
+        score=score,
+        similarity=found.similarity.get(item_id),
+        vector_rank=found.vector_rank.get(item_id),
+        lexical_rank=found.lexical_rank.get(item_id),
+        lexical_score=found.lexical_score.get(item_id),
+        created_at=row["created_at"],
+        scope=request.scope,
+        session_id=row.get("session_id"),
+        turn_number=row.get("turn_number"),
+        role=row.get("role"),
+        speaker=row.get("speaker"),
+        memory_kind=row.get("kind"),
+        token_count=row.get("token_count", 0),
+        metadata=row.get("metadata") or {},
+        neighbour_boost=found.final.get(item_id, 0.0) - found.base.get(item_id, 0.0),
+        fused=found.final.get(item_id),
+        search=parts["search"],
+        activation=parts["activation"],
+        weight=parts["weight"],
+        recency=parts["recency"],
+        coaccess=parts["coaccess"],
+        noise=parts["noise"],
+        compressed=row.get("compressed"),
+    )
+
+
+# --- 8. trace and mutate ---------------------------------------------------------------------------
+async def trace_and_mutate(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, decision: Decision) -> int:
+    """Log the retrieval; unless read-only, a refusal or a grantee's read, reinforce and link the
+    returned memories and mildly suppress the near misses (cognitive-plan §3.8). Returns how many
+    memories were reinforced."""
+    scope = request.scope
+    if request.trace:
+        await trace_rows.record_retrieval(
+            conn,
+            trace_id=uuid7(),
+            entity_id=scope.entity_id,
+            namespace=scope.namespace,
+            reader=request.reader,
+            query=request.text,
+            k=request.k,
+            outcome="refusal" if decision.refused else "hits",
+            best_similarity=decision.best,
+            threshold=request.threshold,
+            hit_ids=[] if decision.refused else [h.id for h in decision.hits],
+            latency_ms=decision.latency_ms,
+            read_only=request.read_only,
+        )
+    if decision.refused or request.read_only or not rt.settings.mutation or not request.owner_reads:
+        return 0
+    memories = [h.id for h in decision.hits if h.item_kind == "memory"]
+    async with conn.transaction():
+        await dynamics.mutate_after_recall(
+            conn, rt.settings, scope, memories, decision.near_misses, query=request.text, now=request.now
+        )
+    return len(memories)
+
+
+# --- 9. result ------------------------------------------------------------------------------------
+def result(request: Request, decision: Decision, blended: Blended) -> RecallResult | Refusal:
+    if decision.refused:
+        return Refusal(
+            query=request.text,
+            scope=request.scope,
+            best_similarity=decision.best,
+            threshold=request.threshold,
+            latency_ms=decision.latency_ms,
+            candidates=decision.hits,
+        )
+    return RecallResult(
+        query=request.text,
+        scope=request.scope,
+        hits=decision.hits,
+        best_similarity=decision.best,
+        latency_ms=decision.latency_ms,
+        weights=blended.weights,
+    )

@@ -1,0 +1,38 @@
+"""Forgetting: one item, or a whole scope, from every chamber in one transaction.
+
+Seed: archive-adr §7 ("Sigil Scope": the owner controls their memory) and
+memory-architecture §9 (nothing derived from a forgotten item survives it: the
+blocks, facts and traces that copied it go too).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from mnemo._runtime import Runtime
+from mnemo._validate import check_id
+from mnemo.errors import UnknownItemError, UnknownScopeError
+from mnemo.models import Scope
+from mnemo.store import forget as forget_rows
+from mnemo.store import scopes as scope_rows
+
+__all__ = ["forget", "purge"]
+
+
+async def forget(rt: Runtime, scope: Scope, item_id: uuid.UUID | str) -> dict[str, int]:
+    """Remove one turn or memory and everything derived from it; rows removed per place."""
+    item = check_id(item_id, label="item id")
+    async with rt.store.transaction() as conn:
+        if not await forget_rows.item_kinds(conn, scope.entity_id, scope.namespace, [item]):
+            raise UnknownItemError(f"no turn or memory {item} in scope {scope}")
+        items = await forget_rows.derived_items(conn, scope.entity_id, scope.namespace, [item])
+        return await forget_rows.forget_items(conn, scope.entity_id, scope.namespace, items)
+
+
+async def purge(rt: Runtime, scope: Scope) -> dict[str, int]:
+    """Remove a whole scope; rows removed per place."""
+    async with rt.store.transaction() as conn:
+        exists, _ = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, scope.entity_id)
+        if not exists:
+            raise UnknownScopeError(f"scope {scope} does not exist")
+        return await forget_rows.purge_scope(conn, scope.entity_id, scope.namespace)

@@ -1,0 +1,34 @@
+"""The benchmark harness computes its metrics correctly (the pure metrics; the LoCoMo run: tests/integration)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mnemo.bench.metrics import budget_recall, parse_evidence, percentile, recall_at_k
+
+
+def test_parse_evidence_splits_malformed_entries() -> None:
+    assert parse_evidence(["D8:6; D9:17", "D1:3", "D1:3", "junk"]) == ["D8:6", "D9:17", "D1:3"]
+
+
+def test_recall_at_k() -> None:
+    ranking = ["D1:1", "D1:2", "D2:5", "D3:1"]
+    assert recall_at_k(ranking, ["D2:5"], 1) == 0.0
+    assert recall_at_k(ranking, ["D2:5"], 3) == 1.0
+    assert recall_at_k(ranking, ["D1:2", "D9:9"], 10) == 0.5
+    assert recall_at_k(ranking, [], 1) == 1.0  # no evidence scores 1
+    with pytest.raises(ValueError):
+        recall_at_k(ranking, ["D1:1"], 0)
+
+
+def test_budget_recall_stops_at_the_first_item_that_does_not_fit() -> None:
+    tokens = {"a": 300, "b": 300, "c": 100}
+    assert budget_recall(["a", "b", "c"], tokens, ["c"], 500) == 0.0  # b does not fit; c is never reached
+    assert budget_recall(["a", "c", "b"], tokens, ["c"], 500) == 1.0
+    assert budget_recall(["a", "b"], tokens, ["a", "b"], 600) == 1.0
+    assert budget_recall(["a"], tokens, [], 1) == 1.0
+
+
+def test_percentile() -> None:
+    assert percentile([5.0, 1.0, 3.0], 50) == 3.0
+    assert percentile(list(map(float, range(101))), 95) == 95.0
