@@ -14,6 +14,8 @@ Tasks (names and queues in :mod:`mnemo.store.queue`):
   ``mnemo reembed --background``; one at a time (lock), at most one waiting.
 - ``mnemo.night_cycle`` (queue ``night``): periodic, cron ``Settings.night_cron``
   (UTC, default 03:00); queues one ``mnemo.night_scope`` job per scope with turns or memories.
+- ``mnemo.retry_stalled`` (queue ``maintenance``): periodic, every ``stalled_after``
+  seconds; re-queues the jobs of workers whose heartbeat stopped.
 - ``mnemo.night_scope(entity_id, namespace)`` (queue ``night``):
   :meth:`AsyncArchive.night_cycle` for one scope; a lock and a queueing lock per
   scope, so two runs for one scope never overlap and never pile up.
@@ -38,14 +40,15 @@ use ``search_path=queue``; mnemo's write path enqueues through
 **Crash safety.** A job is a row committed with the write that caused it. A
 worker that dies mid-job leaves the job ``doing`` under a worker row whose
 heartbeat stops; every ``mnemo worker`` re-queues such stalled jobs when it
-starts and then every ``stalled_after`` seconds, so the job runs again
-(every task is idempotent).
+starts, and the periodic task ``mnemo.retry_stalled`` (queue ``maintenance``,
+every ``stalled_after`` seconds, procrastinate's own periodic scheduler, one
+run per tick however many workers) does it while workers run, so the job runs
+again (every task is idempotent). A worker started with ``--queue`` lists
+without ``maintenance`` leaves that check to the workers that have it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
 import uuid
@@ -70,6 +73,7 @@ __all__ = ["create_app", "defer_night", "defer_night_scope", "retry_stalled", "r
 _log = logging.getLogger("mnemo.worker")
 
 NIGHT_PERIODIC_ID = "night"
+STALLED_PERIODIC_ID = "stalled"
 EMBED_RETRY = procrastinate.RetryStrategy(max_attempts=5, exponential_wait=2)
 
 
@@ -79,7 +83,9 @@ def _procrastinate_conninfo(url: str) -> str:
     return psycopg.conninfo.make_conninfo(url, options=f"{options} -c search_path=queue".strip())
 
 
-def create_app(settings: Settings, database_url: str, *, pool_max_size: int = 4) -> procrastinate.App:
+def create_app(
+    settings: Settings, database_url: str, *, pool_max_size: int = 4, stalled_after: float = 30.0
+) -> procrastinate.App:
     """A procrastinate app bound to mnemo's database (``database_url``: the resolved URL, embedded
     or ``MNEMO_DATABASE_URL``) with mnemo's tasks and the night schedule of ``settings``.
 
@@ -96,7 +102,21 @@ def create_app(settings: Settings, database_url: str, *, pool_max_size: int = 4)
         name=queue_rows.NIGHT_CYCLE, queue=queue_rows.NIGHT, pass_context=True, queueing_lock=queue_rows.NIGHT_CYCLE
     )(night_cycle)
     app.periodic(cron=settings.night_cron, periodic_id=NIGHT_PERIODIC_ID)(night)
+    stalled = app.task(
+        name=queue_rows.RETRY_STALLED,
+        queue=queue_rows.MAINTENANCE,
+        pass_context=True,
+        queueing_lock=queue_rows.RETRY_STALLED,
+    )(retry_stalled_jobs)
+    app.periodic(cron=every(stalled_after), periodic_id=STALLED_PERIODIC_ID)(stalled)
     return app
+
+
+def every(seconds: float) -> str:
+    """A cron schedule (procrastinate's six-field form under a minute) firing about every ``seconds``."""
+    if seconds < 60:
+        return f"*/{max(1, int(seconds))} * * * * *"
+    return f"*/{max(1, min(59, int(seconds // 60)))} * * * *"
 
 
 # --- tasks ---------------------------------------------------------------------------------
@@ -170,13 +190,10 @@ async def retry_stalled(app: procrastinate.App, stalled_after: float) -> int:
     return retried
 
 
-async def _watch_stalled(app: procrastinate.App, stalled_after: float) -> None:
-    while True:
-        await asyncio.sleep(stalled_after)
-        try:
-            await retry_stalled(app, stalled_after)
-        except Exception as exc:  # keep working; the next round tries again
-            _log.warning("could not check for stalled jobs: %s", exc)
+async def retry_stalled_jobs(context: JobContext, timestamp: int) -> int:
+    """The periodic check: re-queue the jobs of workers silent for ``stalled_after`` seconds."""
+    stalled_after = context.additional_context.get("stalled_after", 30.0)
+    return await retry_stalled(context.app, float(stalled_after))
 
 
 async def run_worker(
@@ -211,10 +228,11 @@ async def run_worker(
         settings, embeddings=embeddings, pool_max_size=max(settings.pool_max_size, concurrency + 1)
     )
     try:
-        app = create_app(archive.settings, archive.runtime.store.url, pool_max_size=concurrency + 3)
+        app = create_app(
+            archive.settings, archive.runtime.store.url, pool_max_size=concurrency + 3, stalled_after=stalled_after
+        )
         async with app.open_async():
             recovered = await retry_stalled(app, stalled_after)
-            watcher = asyncio.create_task(_watch_stalled(app, stalled_after)) if wait else None
             options: dict[str, Any] = {
                 "queues": list(queues) if queues else None,
                 "concurrency": concurrency,
@@ -222,17 +240,11 @@ async def run_worker(
                 "update_heartbeat_interval": heartbeat,
                 "stalled_worker_timeout": stalled_after,
                 "delete_jobs": "successful",  # failed jobs stay for inspection (`mnemo status`)
-                "additional_context": {"archive": archive},
+                "additional_context": {"archive": archive, "stalled_after": stalled_after},
                 "install_signal_handlers": install_signal_handlers,
                 "listen_notify": listen_notify,
             }
-            try:
-                await app.run_worker_async(**options)
-            finally:
-                if watcher is not None:
-                    watcher.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await watcher
+            await app.run_worker_async(**options)
     finally:
         await archive.close()
     return recovered

@@ -28,6 +28,7 @@ __all__ = [
     "NIGHT_SCOPE",
     "QUEUES",
     "REEMBED",
+    "RETRY_STALLED",
     "enqueue",
     "jobs_of",
     "night_scopes",
@@ -43,6 +44,7 @@ QUEUES = (INGEST, MAINTENANCE, NIGHT)
 EMBED_TURNS = "mnemo.embed_turns"
 REEMBED = "mnemo.reembed"
 NIGHT_CYCLE = "mnemo.night_cycle"
+RETRY_STALLED = "mnemo.retry_stalled"
 NIGHT_SCOPE = "mnemo.night_scope"
 
 _QUEUEING_LOCK_INDEX = "procrastinate_jobs_queueing_lock_idx_v1"
