@@ -1,8 +1,9 @@
 """Frozen domain records shared by every layer (DESIGN.md §2).
 
 Records are plain frozen dataclasses; Pydantic is used only where outside data
-enters (settings, HTTP/MCP payloads). ``Scope`` validates itself, so an invalid
-scope can never reach the store.
+enters (settings, HTTP/MCP payloads) and to turn a record into JSON
+(:func:`to_jsonable`). ``Scope`` validates itself, so an invalid scope can never
+reach the store.
 """
 
 from __future__ import annotations
@@ -13,11 +14,16 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from mnemo.cognition.curation import Classification
+from pydantic import GetCoreSchemaHandler, PlainSerializer, TypeAdapter, computed_field
+from pydantic_core import CoreSchema, core_schema
+
+from mnemo.cognition.curation import Classification, Tier
+from mnemo.cognition.gates import EntryAction, ExitAction
+from mnemo.cognition.patterns import FactKind
 from mnemo.errors import InvalidScopeError
 
 __all__ = [
@@ -31,24 +37,32 @@ __all__ = [
     "EntityFacts",
     "Fact",
     "FlushReport",
+    "GateAction",
     "GateOutcome",
     "Hit",
     "ImportReport",
+    "ItemKind",
     "Memory",
     "MemoryHistory",
+    "MemoryKind",
+    "MemoryStatus",
     "NightReport",
     "Observation",
     "RecallResult",
     "Refusal",
+    "Role",
     "Scope",
     "Status",
+    "Timestamp",
+    "Track",
     "Turn",
     "Verdict",
     "WeightChange",
+    "to_jsonable",
     "uuid7",
 ]
 
-MEMORY_KINDS = (
+MemoryKind = Literal[
     "episodic",
     "semantic",
     "procedural",
@@ -58,11 +72,40 @@ MEMORY_KINDS = (
     "narrative",
     "tension",
     "insight",
-)
-MEMORY_STATUSES = ("candidate", "active", "archived", "pruned")
-ROLES = ("user", "assistant", "system", "tool")
+]
+MemoryStatus = Literal["candidate", "active", "archived", "pruned", "quarantined"]  # quarantined: by the curator
+Role = Literal["user", "assistant", "system", "tool"]
+MEMORY_KINDS: tuple[MemoryKind, ...] = get_args(MemoryKind)
+MEMORY_STATUSES: tuple[MemoryStatus, ...] = get_args(MemoryStatus)
+ROLES: tuple[Role, ...] = get_args(Role)
 ItemKind = Literal["turn", "memory"]
 Track = Literal["anchored", "identity", "situational"]
+GateAction = ExitAction | Literal["expired"]  # an exit-gate outcome; "expired": past its TTL unflushed
+
+
+def _isoformat(value: datetime) -> str:
+    return value.isoformat()
+
+
+# A datetime that serialises to JSON as ``datetime.isoformat()`` ("+00:00", not pydantic's "Z").
+Timestamp = Annotated[datetime, PlainSerializer(_isoformat, return_type=str, when_used="json")]
+
+
+_adapters: dict[type, TypeAdapter[Any]] = {}
+
+
+def to_jsonable(record: object) -> Any:
+    """A record (or any value pydantic knows) as plain JSON data: dicts, lists, strings, numbers.
+
+    Uuids become strings, datetimes ``isoformat()`` strings, a :class:`Scope` ``"entity/namespace"``;
+    ``json.dumps`` takes the result as is. One ``TypeAdapter`` per type, built on first use.
+    """
+    kind = type(record)
+    adapter = _adapters.get(kind)
+    if adapter is None:
+        adapter = _adapters[kind] = TypeAdapter(kind)
+    return adapter.dump_python(record, mode="json")
+
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,127}$")
 
@@ -94,6 +137,23 @@ class Scope:
         entity, _, namespace = text.partition("/")
         return cls(entity, namespace or "default")
 
+    @classmethod
+    def _coerce(cls, value: object) -> Scope:
+        if isinstance(value, Scope):
+            return value
+        if isinstance(value, str):
+            return cls.parse(value)  # InvalidScopeError is a ValueError: pydantic reports it
+        raise ValueError(f"expected a scope 'entity/namespace', got {type(value).__name__}")
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        """Pydantic sees a scope as its string ``entity/namespace``, both ways."""
+        return core_schema.no_info_plain_validator_function(
+            cls._coerce,
+            json_schema_input_schema=core_schema.str_schema(),
+            serialization=core_schema.to_string_ser_schema(),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Turn:
@@ -103,14 +163,14 @@ class Turn:
     scope: Scope
     session_id: str
     turn_number: int
-    role: str
+    role: Role
     content: str
-    created_at: datetime
+    created_at: Timestamp
     token_count: int
     speaker: str | None = None
     surprisal: float | None = None
     flux_state: str | None = None
-    user_tier: str = "normal"
+    user_tier: Tier = "normal"
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -120,20 +180,20 @@ class Memory:
 
     id: uuid.UUID
     scope: Scope
-    kind: str
+    kind: MemoryKind
     content: str
-    created_at: datetime
+    created_at: Timestamp
     alpha: float = 1.0
     beta: float = 4.0
-    status: str = "active"
+    status: MemoryStatus = "active"
     anchored: bool = False
     compressed: str | None = None
     source_tag: str | None = None
     source_confidence: float = 1.0
     provenance: tuple[str, ...] = ()
-    event_time: datetime | None = None
+    event_time: Timestamp | None = None
     access_count: int = 0
-    last_accessed: datetime | None = None
+    last_accessed: Timestamp | None = None
     token_count: int = 0
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
@@ -150,13 +210,13 @@ class Hit:
     vector_rank: int | None
     lexical_rank: int | None
     lexical_score: float | None
-    created_at: datetime
+    created_at: Timestamp
     scope: Scope
     session_id: str | None = None
     turn_number: int | None = None
-    role: str | None = None
+    role: Role | None = None
     speaker: str | None = None
-    memory_kind: str | None = None
+    memory_kind: MemoryKind | None = None
     token_count: int = 0
     metadata: Mapping[str, Any] = field(default_factory=dict)
     neighbour_boost: float = 0.0
@@ -263,8 +323,8 @@ class ImportReport:
 class WeightChange:
     """One audited weight change (``mnemo why``)."""
 
-    at: datetime
-    operation: str
+    at: Timestamp
+    operation: Literal["reinforce", "contradict", "create"]
     gain: float
     old: tuple[float, float] | None  # (alpha, beta) before; None at creation
     new: tuple[float, float]
@@ -285,14 +345,14 @@ class MemoryHistory:
     id: uuid.UUID
     scope: Scope
     content: str
-    kind: str
-    status: str
+    kind: MemoryKind
+    status: MemoryStatus
     anchored: bool
     alpha: float
     beta: float
     access_count: int
-    last_accessed: datetime | None
-    created_at: datetime
+    last_accessed: Timestamp | None
+    created_at: Timestamp
     changes: tuple[WeightChange, ...]
 
     @property
@@ -328,10 +388,10 @@ def uuid7() -> uuid.UUID:
 @dataclass(frozen=True, slots=True)
 class Verdict:
     memory_id: uuid.UUID
-    kind: str
+    kind: MemoryKind
     content: str
-    from_status: str
-    to_status: str
+    from_status: MemoryStatus
+    to_status: MemoryStatus
     classification: Classification
 
     @property
@@ -349,6 +409,16 @@ class Verdict:
         }
 
 
+def _vector_counts_json(rows: Sequence[tuple[str, str, int]]) -> list[dict[str, Any]]:
+    return [{"table": table, "slug": slug, "rows": count} for table, slug, count in rows]
+
+
+VectorCounts = Annotated[
+    Sequence[tuple[str, str, int]],
+    PlainSerializer(_vector_counts_json, return_type=list[dict[str, Any]], when_used="json"),
+]
+
+
 @dataclass(frozen=True, slots=True)
 class Status:
     """What ``mnemo status`` shows."""
@@ -359,22 +429,9 @@ class Status:
     embedder: str
     vector_table: str
     counts: Mapping[str, int]
-    vectors: Sequence[tuple[str, str, int]]
+    vectors: VectorCounts  # (table, embedder slug, rows); JSON: [{"table", "slug", "rows"}, ...]
     pending_reembed: int
     queue: Mapping[str, int] = field(default_factory=dict)  # background jobs by status (todo, doing, failed, ...)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "database": self.database,
-            "embedded": self.embedded,
-            "pgvector": self.pgvector,
-            "embedder": self.embedder,
-            "vector_table": self.vector_table,
-            "counts": dict(self.counts),
-            "vectors": [{"table": t, "slug": s, "rows": n} for t, s, n in self.vectors],
-            "pending_reembed": self.pending_reembed,
-            "queue": dict(self.queue),
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,19 +458,6 @@ class ContextBlock:
     def over_budget(self) -> bool:
         return self.tokens > self.budget
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "scope": str(self.scope),
-            "text": self.text,
-            "tokens": self.tokens,
-            "budget": self.budget,
-            "refused": self.refused,
-            "items": [
-                {"id": str(i.id), "track": i.track, "mode": i.mode, "tokens": i.tokens, "text": i.text}
-                for i in self.items
-            ],
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class GateOutcome:
@@ -421,7 +465,7 @@ class GateOutcome:
 
     item_id: uuid.UUID
     content: str
-    action: str  # drop, skip, buffer, persist, reinforce, persist_flag, expired
+    action: GateAction
     reason: str
     relevance: float | None = None
     similarity: float | None = None
@@ -444,7 +488,7 @@ class Observation:
     """What the entry gate did with one item, and the flush it triggered, if any."""
 
     item_id: uuid.UUID
-    action: str  # skip or buffer
+    action: EntryAction
     reason: str
     flushed: FlushReport | None = None
 
@@ -465,11 +509,11 @@ class Curation:
 class Fact:
     attribute: str
     value: str
-    kind: str
+    kind: FactKind
     confidence: float
     mention_count: int
-    valid_from: datetime | None
-    valid_to: datetime | None
+    valid_from: Timestamp | None
+    valid_to: Timestamp | None
     source: str
     provenance: tuple[uuid.UUID, ...]
 
@@ -512,7 +556,7 @@ class NightReport:
 
     scope: Scope
     run_id: uuid.UUID
-    as_of: datetime
+    as_of: Timestamp
     resumed: bool = False
     turns: int = 0
     turns_scored: int = 0
@@ -539,15 +583,7 @@ class NightReport:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     skipped: tuple[str, ...] = ()
 
+    @computed_field  # type: ignore[prop-decorator]  # serialised with the fields by to_jsonable
     @property
     def turns_per_second(self) -> float:
         return self.turns / self.seconds if self.seconds > 0 else 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["scope"] = str(self.scope)
-        out["run_id"] = str(self.run_id)
-        out["as_of"] = self.as_of.isoformat()
-        out["turns_per_second"] = self.turns_per_second
-        out["skipped"] = list(self.skipped)
-        return out

@@ -30,7 +30,7 @@ from mnemo.errors import (
     NotFoundError,
 )
 from mnemo.interfaces import auth as tokens
-from mnemo.models import Hit, Refusal, Scope
+from mnemo.models import Hit, Refusal, Scope, to_jsonable
 
 __all__ = ["MAX_BODY_BYTES", "create_app"]
 
@@ -140,9 +140,7 @@ def create_app(settings: Settings, *, embeddings: Embeddings | None = None) -> F
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            raise AuthenticationError(
-                "send 'Authorization: Bearer <token>' (create one with mnemo token create)"
-            )
+            raise AuthenticationError("send 'Authorization: Bearer <token>' (create one with mnemo token create)")
         return await tokens.verify(archive().runtime, token.strip())
 
     Who = Annotated[tokens.Principal, Depends(principal)]
@@ -191,7 +189,7 @@ def create_app(settings: Settings, *, embeddings: Embeddings | None = None) -> F
     async def context(body: ContextIn, who: Who) -> dict[str, Any]:
         scope, reader = read_scope(who, body.namespace, body.owner)
         block = await archive().context(scope, body.text, body.budget, as_entity=reader)
-        return block.as_dict()
+        return to_jsonable(block)
 
     @app.delete("/v1/items/{item_id}")
     async def forget(item_id: uuid.UUID, who: Who, namespace: str | None = None) -> dict[str, Any]:

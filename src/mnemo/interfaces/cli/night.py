@@ -1,11 +1,7 @@
-"""Night-cycle commands of the ``mnemo`` CLI: ``night``, ``curate``, ``facts``, ``believe``.
-
-Registered on :data:`mnemo.interfaces.cli.app` when that module is imported.
-"""
+"""Night-cycle commands: ``night``, ``curate``, ``facts``, ``believe``."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -15,14 +11,31 @@ from rich.table import Table
 
 from mnemo._validate import to_utc
 from mnemo.errors import InvalidContentError
-from mnemo.interfaces.cli import EntityOpt, JsonOpt, NamespaceOpt, _fail_cleanly, _open, app, err, out
-from mnemo.models import Curation, NightReport, Scope
+from mnemo.interfaces.cli._common import (
+    EntityOpt,
+    JsonOpt,
+    NamespaceOpt,
+    err,
+    fail_cleanly,
+    open_archive,
+    out,
+    print_json,
+)
+from mnemo.models import Curation, NightReport, Scope, to_jsonable
 from mnemo.night.cycle import STAGES
 
-__all__: list[str] = []
+__all__ = ["register", "report_table"]
 
 
-def _report_table(report: NightReport) -> Table:
+def register(app: typer.Typer) -> None:
+    """Add the night-cycle commands to ``app``."""
+    app.command()(night)
+    app.command()(curate)
+    app.command()(facts)
+    app.command()(believe)
+
+
+def report_table(report: NightReport) -> Table:
     table = Table(title=f"night cycle — {report.scope}" + (" (resumed)" if report.resumed else ""))
     table.add_column("stage")
     table.add_column("result")
@@ -58,8 +71,7 @@ def _report_table(report: NightReport) -> Table:
     return table
 
 
-@app.command()
-@_fail_cleanly
+@fail_cleanly
 def night(
     entity: EntityOpt = "default",
     namespace: NamespaceOpt = "default",
@@ -93,16 +105,16 @@ def night(
         bar.update(tasks[stage], completed=done, total=max(total, done) or None)
 
     reports: list[NightReport] = []
-    with _open() as archive, bar:
+    with open_archive() as archive, bar:
         for target in archive.night_scopes() if every else [scope]:
             tasks.clear()
             reports.append(archive.night_cycle(target, as_of=when, progress=progress, stages=chosen))
     if as_json:
-        data = [r.as_dict() for r in reports]
-        out.print_json(json.dumps(data if every else data[0], default=str))
+        data = [to_jsonable(r) for r in reports]
+        print_json(data if every else data[0])
     else:
         for report in reports:
-            out.print(_report_table(report))
+            out.print(report_table(report))
 
 
 def _curation_table(result: Curation, limit: int) -> Table:
@@ -130,8 +142,7 @@ def _curation_table(result: Curation, limit: int) -> Table:
     return table
 
 
-@app.command()
-@_fail_cleanly
+@fail_cleanly
 def curate(
     entity: EntityOpt = "default",
     namespace: NamespaceOpt = "default",
@@ -143,43 +154,40 @@ def curate(
 ) -> None:
     """Classify memories promote / keep / archive / prune / quarantine as a numbered version."""
     scope = Scope(entity, namespace)
-    with _open() as archive:
+    with open_archive() as archive:
         if apply is not None:
             changed = archive.apply_curation(scope, apply)
             if as_json:
-                out.print_json(json.dumps({"version": apply, "changed": changed}))
+                print_json({"version": apply, "changed": changed})
             else:
                 out.print(f"applied curation version {apply} of {scope}: {changed} memories changed status")
             return
         result = archive.curate(scope, dry_run=dry_run, apply=not stage_only)
     if as_json:
-        out.print_json(
-            json.dumps(
-                {
-                    "version": result.version,
-                    "applied": result.applied,
-                    "counts": result.counts,
-                    "changes": [
-                        {
-                            "memory_id": str(v.memory_id),
-                            "verdict": v.classification.verdict,
-                            "from": v.from_status,
-                            "to": v.to_status,
-                            "score": v.classification.score,
-                            "reasons": list(v.classification.reasons),
-                            "content": v.content,
-                        }
-                        for v in result.changes
-                    ],
-                }
-            )
+        print_json(
+            {
+                "version": result.version,
+                "applied": result.applied,
+                "counts": result.counts,
+                "changes": [
+                    {
+                        "memory_id": str(v.memory_id),
+                        "verdict": v.classification.verdict,
+                        "from": v.from_status,
+                        "to": v.to_status,
+                        "score": v.classification.score,
+                        "reasons": list(v.classification.reasons),
+                        "content": v.content,
+                    }
+                    for v in result.changes
+                ],
+            }
         )
     else:
         out.print(_curation_table(result, limit))
 
 
-@app.command()
-@_fail_cleanly
+@fail_cleanly
 def facts(
     name: Annotated[str, typer.Argument(help="The entity, e.g. a person's name.")],
     entity: EntityOpt = "default",
@@ -187,31 +195,28 @@ def facts(
     as_json: JsonOpt = False,
 ) -> None:
     """Current and past facts about an entity, with validity intervals."""
-    with _open() as archive:
+    with open_archive() as archive:
         found = archive.facts(Scope(entity, namespace), name)
     if as_json:
-        out.print_json(
-            json.dumps(
-                {
-                    "name": found.name,
-                    "mentions": found.mention_count,
-                    "facts": [
-                        {
-                            "attribute": f.attribute,
-                            "value": f.value,
-                            "kind": f.kind,
-                            "current": f.current,
-                            "valid_from": f.valid_from,
-                            "valid_to": f.valid_to,
-                            "mentions": f.mention_count,
-                            "confidence": f.confidence,
-                        }
-                        for f in found.facts
-                    ],
-                    "triples": [list(t) for t in found.triples],
-                },
-                default=str,
-            )
+        print_json(
+            {
+                "name": found.name,
+                "mentions": found.mention_count,
+                "facts": [
+                    {
+                        "attribute": f.attribute,
+                        "value": f.value,
+                        "kind": f.kind,
+                        "current": f.current,
+                        "valid_from": f.valid_from,
+                        "valid_to": f.valid_to,
+                        "mentions": f.mention_count,
+                        "confidence": f.confidence,
+                    }
+                    for f in found.facts
+                ],
+                "triples": [list(t) for t in found.triples],
+            }
         )
         return
     table = Table(title=f"{found.name} — {found.mention_count} mentions")
@@ -227,8 +232,7 @@ def facts(
     out.print(table)
 
 
-@app.command()
-@_fail_cleanly
+@fail_cleanly
 def believe(
     memory_id: Annotated[str, typer.Argument(help="An insight, narrative or fact memory id.")],
     entity: EntityOpt = "default",
@@ -236,16 +240,14 @@ def believe(
     as_json: JsonOpt = False,
 ) -> None:
     """Why do I believe this? The chain a memory was derived from."""
-    with _open() as archive:
+    with open_archive() as archive:
         chain = archive.why_do_i_believe(Scope(entity, namespace), memory_id)
     if as_json:
-        out.print_json(
-            json.dumps(
-                [
-                    {"depth": b.depth, "parent": str(b.parent), "id": str(b.id), "kind": b.kind, "content": b.content}
-                    for b in chain
-                ]
-            )
+        print_json(
+            [
+                {"depth": b.depth, "parent": str(b.parent), "id": str(b.id), "kind": b.kind, "content": b.content}
+                for b in chain
+            ]
         )
         return
     if not chain:

@@ -1,0 +1,135 @@
+"""Administration commands: ``status``, ``reembed``, ``demo``."""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from mnemo.errors import MnemoError
+from mnemo.interfaces.cli._common import (
+    JsonOpt,
+    fail_cleanly,
+    hit_json,
+    open_archive,
+    out,
+    print_json,
+    print_recall,
+    progress,
+)
+from mnemo.interfaces.cli.night import report_table
+from mnemo.models import Scope, to_jsonable
+from mnemo.night.cycle import STAGES as NIGHT_STAGES
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the administration commands to ``app``."""
+    app.command()(status)
+    app.command()(reembed)
+    app.command()(demo)
+
+
+@fail_cleanly
+def status(as_json: JsonOpt = False) -> None:
+    """Counts per chamber, embedder slug, database location, background jobs by status."""
+    with open_archive() as archive:
+        st = archive.status()
+    if as_json:
+        print_json(to_jsonable(st))
+        return
+    table = Table(title="mnemo status", show_header=False)
+    table.add_row("database", st.database)
+    table.add_row("pgvector", st.pgvector)
+    table.add_row("embedder", st.embedder)
+    table.add_row("vector space", st.vector_table)
+    for name, count in st.counts.items():
+        table.add_row(name, f"{count:,}")
+    for tbl, slug, rows in st.vectors:
+        table.add_row(f"vectors {tbl}", f"{rows:,} x {slug}")
+    table.add_row("pending re-embed", f"[yellow]{st.pending_reembed:,}[/]" if st.pending_reembed else "0")
+    for state, count in st.queue.items():
+        table.add_row(f"queue {state}", f"[red]{count:,}[/]" if state == "failed" and count else f"{count:,}")
+    out.print(table)
+
+
+@fail_cleanly
+def reembed(
+    batch_size: Annotated[int, typer.Option(min=1, max=10_000)] = 256,
+    background: Annotated[bool, typer.Option("--background", help="Queue it for `mnemo worker` instead.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Re-embed items stored with another model (resumable; safe to interrupt)."""
+    if background:
+        with open_archive() as archive:
+            job = archive.defer_reembed()
+        if as_json:
+            print_json({"job": job, "queued": job is not None})
+        else:
+            out.print(f"queued re-embed job {job}" if job is not None else "a re-embed job is already waiting")
+        return
+    with open_archive() as archive, progress("re-embedding") as update:
+        done = archive.reembed(batch_size=batch_size, progress=update)
+        left = archive.pending_reembed
+    if as_json:
+        print_json({"reembedded": done, "pending": left})
+    else:
+        out.print(f"re-embedded {done:,} items; {left:,} pending")
+
+
+DEMO_QUERIES = (
+    "What is Maya allergic to?",
+    "How is the dog coping with the noise?",
+    "Why did the battery prototype fail?",
+    "When is Lena visiting and what does she eat?",
+    "What is the capital of Australia?",
+)
+DEMO_CONTEXT = "Help me plan a dinner for Lena's visit"
+
+
+@fail_cleanly
+def demo(as_json: JsonOpt = False) -> None:
+    """Import the bundled sample conversation and recall from it."""
+    scope = Scope("demo", "sample")
+    sample = resources.files("mnemo").joinpath("data/sample_conversation.jsonl")
+    with open_archive() as archive:
+        counts = archive.status().counts
+        with resources.as_file(sample) as path:
+            try:
+                archive.recall(scope, "anything", 1, read_only=True)
+                imported = None
+            except MnemoError:
+                with progress("embedding") as update:
+                    imported = archive.import_file(scope, path, progress=update)
+                archive.remember(scope, "Never share Maya's home address with anyone", anchored=True)
+                archive.remember(scope, "Maya prefers short, practical answers", kind="preference")
+        # The night cycle (raw turns kept for the demo: no retention stage): blocks, facts, curation.
+        night = archive.night_cycle(scope, stages=tuple(s for s in NIGHT_STAGES if s != "retention"))
+        results = [archive.recall(scope, q, 3) for q in DEMO_QUERIES]
+        block = archive.context(scope, DEMO_CONTEXT, 160, seed=0)
+    if as_json:
+        print_json(
+            {
+                "recalls": [
+                    {"query": r.query, "refused": r.refused, "hits": [hit_json(h) for h in r.hits]} for r in results
+                ],
+                "context": to_jsonable(block),
+                "night": to_jsonable(night),
+            }
+        )
+        return
+    if imported is not None:
+        out.print(
+            f"imported {imported.turns} turns of the sample conversation into {scope} "
+            f"in {imported.seconds:.1f}s (database had {counts['turns']} turns before)"
+        )
+    else:
+        out.print(f"the sample conversation is already in {scope}")
+    out.print(report_table(night))
+    for result in results:
+        print_recall(result, as_json=False)
+    out.print(f"\n[bold]context block[/] for {DEMO_CONTEXT!r} ({block.tokens}/{block.budget} tokens):")
+    out.print(block.text, markup=False, highlight=False)

@@ -1,0 +1,192 @@
+"""The ``bench`` group: retrieval quality (LoCoMo), the dynamics scenario, performance.
+
+The harnesses (``mnemo.bench``) are imported inside the commands.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from mnemo.interfaces.cli._common import fail_cleanly, out, progress
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``bench`` group to ``app``."""
+    bench = typer.Typer(no_args_is_help=True, help="Benchmarks: retrieval quality and performance.")
+    bench.command("locomo")(bench_locomo)
+    bench.command("dynamics")(bench_dynamics)
+    bench.command("perf")(bench_perf)
+    app.add_typer(bench, name="bench")
+
+
+def _overrides(pairs: list[str]) -> dict[str, str]:
+    settings = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"--set expects KEY=VALUE, got {pair!r}")
+        settings[key.strip().replace("-", "_")] = value.strip()
+    return settings
+
+
+@fail_cleanly
+def bench_locomo(
+    path: Annotated[Path, typer.Argument(help="A LoCoMo-format file, e.g. ../shared/bench/locomo/locomo-dev.json.")],
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write every figure to this JSON file.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a setting, KEY=VALUE (repeatable).")] = None,
+    baselines: Annotated[bool, typer.Option(help="Also run the BM25 and dense baselines.")] = True,
+    ablate: Annotated[bool, typer.Option(help="Also run with each recall piece switched off.")] = False,
+    night: Annotated[
+        bool, typer.Option("--night", help="Run the night cycle first; recall turns, blocks, facts and insights.")
+    ] = False,
+) -> None:
+    """Retrieval quality on LoCoMo: recall@k per category, evidence within token budgets, latency."""
+    import asyncio
+
+    from mnemo.bench.locomo import ABLATIONS, run_locomo
+    from mnemo.bench.report import print_ablation, print_locomo
+    from mnemo.config import load_settings
+    from mnemo.embed import load_embedder
+
+    if not path.is_file():
+        raise typer.BadParameter(f"{path} is not a file", param_hint="PATH")
+    overrides = _overrides(set_ or [])
+    settings = load_settings(**overrides)  # validates the overrides before the long run
+    embeddings = load_embedder(
+        settings.embedder, batch_size=settings.embed_batch_size, kind_prefixes=settings.kind_prefixes
+    )
+
+    def run(extra: dict[str, object], with_baselines: bool, label: str) -> dict[str, Any]:
+        with progress(label) as update:
+            return asyncio.run(
+                run_locomo(
+                    path,
+                    embeddings=embeddings,
+                    overrides={**overrides, **extra},
+                    baselines=with_baselines,
+                    database_url=settings.database_url,
+                    progress=lambda _name, done, total: update(done, total),
+                    night=night,
+                )
+            )
+
+    result = run({}, baselines, "recall")
+    print_locomo(result, out)
+    if ablate:
+        rows = [("all pieces on", result["systems"]["mnemo"])]
+        result["ablation"] = {}
+        for name, extra in ABLATIONS.items():
+            scores = run(extra, False, f"without {name}")["systems"]["mnemo"]
+            rows.append((f"without {name}", scores))
+            result["ablation"][name] = {"overrides": extra, "scores": scores}
+        print_ablation(rows, out)
+    if json_out is not None:
+        json_out.write_text(json.dumps(result, indent=2))
+        out.print(f"wrote {json_out}")
+
+
+@fail_cleanly
+def bench_dynamics(
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write every figure to this JSON file.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed for the world and the usage stream.")] = 0,
+    topics: Annotated[int, typer.Option(help="Pairs of equally similar facts (one used, one not).")] = 40,
+    updates: Annotated[int, typer.Option(help="Facts replaced halfway by a newer fact.")] = 20,
+    fillers: Annotated[int, typer.Option(help="Unrelated facts.")] = 40,
+    sessions: Annotated[int, typer.Option(help="Simulated days of use.")] = 10,
+    use_k: Annotated[int, typer.Option(help="k of each usage recall (its hits are reinforced).")] = 1,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a setting, KEY=VALUE (repeatable).")] = None,
+) -> None:
+    """Scenario: after sessions of use, do used facts outrank equally similar unused ones, and updates
+    the facts they superseded? With dynamics vs a static store."""
+    import asyncio
+
+    from mnemo.bench.dynamics import run_dynamics
+    from mnemo.config import load_settings
+    from mnemo.embed import load_embedder
+
+    overrides = _overrides(set_ or [])
+    settings = load_settings(**overrides)
+    embeddings = load_embedder(
+        settings.embedder, batch_size=settings.embed_batch_size, kind_prefixes=settings.kind_prefixes
+    )
+    with progress("sessions") as update:
+        result = asyncio.run(
+            run_dynamics(
+                embeddings=embeddings,
+                database_url=settings.database_url,
+                overrides=overrides,
+                seed=seed,
+                topics=topics,
+                updates=updates,
+                fillers=fillers,
+                sessions=sessions,
+                use_k=use_k,
+                progress=lambda _name, done, total: update(done, total),
+            )
+        )
+    table = Table(title=f"dynamics scenario: {topics} pairs, {updates} updates, {fillers} fillers, {sessions} sessions")
+    for col in ("system", "used > unused", "  (equal sim)", "mean rank used / unused", "update > superseded", "s"):
+        table.add_column(col, justify="right")
+    for name, f in result["systems"].items():
+        table.add_row(
+            name,
+            f"{f['used_above_unused']:.1f}%",
+            f"{f['used_above_unused_equal_similarity']:.1f}% of {f['equal_similarity_pairs']}",
+            f"{f['mean_rank_used']:.2f} / {f['mean_rank_unused']:.2f}",
+            f"{f['update_above_superseded']:.1f}%",
+            f"{f['seconds']:.0f}",
+        )
+    out.print(table)
+    if json_out is not None:
+        json_out.write_text(json.dumps(result, indent=2))
+        out.print(f"wrote {json_out}")
+
+
+@fail_cleanly
+def bench_perf(
+    locomo: Annotated[Path, typer.Option(help="Source of realistic sentences (LoCoMo format).")] = Path(
+        "../shared/bench/locomo/locomo-dev.json"
+    ),
+    scale: Annotated[list[int] | None, typer.Option(help="Memories in one scope (repeatable).")] = None,
+    queries: Annotated[int, typer.Option(min=10, help="Recalls timed per scale.")] = 1000,
+    ingest_turns: Annotated[int, typer.Option(min=100, help="Turns for the ingest measurement.")] = 2000,
+    cache_dir: Annotated[Path | None, typer.Option(help="Where corpus embeddings are cached.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write every figure to this JSON file.")] = None,
+) -> None:
+    """Ingest throughput, recall latency (p50/p95/p99) and ANN recall@10 at 10k and 100k memories."""
+    import asyncio
+
+    from mnemo.bench.perf import run_perf
+    from mnemo.bench.report import print_perf
+    from mnemo.config import load_settings
+    from mnemo.embed import load_embedder
+
+    if not locomo.is_file():
+        raise typer.BadParameter(f"{locomo} is not a file", param_hint="--locomo")
+    settings = load_settings()
+    embeddings = load_embedder(
+        settings.embedder, batch_size=settings.embed_batch_size, kind_prefixes=settings.kind_prefixes
+    )
+    with progress("perf") as update:
+        result = asyncio.run(
+            run_perf(
+                locomo,
+                embeddings=embeddings,
+                scales=tuple(scale or (10_000, 100_000)),
+                queries=queries,
+                ingest_turns=ingest_turns,
+                cache_dir=cache_dir or settings.home / "bench-cache",
+                progress=lambda _label, done, total: update(done, total),
+            )
+        )
+    print_perf(result, out)
+    if json_out is not None:
+        json_out.write_text(json.dumps(result, indent=2))
+        out.print(f"wrote {json_out}")

@@ -1,0 +1,150 @@
+"""Service commands: ``serve`` (HTTP), ``mcp``, ``worker`` and the ``token`` group.
+
+The servers' own packages (uvicorn, mcp, procrastinate) are imported inside the
+commands, so ``mnemo --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Annotated
+
+import typer
+
+from mnemo.errors import MnemoError
+from mnemo.interfaces.cli._common import (
+    EntityOpt,
+    JsonOpt,
+    NamespaceOpt,
+    err,
+    fail_cleanly,
+    open_archive,
+    out,
+    print_json,
+)
+from mnemo.models import Scope
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``mcp``, ``worker``, ``serve`` and the ``token`` group to ``app``."""
+    app.command()(serve)
+    app.command()(mcp)
+    app.command()(worker)
+    tokens = typer.Typer(no_args_is_help=True, help="Bearer tokens for mnemo serve.")
+    tokens.command("create")(token_create)
+    tokens.command("revoke")(token_revoke)
+    app.add_typer(tokens, name="token")
+
+
+@fail_cleanly
+def mcp(
+    entity: EntityOpt = "default",
+    namespace: NamespaceOpt = "default",
+    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
+    host: Annotated[str, typer.Option(help="HTTP host (with --http).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="HTTP port (with --http).")] = 8765,
+    auth: Annotated[
+        bool,
+        typer.Option("--auth", help="With --http: require a bearer token (mnemo token create); it sets the scope."),
+    ] = False,
+) -> None:
+    """Serve one scope's memory to MCP clients (tools: recall, remember, context, forget)."""
+    from mnemo.config import load_settings
+    from mnemo.interfaces.mcp import build_server
+
+    if auth and not http:
+        raise typer.BadParameter("--auth needs --http (stdio has no bearer tokens)", param_hint="--auth")
+    logging.basicConfig(level=logging.WARNING, format="mnemo: %(message)s", stream=sys.stderr)
+    server = build_server(load_settings(), Scope(entity, namespace), auth=auth, url=f"http://{host}:{port}")
+    if http:
+        server.run("streamable-http", host=host, port=port)
+    else:
+        server.run("stdio")
+
+
+@fail_cleanly
+def worker(
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, max=64, help="Jobs run at once.")] = 1,
+    queue: Annotated[
+        list[str] | None, typer.Option("--queue", "-q", help="ingest, maintenance or night (repeatable; default all).")
+    ] = None,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="--no-wait: stop once the queues are empty.")] = True,
+    heartbeat: Annotated[float, typer.Option(min=0.1, help="Seconds between liveness updates.")] = 10.0,
+    stalled_after: Annotated[
+        float, typer.Option(min=0.2, help="A worker silent this long is presumed dead; its jobs run again.")
+    ] = 30.0,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every job.")] = False,
+) -> None:
+    """Run background jobs: embeddings of turns stored with MNEMO_INGEST_MODE=async, re-embeds, and the
+    night cycle on its schedule (MNEMO_NIGHT_CRON). Ctrl-C / SIGTERM finish the running jobs, then stop.
+    Run more workers, here or on other machines, to scale out."""
+    import asyncio
+
+    from mnemo.interfaces.worker import run_worker
+
+    level = logging.INFO if verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("procrastinate").setLevel(level)
+    try:
+        recovered = asyncio.run(
+            run_worker(
+                queues=queue or None,
+                concurrency=concurrency,
+                wait=wait,
+                heartbeat=heartbeat,
+                stalled_after=stalled_after,
+            )
+        )
+    except KeyboardInterrupt:  # interrupted while starting, before the worker's own handlers were installed
+        raise typer.Exit(130) from None
+    err.print(f"worker stopped{f' (re-queued {recovered} stalled jobs at start)' if recovered else ''}")
+
+
+@fail_cleanly
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8080,
+) -> None:
+    """Serve the HTTP API (OpenAPI at /docs); every request needs a token from `mnemo token create`."""
+    import uvicorn
+
+    from mnemo.config import load_settings
+    from mnemo.interfaces.http import create_app
+
+    logging.basicConfig(level=logging.WARNING, format="mnemo: %(message)s", stream=sys.stderr)
+    uvicorn.run(create_app(load_settings()), host=host, port=port, log_level="warning")
+
+
+@fail_cleanly
+def token_create(
+    entity: Annotated[str, typer.Argument(help="The entity the token speaks for.")],
+    namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Limit it to one namespace.")] = None,
+    label: Annotated[str | None, typer.Option(help="A note to recognise it by.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create a bearer token (printed once; only its hash is stored)."""
+    with open_archive() as archive:
+        token, token_id = archive.create_token(entity, namespace=namespace, label=label)
+    if as_json:
+        print_json({"token": token, "id": str(token_id), "entity": entity, "namespace": namespace})
+        return
+    out.print(token, markup=False, highlight=False)
+    err.print(
+        f"token {token_id} for {entity}{'/' + namespace if namespace else ''}: store it now, it is not shown again"
+    )
+
+
+@fail_cleanly
+def token_revoke(
+    entity: Annotated[str, typer.Argument(help="The token's entity.")],
+    token_id: Annotated[str, typer.Argument(help="The token's id (from create).")],
+) -> None:
+    """Revoke a token: requests with it get 401 from now on."""
+    with open_archive() as archive:
+        done = archive.revoke_token(entity, token_id)
+    if not done:
+        raise MnemoError(f"no active token {token_id} for {entity}")
+    out.print(f"revoked {token_id}")
