@@ -30,7 +30,7 @@ from mnemo import AsyncArchive, Scope, Settings
 from mnemo.bench.perf import VectorCache, build_corpus
 from mnemo.embed import load_embedder
 from mnemo.interfaces.http import create_app
-from mnemo.write.remember import import_turns
+from mnemo.write.importer import import_turns
 
 
 async def main() -> None:

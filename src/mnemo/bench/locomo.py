@@ -42,7 +42,7 @@ from mnemo.errors import MalformedImportError
 from mnemo.models import Scope
 from mnemo.store import night as night_rows
 from mnemo.write.formats import TurnInput, parse_locomo
-from mnemo.write.remember import import_turns
+from mnemo.write.importer import import_turns
 
 __all__ = ["BUDGETS", "CATEGORIES", "KS", "Conversation", "load_locomo", "run_locomo"]
 

@@ -37,7 +37,7 @@ from mnemo.embed import Embeddings
 from mnemo.models import Scope
 from mnemo.store import vectors as vector_rows
 from mnemo.write.formats import TurnInput, parse_locomo
-from mnemo.write.remember import import_turns
+from mnemo.write.importer import import_turns
 
 __all__ = ["build_corpus", "run_perf"]
 

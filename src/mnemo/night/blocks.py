@@ -32,9 +32,10 @@ from mnemo import llm
 from mnemo._runtime import Runtime
 from mnemo.cognition.extraction import TurnText, extract, find_times
 from mnemo.cognition.flux import FluxArc, FluxParams, detect_arcs, flux_states, open_at_end
-from mnemo.cognition.salience import coherence_gain, detect_zones, score_block, ties_weight, unit_vector
+from mnemo.cognition.salience import Zone, coherence_gain, detect_zones, score_block, ties_weight, unit_vector
 from mnemo.cognition.segments import Segment, segment
 from mnemo.cognition.summaries import extractive_summary
+from mnemo.config import Settings
 from mnemo.embed import Embeddings, load_embedder
 from mnemo.models import Scope, uuid7
 from mnemo.store import night as night_rows
@@ -108,29 +109,152 @@ async def _summary(rt: Runtime, lines: Sequence[str], vectors: np.ndarray, max_t
     return extractive_summary(lines, vectors, max_tokens, count_tokens=_count(rt))
 
 
-async def _render(
+@dataclass(frozen=True, slots=True)
+class _Session:
+    """One session's new turns, cut into flux arcs and segments (one block each)."""
+
+    id: str
+    turns: Sequence[dict[str, Any]]
+    vectors: np.ndarray  # the turns' vectors, in turn order
+    surprisal: np.ndarray  # bits per token, per turn
+    arcs: list[FluxArc]
+    states: list[str]  # each turn's flux state
+    ends_open: bool  # the session ends inside an unresolved arc (§4.2)
+    segments: list[Segment]
+
+    def arc_of(self, seg: Segment) -> FluxArc | None:
+        return self.arcs[seg.arc] if seg.arc is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Embedded:
+    """The blocks' vectors: in the archive's space and, with ``block_embedder`` set, the second one (§9)."""
+
+    vectors: np.ndarray
+    second: Embeddings | None
+    second_vectors: np.ndarray | None
+
+
+async def _session(
     rt: Runtime,
-    turns: Sequence[dict[str, Any]],
-    seg: Segment,
-    arc: FluxArc | None,
-    s: np.ndarray,
-    vectors: np.ndarray,
-) -> dict[str, Any]:
-    """One block's prose, rendered content, compressed line, flux metrics and salience."""
-    part = turns[seg.start : seg.end + 1]
-    ss = s[seg.start : seg.end + 1]
-    vv = vectors[seg.start : seg.end + 1]
-    lines = [_line(t) for t in part]
-    cfg = rt.settings
+    scope: Scope,
+    run_id: uuid.UUID,
+    as_of: datetime,
+    session_id: str,
+    mark: int,
+    stats: BlockStats,
+) -> int:
+    """Stages 1b-6 for one session's turns after ``mark``: cut, render, embed, then store in one transaction."""
+    async with rt.store.connection() as conn:
+        turns = await night_rows.session_turns(conn, scope.entity_id, scope.namespace, session_id, mark, as_of)
+        if not turns:
+            return 0
+        vectors = await _turn_vectors(rt, conn, scope, turns)
+        tails = await _open_tails(rt, conn, scope, run_id, session_id, turns[0]["created_at"])
+    session = _cut(rt.settings, session_id, turns, vectors)
+    rendered = [await _render(rt, session, seg) for seg in session.segments]
+    embedded = await _embed_blocks(rt, rendered)
+    opening = unit_vector(vectors[: min(3, len(turns))].mean(axis=0))
+    continued, best = _continued(rt.settings.night_continuity_similarity, opening, tails)
+    async with rt.store.transaction() as conn:
+        block_ids = await _store_blocks(rt, conn, scope, run_id, session, rendered, embedded)
+        await _thematic(rt, conn, scope, run_id, block_ids, embedded.vectors)
+        if continued is not None and block_ids:
+            await _continue(conn, rt, scope, run_id, continued, block_ids[0], best)
+            stats.continuations += 1
+        await _mark_session(conn, scope, session)
+    stats.sessions += 1
+    stats.turns += len(turns)
+    stats.blocks += len(session.segments)
+    stats.arcs += len(session.arcs)
+    stats.open_arcs += int(session.ends_open)
+    stats.live_turns += sum(r["live_turns"] for r in rendered)
+    return len(turns)
+
+
+async def _open_tails(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    run_id: uuid.UUID,
+    session_id: str,
+    first_time: datetime,
+) -> dict[uuid.UUID, np.ndarray]:
+    """The open arcs this session may continue (§4.3): blocks of this run's other sessions that ended
+    unresolved within ``night_continuity_hours``, each as the unit mean of its open arc's last turns."""
+    hours = timedelta(hours=rt.settings.night_continuity_hours)
+    candidates = [
+        b
+        for b in await night_rows.open_continuations(conn, scope.entity_id, scope.namespace, run_id, first_time)
+        if b["session_id"] != session_id and b["arc_end_time"] >= first_time - hours
+    ]
+    tails: dict[uuid.UUID, np.ndarray] = {}
+    for block in candidates:
+        tail_ids = [uuid.UUID(i) for i in block["open_arc_turns"]] or list(block["turn_ids"])[-5:]
+        tail_vectors = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, tail_ids)
+        if tail_vectors:
+            tails[block["id"]] = unit_vector(np.stack(list(tail_vectors.values())).mean(axis=0))
+    return tails
+
+
+def _cut(cfg: Settings, session_id: str, turns: Sequence[dict[str, Any]], vectors: np.ndarray) -> _Session:
+    """Stages 1b-2: flux arcs over the turns' surprisal, each turn's flux state, and the segments."""
+    s = np.asarray([float(t["surprisal"]) for t in turns], dtype=np.float64)
+    params = FluxParams(
+        baseline_window=cfg.night_baseline_window,
+        spike_threshold=cfg.night_spike_threshold,
+        stable_threshold=cfg.night_stable_threshold,
+        stabilization_count=cfg.night_stabilization_count,
+        min_sigma=cfg.night_min_sigma,
+    )
+    arcs = detect_arcs(s.tolist(), params)
+    return _Session(
+        id=session_id,
+        turns=turns,
+        vectors=vectors,
+        surprisal=s,
+        arcs=arcs,
+        states=flux_states(len(turns), arcs),
+        ends_open=open_at_end(arcs, len(turns)),
+        segments=segment(len(turns), [(a.start, a.end) for a in arcs], max_span=cfg.night_max_span),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Levels:
+    """A block's surprisal levels (bits per token): its arc's, or the segment's own when it has no arc."""
+
+    baseline: float
+    sigma: float
+    final: float
+    peak: float
+
+
+def _levels(arc: FluxArc | None, ss: np.ndarray, min_sigma: float) -> _Levels:
     if arc is not None:
-        baseline, sigma, final, peak = arc.baseline, arc.sigma, arc.final, arc.peak
-    else:
-        baseline = float(ss.mean())
-        sigma = max(float(ss.std()), cfg.night_min_sigma)
-        final, peak = float(ss[-min(2, len(ss)) :].mean()), float(ss.max())
-    zones = detect_zones(lines, ss.tolist(), vv, baseline, sigma, informative=_informative(part))
-    salience = score_block(ss.tolist(), vv, baseline, sigma)
-    gain = coherence_gain(baseline, final)
+        return _Levels(arc.baseline, arc.sigma, arc.final, arc.peak)
+    return _Levels(
+        baseline=float(ss.mean()),
+        sigma=max(float(ss.std()), min_sigma),
+        final=float(ss[-min(2, len(ss)) :].mean()),
+        peak=float(ss.max()),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _ZoneTexts:
+    """A block's zones as text: live zones verbatim, dead zones summarised (§3.5)."""
+
+    live_zones: list[dict[str, Any]]
+    dead_zones: list[dict[str, Any]]
+    rendered: list[str]  # the block's content, zone by zone
+    live_turns: int
+
+
+async def _zone_texts(
+    rt: Runtime, zones: Sequence[Zone], part: Sequence[dict[str, Any]], lines: Sequence[str], vv: np.ndarray
+) -> _ZoneTexts:
+    cfg = rt.settings
     count = _count(rt)
     live_zones: list[dict[str, Any]] = []
     dead_zones: list[dict[str, Any]] = []
@@ -153,38 +277,54 @@ async def _render(
             summary = await _summary(rt, zone_lines, vv[zone.start : zone.end + 1], budget)
         dead_zones.append({"start": first, "end": last, "summary": summary, "reasons": list(zone.reasons)})
         rendered.append(summary if summary == text else f"[summary] {summary}")
-    prose: dict[str, Any] = {"live_zones": live_zones, "dead_zone_summaries": dead_zones}
-    if arc is not None:
-        offset = seg.start
-        prose["anterior_margin"] = "\n".join(lines[: max(0, arc.start - offset)])
-        prose["posterior_margin"] = "\n".join(lines[arc.end - offset + 1 :])
-    when = part[0]["created_at"]
-    content = f"[{when:%Y-%m-%d %H:%M}] " + "\n".join(rendered)
-    compressed = extractive_summary(lines, vv, cfg.night_compressed_tokens, count_tokens=count)
-    duration = seg.end - seg.start + 1
+    return _ZoneTexts(live_zones, dead_zones, rendered, live_turns)
+
+
+def _metrics(levels: _Levels, arc: FluxArc | None, seg: Segment, turns: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A block's flux metrics: perplexities and surprisals, the arc's quality and whether it resolved."""
     metrics: dict[str, Any] = {
-        "baseline_perplexity": 2.0**baseline,
-        "peak_perplexity": 2.0**peak,
-        "final_perplexity": 2.0**final,
-        "baseline_surprisal": baseline,
-        "peak_surprisal": peak,
-        "final_surprisal": final,
-        "sigma": sigma,
+        "baseline_perplexity": 2.0**levels.baseline,
+        "peak_perplexity": 2.0**levels.peak,
+        "final_perplexity": 2.0**levels.final,
+        "baseline_surprisal": levels.baseline,
+        "peak_surprisal": levels.peak,
+        "final_surprisal": levels.final,
+        "sigma": levels.sigma,
         "flux_reversal_quality": arc.quality if arc is not None else 0.0,
-        "arc_duration_turns": arc.duration if arc is not None else duration,
+        "arc_duration_turns": arc.duration if arc is not None else seg.end - seg.start + 1,
         "resolved": arc.resolved if arc is not None else True,
     }
     if arc is not None and not arc.resolved:  # the open question, matched against the next session's opening
         metrics["open_arc_turns"] = [str(t["id"]) for t in turns[arc.start : arc.end + 1][-5:]]
+    return metrics
+
+
+async def _render(rt: Runtime, session: _Session, seg: Segment) -> dict[str, Any]:
+    """Stages 3-4 for one block: its prose, rendered content, compressed line, flux metrics and salience."""
+    arc = session.arc_of(seg)
+    part = session.turns[seg.start : seg.end + 1]
+    ss = session.surprisal[seg.start : seg.end + 1]
+    vv = session.vectors[seg.start : seg.end + 1]
+    lines = [_line(t) for t in part]
+    levels = _levels(arc, ss, rt.settings.night_min_sigma)
+    zones = detect_zones(lines, ss.tolist(), vv, levels.baseline, levels.sigma, informative=_informative(part))
+    salience = score_block(ss.tolist(), vv, levels.baseline, levels.sigma)
+    gain = coherence_gain(levels.baseline, levels.final)
+    texts = await _zone_texts(rt, zones, part, lines, vv)
+    prose: dict[str, Any] = {"live_zones": texts.live_zones, "dead_zone_summaries": texts.dead_zones}
+    if arc is not None:
+        prose["anterior_margin"] = "\n".join(lines[: max(0, arc.start - seg.start)])
+        prose["posterior_margin"] = "\n".join(lines[arc.end - seg.start + 1 :])
+    when = part[0]["created_at"]
     return {
         "prose": prose,
-        "content": content,
-        "compressed": compressed,
-        "flux_metrics": metrics,
+        "content": f"[{when:%Y-%m-%d %H:%M}] " + "\n".join(texts.rendered),
+        "compressed": extractive_summary(lines, vv, rt.settings.night_compressed_tokens, count_tokens=_count(rt)),
+        "flux_metrics": _metrics(levels, arc, seg, session.turns),
         "salience_scores": salience.as_scores(),
         "coherence_gain": gain,
         "ties_weight": ties_weight(salience, gain),
-        "live_turns": live_turns,
+        "live_turns": texts.live_turns,
     }
 
 
@@ -198,51 +338,9 @@ def _informative(turns: Sequence[dict[str, Any]]) -> list[bool]:
     return [i in sources or bool(find_times(t["content"])) for i, t in enumerate(turns)]
 
 
-async def _session(
-    rt: Runtime,
-    scope: Scope,
-    run_id: uuid.UUID,
-    as_of: datetime,
-    session_id: str,
-    mark: int,
-    stats: BlockStats,
-) -> int:
-    cfg = rt.settings
-    async with rt.store.connection() as conn:
-        turns = await night_rows.session_turns(conn, scope.entity_id, scope.namespace, session_id, mark, as_of)
-        if not turns:
-            return 0
-        vectors = await _turn_vectors(rt, conn, scope, turns)
-        opening = unit_vector(vectors[: min(3, len(turns))].mean(axis=0))
-        first_time = turns[0]["created_at"]
-        candidates = [
-            b
-            for b in await night_rows.open_continuations(conn, scope.entity_id, scope.namespace, run_id, first_time)
-            if b["session_id"] != session_id
-            and b["arc_end_time"] >= first_time - timedelta(hours=cfg.night_continuity_hours)
-        ]
-        tails: dict[uuid.UUID, np.ndarray] = {}
-        for block in candidates:
-            tail_ids = [uuid.UUID(i) for i in block["open_arc_turns"]] or list(block["turn_ids"])[-5:]
-            tail_vectors = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, tail_ids)
-            if tail_vectors:
-                tails[block["id"]] = unit_vector(np.stack(list(tail_vectors.values())).mean(axis=0))
-    s = np.asarray([float(t["surprisal"]) for t in turns], dtype=np.float64)
-    params = FluxParams(
-        baseline_window=cfg.night_baseline_window,
-        spike_threshold=cfg.night_spike_threshold,
-        stable_threshold=cfg.night_stable_threshold,
-        stabilization_count=cfg.night_stabilization_count,
-        min_sigma=cfg.night_min_sigma,
-    )
-    arcs = detect_arcs(s.tolist(), params)
-    states = flux_states(len(turns), arcs)
-    ends_open = open_at_end(arcs, len(turns))
-    segments = segment(len(turns), [(a.start, a.end) for a in arcs], max_span=cfg.night_max_span)
-    rendered = [
-        await _render(rt, turns, seg, arcs[seg.arc] if seg.arc is not None else None, s, vectors) for seg in segments
-    ]
-    embedded = await rt.embeddings.embed_documents(
+async def _embed_blocks(rt: Runtime, rendered: Sequence[dict[str, Any]]) -> _Embedded:
+    """Stage 5: each block's content embedded as an episodic memory, in one or two spaces."""
+    vectors = await rt.embeddings.embed_documents(
         [rt.embeddings.document_text(r["content"], "episodic") for r in rendered]
     )
     second = await _second_embeddings(rt)
@@ -251,98 +349,122 @@ async def _session(
         if second is not None
         else None
     )
+    return _Embedded(vectors, second, second_vectors)
+
+
+def _continued(
+    threshold: float, opening: np.ndarray, tails: dict[uuid.UUID, np.ndarray]
+) -> tuple[uuid.UUID | None, float]:
+    """The open block whose tail this session's opening resembles most, above ``threshold``, and how much."""
     continued = None
     best = 0.0
     for block_id, tail in tails.items():
         similarity = float(np.dot(opening, tail))
-        if similarity > cfg.night_continuity_similarity and similarity > best:
+        if similarity > threshold and similarity > best:
             continued, best = block_id, similarity
+    return continued, best
 
-    async with rt.store.transaction() as conn:
-        block_ids: list[uuid.UUID] = []
-        memory_ids: list[uuid.UUID] = []
-        for index, (seg, info, vector) in enumerate(zip(segments, rendered, embedded, strict=True)):
-            part = turns[seg.start : seg.end + 1]
-            block_id, memory_id = uuid7(), uuid7()
-            block_ids.append(block_id)
-            memory_ids.append(memory_id)
-            tier = max((t.get("user_tier") or "normal" for t in part), key=_TIERS.index, default="normal")
-            is_last = index == len(segments) - 1
-            row = memory_row(
-                rt,
-                scope,
-                memory_id,
-                info["content"],
-                "episodic",
-                compressed=info["compressed"],
-                status="candidate",
-                source_tag="night:block",
-                provenance=[str(t["id"]) for t in part],
-                event_time=part[0]["created_at"],
-                metadata={
-                    "block_id": str(block_id),
-                    "session_id": session_id,
-                    "turns": [part[0]["turn_number"], part[-1]["turn_number"]],
-                },
-            )
-            await store_memory(conn, rt, scope, row, vector)
-            await night_rows.insert_block(
-                conn,
-                {
-                    "entity_id": scope.entity_id,
-                    "id": block_id,
-                    "namespace": scope.namespace,
-                    "kind": seg.kind,
-                    "session_id": session_id,
-                    "first_turn": part[0]["turn_number"],
-                    "last_turn": part[-1]["turn_number"],
-                    "turn_ids": [t["id"] for t in part],
-                    "prose": info["prose"],
-                    "content": info["content"],
-                    "flux_metrics": info["flux_metrics"],
-                    "salience_scores": info["salience_scores"],
-                    "coherence_gain": info["coherence_gain"],
-                    "ties_weight": info["ties_weight"],
-                    "user_tier": tier,
-                    "arc_start_time": part[0]["created_at"],
-                    "arc_end_time": part[-1]["created_at"],
-                    "session_continuity": bool(is_last and ends_open),
-                    "memory_id": memory_id,
-                    "run_id": run_id,
-                },
-            )
-            stats.live_turns += info["live_turns"]
-        if second is not None and second_vectors is not None:
-            table = await vector_rows.ensure_space(conn, cfg.block_space, second.dim)
-            await vector_rows.upsert_vectors(
-                conn,
-                table,
-                [
-                    (scope.entity_id, scope.namespace, m, "memory", str(second.slug), v)
-                    for m, v in zip(memory_ids, second_vectors, strict=True)
-                ],
-            )
-        await _thematic(rt, conn, scope, run_id, block_ids, embedded)
-        if continued is not None and block_ids:
-            await _continue(conn, rt, scope, run_id, continued, block_ids[0], best)
-            stats.continuations += 1
-        await night_rows.set_flux_states(
-            conn, scope.entity_id, [(t["id"], state) for t, state in zip(turns, states, strict=True)]
+
+async def _store_blocks(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    run_id: uuid.UUID,
+    session: _Session,
+    rendered: Sequence[dict[str, Any]],
+    embedded: _Embedded,
+) -> list[uuid.UUID]:
+    """Stage 6: each block with its memory row (and its vector in the second space); returns the block ids."""
+    block_ids: list[uuid.UUID] = []
+    memory_ids: list[uuid.UUID] = []
+    for index, (seg, info, vector) in enumerate(zip(session.segments, rendered, embedded.vectors, strict=True)):
+        block_id, memory_id = uuid7(), uuid7()
+        block_ids.append(block_id)
+        memory_ids.append(memory_id)
+        part = session.turns[seg.start : seg.end + 1]
+        row = memory_row(
+            rt,
+            scope,
+            memory_id,
+            info["content"],
+            "episodic",
+            compressed=info["compressed"],
+            status="candidate",
+            source_tag="night:block",
+            provenance=[str(t["id"]) for t in part],
+            event_time=part[0]["created_at"],
+            metadata={
+                "block_id": str(block_id),
+                "session_id": session.id,
+                "turns": [part[0]["turn_number"], part[-1]["turn_number"]],
+            },
         )
-        await night_rows.set_session_progress(
+        await store_memory(conn, rt, scope, row, vector)
+        is_last = index == len(session.segments) - 1
+        await night_rows.insert_block(conn, _block_row(scope, run_id, session, seg, info, block_id, memory_id, is_last))
+    second, second_vectors = embedded.second, embedded.second_vectors
+    if second is not None and second_vectors is not None:
+        table = await vector_rows.ensure_space(conn, rt.settings.block_space, second.dim)
+        await vector_rows.upsert_vectors(
             conn,
-            scope.entity_id,
-            scope.namespace,
-            session_id,
-            blocks_through=turns[-1]["turn_number"],
-            open_arc=ends_open,
+            table,
+            [
+                (scope.entity_id, scope.namespace, m, "memory", str(second.slug), v)
+                for m, v in zip(memory_ids, second_vectors, strict=True)
+            ],
         )
-    stats.sessions += 1
-    stats.turns += len(turns)
-    stats.blocks += len(segments)
-    stats.arcs += len(arcs)
-    stats.open_arcs += int(ends_open)
-    return len(turns)
+    return block_ids
+
+
+def _block_row(
+    scope: Scope,
+    run_id: uuid.UUID,
+    session: _Session,
+    seg: Segment,
+    info: dict[str, Any],
+    block_id: uuid.UUID,
+    memory_id: uuid.UUID,
+    is_last: bool,
+) -> dict[str, Any]:
+    """A block's ``mnemo.blocks`` row; the session's last block carries the continuity flag (§4.2)."""
+    part = session.turns[seg.start : seg.end + 1]
+    return {
+        "entity_id": scope.entity_id,
+        "id": block_id,
+        "namespace": scope.namespace,
+        "kind": seg.kind,
+        "session_id": session.id,
+        "first_turn": part[0]["turn_number"],
+        "last_turn": part[-1]["turn_number"],
+        "turn_ids": [t["id"] for t in part],
+        "prose": info["prose"],
+        "content": info["content"],
+        "flux_metrics": info["flux_metrics"],
+        "salience_scores": info["salience_scores"],
+        "coherence_gain": info["coherence_gain"],
+        "ties_weight": info["ties_weight"],
+        "user_tier": max((t.get("user_tier") or "normal" for t in part), key=_TIERS.index, default="normal"),
+        "arc_start_time": part[0]["created_at"],
+        "arc_end_time": part[-1]["created_at"],
+        "session_continuity": bool(is_last and session.ends_open),
+        "memory_id": memory_id,
+        "run_id": run_id,
+    }
+
+
+async def _mark_session(conn: psycopg.AsyncConnection, scope: Scope, session: _Session) -> None:
+    """The turns' flux states and the session's progress mark, committed with its blocks."""
+    await night_rows.set_flux_states(
+        conn, scope.entity_id, [(t["id"], state) for t, state in zip(session.turns, session.states, strict=True)]
+    )
+    await night_rows.set_session_progress(
+        conn,
+        scope.entity_id,
+        scope.namespace,
+        session.id,
+        blocks_through=session.turns[-1]["turn_number"],
+        open_arc=session.ends_open,
+    )
 
 
 async def _continue(

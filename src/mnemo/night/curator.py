@@ -30,14 +30,20 @@ from mnemo._runtime import Runtime
 from mnemo.cognition.curation import CuratorPolicy, Provenance, Signals, classify
 from mnemo.cognition.gates import negation_conflict, substitution_conflict
 from mnemo.cognition.salience import unit_vector
-from mnemo.models import Scope, Verdict
+from mnemo.models import MemoryStatus, Scope, Verdict
 from mnemo.store import curation as curation_rows
 from mnemo.store import vectors as vector_rows
 
 __all__ = ["PROMOTE_GAIN", "Verdict", "apply", "plan", "stage"]
 
 PROMOTE_GAIN = 2.0  # cognitive-plan §4.3: a pattern seen often gets reinforce(2.0)
-_TARGET = {"promote": "active", "keep": "active", "archive": "archived", "prune": "pruned", "quarantine": "quarantined"}
+_TARGET: dict[str, MemoryStatus] = {
+    "promote": "active",
+    "keep": "active",
+    "archive": "archived",
+    "prune": "pruned",
+    "quarantine": "quarantined",
+}
 _ANCHOR_SIMILARITY = 0.6  # a candidate this close to an anchored memory is checked for contradiction
 
 

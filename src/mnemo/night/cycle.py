@@ -21,8 +21,9 @@ How that holds:
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,7 +32,7 @@ import psycopg
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
 from mnemo.errors import ConfigurationError, InvalidContentError
-from mnemo.models import NightReport, Scope, uuid7
+from mnemo.models import NightReport, Scope, to_jsonable, uuid7
 from mnemo.night import curator
 from mnemo.night.blocks import build_blocks
 from mnemo.night.decay import decay
@@ -86,90 +87,132 @@ async def run_night(
 async def _run(
     rt: Runtime, scope: Scope, as_of: datetime, progress: Progress | None, stages: tuple[str, ...]
 ) -> NightReport:
+    """Open (or resume) the run, run its stages in order, then record its summary and finish it."""
     async with rt.store.transaction() as conn:
         run_id, as_of, done, previous, resumed = await night_rows.open_run(
             conn, scope.entity_id, scope.namespace, uuid7(), as_of
         )
     report = NightReport(scope=scope, run_id=run_id, as_of=as_of, resumed=resumed)
     report.skipped = tuple(s for s in STAGES if s not in stages)
+    run = _Run(rt, scope, run_id, as_of, stages, done, previous, progress, report)
+    await _turn_stages(run)
+    await _scope_stages(run)
 
-    def tick(stage: str, total: int) -> Callable[[int], None]:
+    async with rt.store.transaction() as conn:
+        await night_rows.mark_stage(conn, scope.entity_id, run_id, "summary", to_jsonable(report) | {"seconds": None})
+        await night_rows.finish_run(conn, scope.entity_id, run_id)
+    return report
+
+
+@dataclass(slots=True)
+class _Run:
+    """One run as its stages see it: what a resumed run already did, and the report being filled in."""
+
+    rt: Runtime
+    scope: Scope
+    run_id: uuid.UUID
+    as_of: datetime
+    stages: tuple[str, ...]
+    done: list[str]  # scope-wide stages already marked in this run
+    previous: dict[str, Any]  # what they recorded
+    progress: Progress | None
+    report: NightReport
+
+    def tick(self, stage: str, total: int) -> Callable[[int], None]:
+        """A progress callback for ``stage`` that adds up the work units done."""
         count = 0
 
         def step(n: int) -> None:
             nonlocal count
             count += n
-            if progress is not None:
-                progress(stage, count, total)
+            if self.progress is not None:
+                self.progress(stage, count, total)
 
         return step
 
-    async def timed(stage: str, coro: Any) -> Any:
+    async def timed(self, stage: str, coro: Any) -> Any:
         t0 = time.perf_counter()
         result = await coro
-        report.stage_seconds[stage] = report.stage_seconds.get(stage, 0.0) + time.perf_counter() - t0
+        self.report.stage_seconds[stage] = self.report.stage_seconds.get(stage, 0.0) + time.perf_counter() - t0
         return result
 
+    async def scope_stage(
+        self, stage: str, work: Callable[[psycopg.AsyncConnection], Awaitable[Any]]
+    ) -> dict[str, Any]:
+        """A scope-wide stage: its work and its mark commit together, once per run; a resumed run
+        that already did it gets what it recorded."""
+        if stage in self.done:
+            return dict(self.previous.get(stage, {}))
+        if stage not in self.stages:
+            return {}
+        t0 = time.perf_counter()
+        async with self.rt.store.transaction() as conn:
+            result = await work(conn)
+            recorded = dict(result) if isinstance(result, dict) else asdict(result)
+            await night_rows.mark_stage(conn, self.scope.entity_id, self.run_id, stage, recorded)
+        self.report.stage_seconds[stage] = time.perf_counter() - t0
+        self.tick(stage, 1)(1)
+        return recorded
+
+
+async def _turn_stages(run: _Run) -> None:
+    """The per-turn and per-session stages (surprisal, blocks, knowledge): each commits with its progress marks."""
+    rt, scope, as_of, report = run.rt, run.scope, run.as_of, run.report
     async with rt.store.connection() as conn:
         pending = await night_rows.count_unscored(conn, scope.entity_id, scope.namespace, as_of)
         total_turns = await night_rows.count_turns(conn, scope.entity_id, scope.namespace, as_of)
     report.turns = total_turns
 
-    if "surprisal" in stages:
-        report.turns_scored = await timed(
-            "surprisal",
-            score_turns(
-                rt, scope, as_of, model_factory=surprise_factory(rt.settings), progress=tick("surprisal", pending)
-            ),
+    if "surprisal" in run.stages:
+        report.turns_scored = await run.timed("surprisal", _score(rt, scope, as_of, run.tick("surprisal", pending)))
+    if "blocks" in run.stages:
+        stats = await run.timed(
+            "blocks", build_blocks(rt, scope, run.run_id, as_of, progress=run.tick("blocks", total_turns))
         )
-    if "blocks" in stages:
-        stats = await timed("blocks", build_blocks(rt, scope, run_id, as_of, progress=tick("blocks", total_turns)))
         report.sessions, report.blocks, report.arcs = stats.sessions, stats.blocks, stats.arcs
         report.open_arcs, report.continuations, report.live_turns = (
             stats.open_arcs,
             stats.continuations,
             stats.live_turns,
         )
-    if "knowledge" in stages:
-        k = await timed("knowledge", extract_knowledge(rt, scope, as_of, progress=tick("knowledge", total_turns)))
+    if "knowledge" in run.stages:
+        k = await run.timed(
+            "knowledge", extract_knowledge(rt, scope, as_of, progress=run.tick("knowledge", total_turns))
+        )
         report.facts_new, report.facts_repeated, report.facts_closed = k.facts_new, k.facts_repeated, k.facts_closed
         report.triples_new = k.triples_new
 
-    async def scope_stage(stage: str, work: Callable[[psycopg.AsyncConnection], Awaitable[Any]]) -> dict[str, Any]:
-        """A scope-wide stage: its work and its mark commit together, once per run; a resumed run
-        that already did it gets what it recorded."""
-        if stage in done:
-            return dict(previous.get(stage, {}))
-        if stage not in stages:
-            return {}
-        t0 = time.perf_counter()
-        async with rt.store.transaction() as conn:
-            result = await work(conn)
-            recorded = dict(result) if isinstance(result, dict) else asdict(result)
-            await night_rows.mark_stage(conn, scope.entity_id, run_id, stage, recorded)
-        report.stage_seconds[stage] = time.perf_counter() - t0
-        tick(stage, 1)(1)
-        return recorded
 
-    async def curate(conn: psycopg.AsyncConnection) -> dict[str, Any]:
-        verdicts = await curator.plan(rt, conn, scope, as_of)
-        version = await curator.stage(conn, scope, verdicts, as_of=as_of, run_id=run_id)
-        applied = False
-        if rt.settings.curator_apply and version is not None:
-            applied = await curator.apply(rt, conn, scope, version) is not None
-        return {"version": version, "verdicts": curator.counts(verdicts), "applied": applied}
+async def _score(rt: Runtime, scope: Scope, as_of: datetime, progress: Callable[[int], None]) -> int:
+    """Stage 1a; with a surprisal endpoint, one HTTP client serves the whole stage and is closed after it."""
+    factory = surprise_factory(rt.settings)
+    try:
+        return await score_turns(rt, scope, as_of, model_factory=factory, progress=progress)
+    finally:
+        if factory is not None:
+            factory.close()
 
-    i = await scope_stage("insights", lambda conn: derive_insights(rt, conn, scope, run_id))
+
+async def _scope_stages(run: _Run) -> None:
+    """The scope-wide stages (insights, curation, decay, retention), each committed with its mark."""
+    rt, scope, as_of, report = run.rt, run.scope, run.as_of, run.report
+    i = await run.scope_stage("insights", lambda conn: derive_insights(rt, conn, scope, run.run_id))
     report.insights, report.narratives = i.get("insights", 0), i.get("narratives", 0)
-    c = await scope_stage("curate", curate)
+    c = await run.scope_stage("curate", lambda conn: _curate(run, conn))
     report.curation_version, report.verdicts = c.get("version"), c.get("verdicts", {})
     report.curation_applied = bool(c.get("applied"))
-    d = await scope_stage("decay", lambda conn: decay(rt, conn, scope, as_of))
+    d = await run.scope_stage("decay", lambda conn: decay(rt, conn, scope, as_of))
     report.decayed_light, report.decayed_deep = d.get("light", 0), d.get("deep", 0)
-    r = await scope_stage("retention", lambda conn: retain(conn, rt.settings, scope, as_of))
+    r = await run.scope_stage("retention", lambda conn: retain(conn, rt.settings, scope, as_of))
     report.turns_removed, report.blocks_archived = r.get("turns_removed", 0), r.get("blocks_archived", 0)
 
-    async with rt.store.transaction() as conn:
-        await night_rows.mark_stage(conn, scope.entity_id, run_id, "summary", report.as_dict() | {"seconds": None})
-        await night_rows.finish_run(conn, scope.entity_id, run_id)
-    return report
+
+async def _curate(run: _Run, conn: psycopg.AsyncConnection) -> dict[str, Any]:
+    """Plan the curator's verdicts, stage them as a version, and apply it when ``curator_apply`` is set."""
+    rt, scope, as_of = run.rt, run.scope, run.as_of
+    verdicts = await curator.plan(rt, conn, scope, as_of)
+    version = await curator.stage(conn, scope, verdicts, as_of=as_of, run_id=run.run_id)
+    applied = False
+    if rt.settings.curator_apply and version is not None:
+        applied = await curator.apply(rt, conn, scope, version) is not None
+    return {"version": version, "verdicts": curator.counts(verdicts), "applied": applied}

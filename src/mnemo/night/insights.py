@@ -12,7 +12,7 @@ central statement and the narrative a template over the sources.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -73,15 +73,31 @@ async def derive_insights(rt: Runtime, conn: psycopg.AsyncConnection, scope: Sco
     stats = InsightStats()
     if cfg.night_insights_max == 0:
         return stats
+    rows, matrix = await _candidates(rt, conn, scope)
+    if len(rows) < 2:
+        return stats
+    for group in clusters(matrix, cfg.night_insight_similarity, _conflicts(rows))[: cfg.night_insights_max]:
+        await _insight(rt, conn, scope, run_id, [rows[i] for i in group], matrix[group], stats)
+    return stats
+
+
+async def _candidates(
+    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope
+) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """The recent memories that may join a cluster, in a deterministic order, with their unit vectors
+    (none when fewer than two have a vector)."""
     rows = await night_rows.insight_candidates(conn, scope.entity_id, scope.namespace, _RECENT)
     stored = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, [r["id"] for r in rows])
     rows = [r for r in rows if r["id"] in stored]
     if len(rows) < 2:
-        return stats
+        return rows, np.empty((0, 0))
     rows.sort(key=lambda r: str(r["id"]))  # deterministic clustering order
     matrix = np.stack([stored[r["id"]] for r in rows]).astype(np.float64)
     matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    return rows, matrix
 
+
+def _conflicts(rows: Sequence[dict[str, Any]]) -> Callable[[int, int], bool]:
     def conflicts(i: int, j: int) -> bool:
         """Two values of one fact key are an update or a contradiction, not a pattern; two items
         drawn from the same turns are one experience, not a pattern either."""
@@ -92,67 +108,94 @@ async def derive_insights(rt: Runtime, conn: psycopg.AsyncConnection, scope: Sco
             return True
         return negation_conflict(a["content"], b["content"])
 
-    for group in clusters(matrix, cfg.night_insight_similarity, conflicts)[: cfg.night_insights_max]:
-        members = [rows[i] for i in group]
-        texts = [m["content"] for m in members]
-        text = await llm.insight(rt.llm, texts) if rt.llm is not None else None
-        text = text or offline_insight(texts, matrix[group])
-        vector = (await rt.embeddings.embed_documents([rt.embeddings.document_text(text, "insight")]))[0]
-        insight_id = uuid7()
-        source_ids = [m["id"] for m in members]
-        row = memory_row(
+    return conflicts
+
+
+async def _insight(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    run_id: uuid.UUID,
+    members: list[dict[str, Any]],
+    vectors: np.ndarray,
+    stats: InsightStats,
+) -> None:
+    """One cluster's insight memory (and narrative, for three or more), linked to its sources, whose
+    weights are lowered so the insight surfaces first."""
+    cfg = rt.settings
+    texts = [m["content"] for m in members]
+    text = await llm.insight(rt.llm, texts) if rt.llm is not None else None
+    text = text or offline_insight(texts, vectors)
+    vector = (await rt.embeddings.embed_documents([rt.embeddings.document_text(text, "insight")]))[0]
+    insight_id = uuid7()
+    source_ids = [m["id"] for m in members]
+    row = memory_row(
+        rt,
+        scope,
+        insight_id,
+        text,
+        "insight",
+        status="candidate",
+        source_tag="night:insight",
+        provenance=[str(i) for i in source_ids],
+        event_time=_latest(members),
+        metadata={"sources": [str(i) for i in source_ids], "run_id": str(run_id)},
+    )
+    await store_memory(conn, rt, scope, row, vector)
+    links: list[tuple[uuid.UUID, uuid.UUID, str, float | None]] = []
+    for source in source_ids:
+        links += [(insight_id, source, "derived_from", None), (insight_id, source, "supersedes", None)]
+    if len(members) >= 3:
+        story_id = await _narrative(rt, conn, scope, run_id, insight_id, text, members)
+        links.append((story_id, insight_id, "derived_from", None))
+        stats.narratives += 1
+    await night_rows.insert_links(conn, scope.entity_id, scope.namespace, links)
+    await dynamics.change_weights(
+        conn,
+        cfg,
+        scope,
+        [
+            dynamics.WeightRequest(
+                s, "contradict", cfg.night_insight_source_gain, "insight", {"insight": str(insight_id)}
+            )
+            for s in source_ids
+        ],
+    )
+    stats.insights += 1
+    stats.sources += len(source_ids)
+
+
+async def _narrative(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    run_id: uuid.UUID,
+    insight_id: uuid.UUID,
+    text: str,
+    members: list[dict[str, Any]],
+) -> uuid.UUID:
+    """The causal narrative of an insight's sources, stored as a memory; returns its id."""
+    texts = [m["content"] for m in members]
+    story = await llm.narrative(rt.llm, text, texts) if rt.llm is not None else None
+    story = story or offline_narrative(text, texts)
+    story_vec = (await rt.embeddings.embed_documents([rt.embeddings.document_text(story, "narrative")]))[0]
+    story_id = uuid7()
+    await store_memory(
+        conn,
+        rt,
+        scope,
+        memory_row(
             rt,
             scope,
-            insight_id,
-            text,
-            "insight",
+            story_id,
+            story,
+            "narrative",
             status="candidate",
-            source_tag="night:insight",
-            provenance=[str(i) for i in source_ids],
+            source_tag="night:narrative",
+            provenance=[str(insight_id)],
             event_time=_latest(members),
-            metadata={"sources": [str(i) for i in source_ids], "run_id": str(run_id)},
-        )
-        await store_memory(conn, rt, scope, row, vector)
-        links: list[tuple[uuid.UUID, uuid.UUID, str, float | None]] = []
-        for source in source_ids:
-            links += [(insight_id, source, "derived_from", None), (insight_id, source, "supersedes", None)]
-        if len(members) >= 3:
-            story = await llm.narrative(rt.llm, text, texts) if rt.llm is not None else None
-            story = story or offline_narrative(text, texts)
-            story_vec = (await rt.embeddings.embed_documents([rt.embeddings.document_text(story, "narrative")]))[0]
-            story_id = uuid7()
-            await store_memory(
-                conn,
-                rt,
-                scope,
-                memory_row(
-                    rt,
-                    scope,
-                    story_id,
-                    story,
-                    "narrative",
-                    status="candidate",
-                    source_tag="night:narrative",
-                    provenance=[str(insight_id)],
-                    event_time=_latest(members),
-                    metadata={"insight": str(insight_id), "run_id": str(run_id)},
-                ),
-                story_vec,
-            )
-            links.append((story_id, insight_id, "derived_from", None))
-            stats.narratives += 1
-        await night_rows.insert_links(conn, scope.entity_id, scope.namespace, links)
-        await dynamics.change_weights(
-            conn,
-            cfg,
-            scope,
-            [
-                dynamics.WeightRequest(
-                    s, "contradict", cfg.night_insight_source_gain, "insight", {"insight": str(insight_id)}
-                )
-                for s in source_ids
-            ],
-        )
-        stats.insights += 1
-        stats.sources += len(source_ids)
-    return stats
+            metadata={"insight": str(insight_id), "run_id": str(run_id)},
+        ),
+        story_vec,
+    )
+    return story_id

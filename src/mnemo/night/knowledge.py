@@ -34,6 +34,7 @@ from mnemo._runtime import Runtime
 from mnemo.cognition.extraction import (
     Extraction,
     FactCandidate,
+    TripleCandidate,
     TurnText,
     extract,
     fact_hash,
@@ -132,127 +133,178 @@ async def _write(
     vectors: dict[str, Any],
     stats: KnowledgeStats,
 ) -> None:
-    cfg = rt.settings
+    """A session's facts, then its triples, each in the order of the turns that said them."""
     for fact in sorted(found.facts, key=lambda f: f.source):
         if not (fact.entity.strip() and fact.attribute.strip()) or (not fact.negated and not fact.value.strip()):
             continue  # nothing to store (a negation may have no value: "I quit my job")
         turn = turns[fact.source]
-        at = turn["created_at"]
-        subject = await _entity(conn, scope, fact.entity, at)
-        key = fact_key(fact.entity, fact.attribute)
+        subject = await _entity(conn, scope, fact.entity, turn["created_at"])
         if fact.negated:
-            for old in await knowledge_rows.open_facts_for_key(conn, scope.entity_id, scope.namespace, key):
-                if (
-                    not fact.value.strip()
-                    or normalise(old["value"]) == normalise(fact.value)
-                    or _functional(cfg.night_functional_attributes, fact.attribute)
-                ):
-                    await _close(rt, conn, scope, old, fact.valid_from or at, None, turn["id"])
-                    stats.facts_closed += 1
-            continue
-        text = fact_text(fact)
-        fact_id, memory_id = uuid7(), uuid7()
-        new_id, created = await knowledge_rows.record_fact(
-            conn,
-            {
-                "entity_id": scope.entity_id,
-                "id": fact_id,
-                "namespace": scope.namespace,
-                "subject_id": subject,
-                "attribute": fact.attribute,
-                "value": fact.value,
-                "fact_kind": fact.kind,
-                "key_hash": key,
-                "hash": fact_hash(fact.entity, fact.attribute, fact.value),
-                "confidence": fact.confidence,
-                "first_seen": at,
-                "last_seen": at,
-                "provenance": [turn["id"]],
-                "source": _source(turn["role"]),
-                "valid_from": fact.valid_from or at,
-                "memory_id": memory_id,
-            },
-        )
-        if not created:
-            stats.facts_repeated += 1
-            continue
-        stats.facts_new += 1
-        kind = "preference" if fact.kind == "preference" else "semantic"
-        row = memory_row(
-            rt,
-            scope,
-            memory_id,
-            text,
-            kind,
-            status="candidate",
-            source_tag="night:fact",
-            source_confidence=fact.confidence,
-            provenance=[str(turn["id"])],
-            event_time=fact.valid_from or at,
-            metadata={"fact_id": str(new_id), "entity": fact.entity, "attribute": fact.attribute},
-        )
-        await store_memory(conn, rt, scope, row, vectors[text])
-        await night_rows.insert_links(
-            conn, scope.entity_id, scope.namespace, [(memory_id, turn["id"], "derived_from", fact.confidence)]
-        )
-        if _functional(cfg.night_functional_attributes, fact.attribute):
-            for old in await knowledge_rows.open_facts_for_key(conn, scope.entity_id, scope.namespace, key):
-                if old["id"] != new_id:
-                    await _close(rt, conn, scope, old, fact.valid_from or at, memory_id, turn["id"], new_fact=new_id)
-                    stats.facts_closed += 1
+            stats.facts_closed += await _end_fact(rt, conn, scope, fact, turn)
+        else:
+            await _record_fact(rt, conn, scope, fact, turn, subject, vectors, stats)
     for triple in sorted(found.triples, key=lambda t: t.source):
         if not (triple.subject.strip() and triple.predicate.strip() and triple.object.strip()):
             continue
-        turn = turns[triple.source]
-        at = turn["created_at"]
-        subject = await _entity(conn, scope, triple.subject, at)
-        obj = triple.object.strip()
-        digest = triple_hash(triple.subject, triple.predicate, obj)
-        functional = _functional(cfg.night_functional_attributes, triple.predicate)
-        if triple.negated:  # "no longer ...": the relation ends, nothing new begins
-            await knowledge_rows.close_triples(
-                conn,
-                scope.entity_id,
-                scope.namespace,
-                subject,
-                triple.predicate,
-                at,
-                only_hash=None if functional else digest,
-            )
-            continue
-        object_id = await _entity(conn, scope, obj, at) if obj[:1].isupper() else None
-        _, created = await knowledge_rows.record_triple(
+        await _record_triple(rt, conn, scope, triple, turns[triple.source], stats)
+
+
+async def _end_fact(
+    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, fact: FactCandidate, turn: dict[str, Any]
+) -> int:
+    """A negated fact ("no longer ..."): close the open values of its key that it ends (the value it names,
+    any value of a one-value attribute, or every value when it names none); returns how many."""
+    at = turn["created_at"]
+    closed = 0
+    key = fact_key(fact.entity, fact.attribute)
+    for old in await knowledge_rows.open_facts_for_key(conn, scope.entity_id, scope.namespace, key):
+        if (
+            not fact.value.strip()
+            or normalise(old["value"]) == normalise(fact.value)
+            or _functional(rt.settings.night_functional_attributes, fact.attribute)
+        ):
+            await _close(rt, conn, scope, old, fact.valid_from or at, None, turn["id"])
+            closed += 1
+    return closed
+
+
+async def _record_fact(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    fact: FactCandidate,
+    turn: dict[str, Any],
+    subject: uuid.UUID,
+    vectors: dict[str, Any],
+    stats: KnowledgeStats,
+) -> None:
+    """A stated fact: a repeat counts a mention; a new one gets its memory and, for a one-value
+    attribute, closes the key's other open values."""
+    at = turn["created_at"]
+    key = fact_key(fact.entity, fact.attribute)
+    fact_id, memory_id = uuid7(), uuid7()
+    new_id, created = await knowledge_rows.record_fact(
+        conn,
+        {
+            "entity_id": scope.entity_id,
+            "id": fact_id,
+            "namespace": scope.namespace,
+            "subject_id": subject,
+            "attribute": fact.attribute,
+            "value": fact.value,
+            "fact_kind": fact.kind,
+            "key_hash": key,
+            "hash": fact_hash(fact.entity, fact.attribute, fact.value),
+            "confidence": fact.confidence,
+            "first_seen": at,
+            "last_seen": at,
+            "provenance": [turn["id"]],
+            "source": _source(turn["role"]),
+            "valid_from": fact.valid_from or at,
+            "memory_id": memory_id,
+        },
+    )
+    if not created:
+        stats.facts_repeated += 1
+        return
+    stats.facts_new += 1
+    await _fact_memory(rt, conn, scope, fact, turn, new_id, memory_id, vectors[fact_text(fact)])
+    if _functional(rt.settings.night_functional_attributes, fact.attribute):
+        for old in await knowledge_rows.open_facts_for_key(conn, scope.entity_id, scope.namespace, key):
+            if old["id"] != new_id:
+                await _close(rt, conn, scope, old, fact.valid_from or at, memory_id, turn["id"], new_fact=new_id)
+                stats.facts_closed += 1
+
+
+async def _fact_memory(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    fact: FactCandidate,
+    turn: dict[str, Any],
+    fact_id: uuid.UUID,
+    memory_id: uuid.UUID,
+    vector: Any,
+) -> None:
+    """A new fact's memory (a candidate, so recall finds it), ``derived_from`` the turn that said it."""
+    row = memory_row(
+        rt,
+        scope,
+        memory_id,
+        fact_text(fact),
+        "preference" if fact.kind == "preference" else "semantic",
+        status="candidate",
+        source_tag="night:fact",
+        source_confidence=fact.confidence,
+        provenance=[str(turn["id"])],
+        event_time=fact.valid_from or turn["created_at"],
+        metadata={"fact_id": str(fact_id), "entity": fact.entity, "attribute": fact.attribute},
+    )
+    await store_memory(conn, rt, scope, row, vector)
+    await night_rows.insert_links(
+        conn, scope.entity_id, scope.namespace, [(memory_id, turn["id"], "derived_from", fact.confidence)]
+    )
+
+
+async def _record_triple(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    triple: TripleCandidate,
+    turn: dict[str, Any],
+    stats: KnowledgeStats,
+) -> None:
+    """A relation: "no longer ..." ends it; a new one is recorded (a new value of a one-value relation
+    ends the old one); a repeat counts a mention."""
+    at = turn["created_at"]
+    subject = await _entity(conn, scope, triple.subject, at)
+    obj = triple.object.strip()
+    digest = triple_hash(triple.subject, triple.predicate, obj)
+    functional = _functional(rt.settings.night_functional_attributes, triple.predicate)
+    if triple.negated:  # "no longer ...": the relation ends, nothing new begins
+        await knowledge_rows.close_triples(
             conn,
-            {
-                "entity_id": scope.entity_id,
-                "id": uuid7(),
-                "namespace": scope.namespace,
-                "subject_id": subject,
-                "predicate": triple.predicate,
-                "object": obj,
-                "object_id": object_id,
-                "hash": digest,
-                "confidence": triple.confidence,
-                "first_seen": at,
-                "last_seen": at,
-                "provenance": [turn["id"]],
-                "valid_from": triple.valid_from or at,
-            },
+            scope.entity_id,
+            scope.namespace,
+            subject,
+            triple.predicate,
+            at,
+            only_hash=None if functional else digest,
         )
-        if created:
-            stats.triples_new += 1
-            if functional:  # a new value of a one-value relation ends the old one
-                await knowledge_rows.close_triples(
-                    conn,
-                    scope.entity_id,
-                    scope.namespace,
-                    subject,
-                    triple.predicate,
-                    triple.valid_from or at,
-                    keep_hash=digest,
-                )
-        else:
-            stats.triples_repeated += 1
+        return
+    object_id = await _entity(conn, scope, obj, at) if obj[:1].isupper() else None
+    _, created = await knowledge_rows.record_triple(
+        conn,
+        {
+            "entity_id": scope.entity_id,
+            "id": uuid7(),
+            "namespace": scope.namespace,
+            "subject_id": subject,
+            "predicate": triple.predicate,
+            "object": obj,
+            "object_id": object_id,
+            "hash": digest,
+            "confidence": triple.confidence,
+            "first_seen": at,
+            "last_seen": at,
+            "provenance": [turn["id"]],
+            "valid_from": triple.valid_from or at,
+        },
+    )
+    if not created:
+        stats.triples_repeated += 1
+        return
+    stats.triples_new += 1
+    if functional:  # a new value of a one-value relation ends the old one
+        await knowledge_rows.close_triples(
+            conn,
+            scope.entity_id,
+            scope.namespace,
+            subject,
+            triple.predicate,
+            triple.valid_from or at,
+            keep_hash=digest,
+        )
 
 
 async def _close(

@@ -15,7 +15,8 @@ A turn the endpoint cannot score (HTTP error, timeout, malformed answer) falls
 back to the n-gram model (:class:`~mnemo.cognition.surprisal.LogprobSurprise`);
 after :data:`MAX_CONSECUTIVE_FAILURES` failures in a row the endpoint is not
 asked again in that run, so an endpoint that is down costs a few timeouts, not
-one per turn. :func:`mnemo.night.surprise.score_turns` logs one warning per run
+one per turn. A run asks through one HTTP client (:class:`SurpriseFactory`),
+closed when its surprisal stage ends. :func:`mnemo.night.surprise.score_turns` logs one warning per run
 with the number of turns the fallback scored.
 """
 
@@ -31,7 +32,13 @@ from mnemo.cognition.surprisal import LogprobSurprise, NGramModel, SurpriseModel
 from mnemo.config import Settings
 from mnemo.errors import EndpointError
 
-__all__ = ["MAX_CONSECUTIVE_FAILURES", "SurprisalEndpointError", "endpoint_logprobs", "surprise_factory"]
+__all__ = [
+    "MAX_CONSECUTIVE_FAILURES",
+    "SurprisalEndpointError",
+    "SurpriseFactory",
+    "endpoint_logprobs",
+    "surprise_factory",
+]
 
 MAX_CONSECUTIVE_FAILURES = 3
 _SNIPPET = 200  # characters of an error response quoted in the exception
@@ -111,37 +118,67 @@ def endpoint_logprobs(
     return logprobs
 
 
-def surprise_factory(settings: Settings) -> Callable[[NGramModel], SurpriseModel] | None:
-    """None without ``settings.surprisal_endpoint``; else a factory for one night-cycle run.
-
-    The factory wraps the scope's n-gram model in a :class:`LogprobSurprise` over
-    :func:`endpoint_logprobs` with the n-gram model as fallback (it also keeps learning, so the offline model
-    stays current). The models one factory makes share a breaker: after :data:`MAX_CONSECUTIVE_FAILURES`
-    failures in a row the endpoint is not called again and every further turn goes to the fallback.
-    """
+def surprise_factory(settings: Settings) -> SurpriseFactory | None:
+    """None without ``settings.surprisal_endpoint``; else a :class:`SurpriseFactory` for one night-cycle run."""
     if not settings.surprisal_endpoint:
         return None
     key = settings.surprisal_api_key.get_secret_value() if settings.surprisal_api_key is not None else None
-    ask = endpoint_logprobs(
+    return SurpriseFactory(
         settings.surprisal_endpoint, settings.surprisal_model, api_key=key, timeout=settings.surprisal_timeout
     )
-    consecutive = 0
-    last: Exception | None = None
 
-    def guarded(text: str) -> list[float]:
-        nonlocal consecutive, last
-        if consecutive >= MAX_CONSECUTIVE_FAILURES:
-            raise SurprisalEndpointError(f"not asked after {consecutive} failures in a row in this run (last: {last})")
+
+class SurpriseFactory:
+    """Makes the surprise models of one night-cycle run; close it when the run is done with it.
+
+    Each model wraps the scope's n-gram model in a :class:`LogprobSurprise` over :func:`endpoint_logprobs`
+    with the n-gram model as fallback (it also keeps learning, so the offline model stays current). The
+    models one factory makes share one HTTP client (opened at the first request, so one connection pool
+    serves the whole run) and one breaker: after :data:`MAX_CONSECUTIVE_FAILURES` failures in a row the
+    endpoint is not called again and every further turn goes to the fallback. Models are called from a
+    worker thread, one at a time.
+    """
+
+    def __init__(self, base_url: str, model: str | None, *, api_key: str | None = None, timeout: float = 30.0) -> None:
+        self._url = base_url
+        self._model = model
+        self._key = api_key
+        self._timeout = timeout
+        self._client: httpx.Client | None = None
+        self._ask: Callable[[str], list[float]] | None = None
+        self._consecutive = 0
+        self._last: Exception | None = None
+
+    def __call__(self, ngram: NGramModel) -> SurpriseModel:
+        return LogprobSurprise(self._guarded, fallback=ngram)
+
+    def _guarded(self, text: str) -> list[float]:
+        if self._consecutive >= MAX_CONSECUTIVE_FAILURES:
+            raise SurprisalEndpointError(
+                f"not asked after {self._consecutive} failures in a row in this run (last: {self._last})"
+            )
+        if self._ask is None:
+            self._client = httpx.Client(timeout=self._timeout)
+            self._ask = endpoint_logprobs(
+                self._url, self._model, api_key=self._key, timeout=self._timeout, client=self._client
+            )
         try:
-            values = ask(text)
+            values = self._ask(text)
         except Exception as exc:
-            consecutive += 1
-            last = exc
+            self._consecutive += 1
+            self._last = exc
             raise
-        consecutive = 0
+        self._consecutive = 0
         return values
 
-    def factory(ngram: NGramModel) -> SurpriseModel:
-        return LogprobSurprise(guarded, fallback=ngram)
+    def close(self) -> None:
+        """Close the run's HTTP client (its models then open a new one if asked again)."""
+        if self._client is not None:
+            self._client.close()
+        self._client = self._ask = None
 
-    return factory
+    def __enter__(self) -> SurpriseFactory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,9 +1,9 @@
-"""The write path: memories and turns, embedded immediately.
+"""The write path: memories and single turns, embedded immediately (bulk imports: :mod:`mnemo.write.importer`).
 
 Seeds: memory-architecture §1.2 and §2.2 (every exchange embedded at write time
-into the day table), archive-adr §4 (attributed ingestion, atomic bulk insert),
-cognitive-plan §2.1 (kind prefixes, batching), §2.3 (Beta(1, 4) default weight,
-anchored memories at Beta(50, 1)).
+into the day table), archive-adr §4 (attributed ingestion), cognitive-plan
+§2.1 (kind prefixes), §2.3 (Beta(1, 4) default weight, anchored memories at
+Beta(50, 1)).
 
 Every write validates all input first, embeds, and then writes rows and vectors
 in one transaction, so a failure leaves nothing half-written.
@@ -11,14 +11,10 @@ in one transaction, so a failure leaves nothing half-written.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from datetime import datetime
+from typing import Any, cast
 
 import numpy as np
 import psycopg
@@ -27,24 +23,21 @@ from mnemo import _dynamics as dynamics
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
 from mnemo._validate import check_content, check_id, check_kind, check_role, check_session, check_vector, to_utc
-from mnemo.errors import InvalidContentError, MalformedImportError, UnknownScopeError
-from mnemo.models import ImportReport, Memory, Scope, Turn, uuid7
+from mnemo.errors import InvalidContentError, UnknownScopeError
+from mnemo.models import Memory, MemoryKind, MemoryStatus, Scope, Turn, uuid7
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import lexicon
 from mnemo.store import memories as memory_rows
 from mnemo.store import scopes as scope_rows
-from mnemo.store import turns as turn_rows
 from mnemo.store import vectors as vector_rows
-from mnemo.write import ingest
-from mnemo.write.formats import TurnInput, detect_format, parse_file
+from mnemo.write.formats import TurnInput
 
-__all__ = ["ensure_scope", "import_file", "import_turns", "record_turn", "remember", "store_memory"]
+__all__ = ["ensure_scope", "memory_row", "record_turn", "remember", "store_memory", "supersede"]
 
 Progress = Callable[[int, int], None]
 
 ANCHORED_WEIGHT = (50.0, 1.0)
 DEFAULT_WEIGHT = (1.0, 4.0)
-ANALYZE_AFTER = 500
 
 
 async def ensure_scope(conn: psycopg.AsyncConnection, rt: Runtime, scope: Scope) -> None:
@@ -119,12 +112,12 @@ async def remember(
     return Memory(
         id=item_id,
         scope=scope,
-        kind=kind,
+        kind=cast(MemoryKind, kind),  # checked above
         content=text,
         created_at=created,
         alpha=row["alpha"],
         beta=row["beta"],
-        status=status,
+        status=cast(MemoryStatus, status),  # checked above
         anchored=anchored,
         compressed=compressed,
         source_tag=source_tag,
@@ -226,6 +219,8 @@ async def record_turn(
     embedding: Sequence[float] | np.ndarray | None = None,
 ) -> Turn:
     """Append one raw exchange to the day table, embedded immediately."""
+    from mnemo.write.importer import import_turns  # imported here: the importer builds on this module
+
     turn = TurnInput(
         session_id=check_session(session),
         role=check_role(role),
@@ -237,172 +232,3 @@ async def record_turn(
     vectors = None if embedding is None else np.stack([check_vector(embedding, rt.embeddings.dim)])
     stored = await import_turns(rt, scope, [turn], vectors=vectors, bulk=False)
     return stored[0]
-
-
-async def import_turns(
-    rt: Runtime,
-    scope: Scope,
-    turns: Sequence[TurnInput],
-    *,
-    vectors: np.ndarray | None = None,
-    progress: Progress | None = None,
-    bulk: bool = True,
-) -> list[Turn]:
-    """Write many turns in one transaction (COPY when ``bulk``); all or nothing.
-
-    With ``ingest_mode = "async"`` and no ``vectors`` given, the turns are stored without vectors
-    and their embed jobs are queued in the same transaction (:mod:`mnemo.write.ingest`).
-    """
-    if not turns:
-        return []
-    deferred = rt.settings.ingest_mode == "async" and vectors is None
-    texts = [t.content for t in turns]
-    if vectors is not None and vectors.shape != (len(turns), rt.embeddings.dim):
-        raise InvalidContentError(f"expected {len(turns)} vectors of dimension {rt.embeddings.dim}")
-    documents = [rt.embeddings.turn_text(t.content, t.speaker if rt.settings.turn_context else None) for t in turns]
-    # Pipelined, still all or nothing: inside one transaction, chunk k's vectors are written (HNSW
-    # inserts) while chunk k+1 is embedded in a worker thread.
-    step = rt.embeddings.chunk_size
-    chunks = [(start, min(start + step, len(turns))) for start in range(0, len(turns), step)]
-
-    def embed(index: int) -> asyncio.Future[np.ndarray]:
-        lo, hi = chunks[index]
-        if vectors is not None or deferred:
-            done: asyncio.Future[np.ndarray] = asyncio.get_running_loop().create_future()
-            done.set_result(np.empty((0, 0)) if vectors is None else vectors[lo:hi])
-            return done
-        return asyncio.ensure_future(rt.embeddings.embed_documents(documents[lo:hi]))
-
-    # Counted before any embedding starts: the tokenizer object is shared with the model and is
-    # not safe to use from two threads at once.
-    tokens = rt.embeddings.count_tokens(texts)
-    pending = embed(0)
-    now = datetime.now(UTC)
-    try:
-        async with rt.store.transaction() as conn:
-            await ensure_scope(conn, rt, scope)
-            sessions = sorted({t.session_id for t in turns})
-            next_numbers = await turn_rows.next_turn_numbers(conn, scope.entity_id, scope.namespace, sessions)
-            explicit = [(t.session_id, t.turn_number) for t in turns if t.turn_number is not None]
-            clashes = await turn_rows.existing_turn_numbers(conn, scope.entity_id, scope.namespace, explicit)
-            if clashes or len(set(explicit)) != len(explicit):
-                shown = clashes or _duplicates(explicit)
-                raise MalformedImportError(
-                    f"turn numbers already used in scope {scope}: {shown}; import into another scope or "
-                    "drop the explicit turn numbers to append"
-                )
-            rows: list[turn_rows.TurnRow] = []
-            for turn, count in zip(turns, tokens, strict=True):
-                number = turn.turn_number
-                if number is None:
-                    number = next_numbers[turn.session_id]
-                next_numbers[turn.session_id] = max(next_numbers[turn.session_id], number + 1)
-                rows.append(
-                    (
-                        uuid7(),
-                        scope.entity_id,
-                        scope.namespace,
-                        turn.session_id,
-                        number,
-                        turn.role,
-                        turn.speaker,
-                        turn.content,
-                        turn.created_at or now,
-                        count,
-                        dict(turn.metadata),
-                    )
-                )
-            if bulk:
-                await turn_rows.copy_turns(conn, rows)
-            else:
-                for row in rows:
-                    await turn_rows.insert_turn(conn, row)
-            await lexicon.add_postings(conn, scope.entity_id, scope.namespace, "turn", [r[0] for r in rows])
-            if deferred:
-                await ingest.defer_embeds(conn, scope, [r[0] for r in rows])
-                chunks = []
-                if progress is not None:
-                    progress(len(rows), len(rows))
-            for index, (lo, hi) in enumerate(chunks):
-                chunk_vectors = await pending
-                if index + 1 < len(chunks):
-                    pending = embed(index + 1)
-                items = [
-                    (scope.entity_id, scope.namespace, r[0], "turn", rt.slug, v)
-                    for r, v in zip(rows[lo:hi], chunk_vectors, strict=True)
-                ]
-                if bulk:
-                    await vector_rows.insert_vectors(conn, rt.table, items)
-                else:
-                    await vector_rows.upsert_vectors(conn, rt.table, items)
-                if progress is not None:
-                    progress(hi, len(turns))
-    except BaseException:
-        await _cancel(pending)
-        raise
-    if bulk and len(rows) >= ANALYZE_AFTER:
-        # Fresh statistics, so the planner uses the HNSW and GIN indexes right away instead of
-        # waiting for autovacuum after a large COPY.
-        async with rt.store.connection() as conn:
-            await turn_rows.analyze(conn)
-            await lexicon.analyze(conn)
-            await vector_rows.analyze(conn, rt.table)
-    else:
-        await note_writes(rt, len(rows))
-    return [
-        Turn(
-            id=r[0],
-            scope=scope,
-            session_id=r[3],
-            turn_number=r[4],
-            role=r[5],
-            content=r[7],
-            created_at=r[8],
-            token_count=r[9],
-            speaker=r[6],
-            metadata=r[10],
-        )
-        for r in rows
-    ]
-
-
-def _duplicates(keys: Sequence[tuple[str, int | None]]) -> list[tuple[str, int | None]]:
-    seen: set[tuple[str, int | None]] = set()
-    dupes = []
-    for key in keys:
-        if key in seen:
-            dupes.append(key)
-        seen.add(key)
-    return dupes[:5]
-
-
-async def _cancel(task: asyncio.Future[np.ndarray]) -> None:
-    """Stop (or drain) an embedding still in flight when the import fails."""
-    if not task.done():
-        task.cancel()
-    with contextlib.suppress(BaseException):
-        await task
-
-
-async def import_file(
-    rt: Runtime,
-    scope: Scope,
-    path: Path,
-    *,
-    fmt: str = "auto",
-    sample: str | None = None,
-    progress: Progress | None = None,
-) -> ImportReport:
-    """Import a JSONL or LoCoMo conversation file; a malformed file imports nothing."""
-    started = time.perf_counter()
-    turns = parse_file(path, fmt=fmt, max_chars=rt.settings.max_content_chars, sample=sample)
-    await import_turns(rt, scope, turns, progress=progress)
-    used = detect_format(path) if fmt == "auto" else fmt
-    return ImportReport(
-        scope=scope,
-        path=str(path),
-        format=used,
-        turns=len(turns),
-        sessions=len({t.session_id for t in turns}),
-        seconds=time.perf_counter() - started,
-    )
