@@ -55,6 +55,7 @@ from mnemo.models import (
     Turn,
     Verdict,
     WeightChange,
+    to_jsonable,
 )
 
 __version__ = "0.1.0"
@@ -106,4 +107,5 @@ __all__ = [
     "Verdict",
     "WeightChange",
     "WorkerError",
+    "to_jsonable",
 ]

@@ -24,6 +24,7 @@ from mnemo.errors import (
     AccessDeniedError,
     AuthenticationError,
     ContentTooLargeError,
+    DatabaseUnavailableError,
     InvalidInputError,
     InvalidScopeError,
     MnemoError,
@@ -43,6 +44,7 @@ _STATUS: list[tuple[type[Exception], int, str]] = [
     (ContentTooLargeError, 413, "too_large"),
     (InvalidScopeError, 422, "invalid_scope"),
     (InvalidInputError, 422, "invalid_input"),
+    (DatabaseUnavailableError, 503, "unavailable"),  # retry later: the database is restarting or gone
     (MnemoError, 500, "internal"),
 ]
 
@@ -96,19 +98,8 @@ def _hit(h: Hit) -> dict[str, Any]:
     }
 
 
-def create_app(settings: Settings, *, embeddings: Embeddings | None = None) -> FastAPI:
-    """The FastAPI app; the archive opens with the app (lifespan) and closes with it."""
-    held: dict[str, AsyncArchive] = {}
-
-    @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        held["archive"] = await AsyncArchive.open(settings, embeddings=embeddings)
-        try:
-            yield
-        finally:
-            await held.pop("archive").close()
-
-    app = FastAPI(title="mnemo", version="0.1.0", lifespan=lifespan)
+def _install_guards(app: FastAPI) -> None:
+    """Body-size limit, and every error as ``{"error": {"code", "message"}}`` with its status."""
 
     @app.middleware("http")
     async def limit_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -132,6 +123,23 @@ def create_app(settings: Settings, *, embeddings: Embeddings | None = None) -> F
     async def invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         return _error(422, "invalid_request", problems)
+
+
+def create_app(settings: Settings, *, embeddings: Embeddings | None = None) -> FastAPI:
+    """The FastAPI app; the archive opens with the app (lifespan) and closes with it."""
+    held: dict[str, AsyncArchive] = {}
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        held["archive"] = await AsyncArchive.open(settings, embeddings=embeddings)
+        try:
+            yield
+        finally:
+            await held.pop("archive").close()
+
+    app = FastAPI(title="mnemo", version="0.1.0", lifespan=lifespan)
+
+    _install_guards(app)
 
     def archive() -> AsyncArchive:
         return held["archive"]
