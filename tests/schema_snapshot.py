@@ -41,6 +41,28 @@ def describe(url: str) -> str:
             (list(CHAMBERS),),
         ):
             lines.append("index " + " | ".join(row))
+        # Functions and procedures the migrations create (not those of extensions, listed below):
+        # the signature, and a hash of the whole definition (body, language, volatility, settings).
+        for row in conn.execute(
+            """SELECT n.nspname, p.proname, pg_get_function_identity_arguments(p.oid),
+                      coalesce(pg_get_function_result(p.oid), ''), md5(pg_get_functiondef(p.oid))
+               FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+               WHERE n.nspname = ANY(%s) AND p.prokind IN ('f', 'p')
+                 AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass
+                                 AND d.objid = p.oid AND d.deptype = 'e')
+               ORDER BY 1, 2, 3""",
+            (list(CHAMBERS),),
+        ):
+            lines.append("function " + " | ".join(row))
+        # User triggers (the internal ones that enforce foreign keys are the constraints above).
+        for row in conn.execute(
+            """SELECT n.nspname, c.relname, t.tgname, pg_get_triggerdef(t.oid)
+               FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+               JOIN pg_namespace n ON n.oid = c.relnamespace
+               WHERE n.nspname = ANY(%s) AND NOT t.tgisinternal ORDER BY 1, 2, 3""",
+            (list(CHAMBERS),),
+        ):
+            lines.append("trigger " + " | ".join(row))
         for row in conn.execute("SELECT extname FROM pg_extension ORDER BY 1"):
             lines.append(f"extension {row[0]}")
     return "\n".join(lines) + "\n"

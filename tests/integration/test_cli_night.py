@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.test_cli import env, run  # noqa: F401  # the env fixture
+from tests.integration.test_cli import env, run  # noqa: F401  # the env fixture
 
 JSONL = "\n".join(
     json.dumps({"session": s, "role": r, "speaker": who, "content": c, "created_at": t})

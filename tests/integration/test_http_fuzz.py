@@ -8,7 +8,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 
-from tests.test_http import auth, server, tokens  # noqa: F401  (fixtures)
+from tests.integration.test_http import auth, server, tokens  # noqa: F401  (fixtures)
 
 
 def test_no_server_errors_anywhere_in_the_spec(server: str, tokens: dict[str, Any]) -> None:  # noqa: F811

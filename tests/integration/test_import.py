@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from mnemo import AsyncArchive, MalformedImportError, Scope
-from mnemo.write.formats import detect_format, parse_locomo_date
+from mnemo.write.formats import detect_format
 from tests.conftest import snapshot
 
 SCOPE = Scope("importer", "conv")
@@ -104,14 +104,6 @@ async def test_locomo_import_keeps_metadata(archive: AsyncArchive, tmp_path: Pat
     # importing the same conversation again would duplicate turn numbers: refused, nothing written
     with pytest.raises(MalformedImportError, match="turn numbers already used"):
         await archive.import_file(SCOPE, path)
-
-
-def test_locomo_dates() -> None:
-    assert parse_locomo_date("1:56 pm on 8 May, 2023") == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
-    assert parse_locomo_date("12:09 am on 13 September, 2023") == datetime(2023, 9, 13, 0, 9, tzinfo=UTC)
-    assert parse_locomo_date("12:30 pm on 1 January, 2024").hour == 12
-    with pytest.raises(ValueError):
-        parse_locomo_date("yesterday")
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from mnemo import AsyncArchive, Scope, Settings
 from mnemo.cognition.surprisal import NGramModel, score_stream
 from mnemo.embed import Embeddings
 from mnemo.night.logprobs import MAX_CONSECUTIVE_FAILURES
-from tests.fake_completions import FAKE_BITS, FakeCompletions, fake  # noqa: F401  (the fake fixture)
+from tests.fake_completions import FAKE_BITS, FakeCompletions
 from tests.night_data import ROUTINE, START, record
 
 ME = Scope("alice", "llm-surprisal")
@@ -106,6 +106,7 @@ async def test_without_endpoint_nothing_is_asked(
     assert stored_surprisals(database_url) == pytest.approx(score_stream(NGramModel(), ROUTINE), rel=1e-12)
 
 
+@pytest.mark.timing
 async def test_a_slow_endpoint_does_not_block_the_event_loop(
     fake: tuple[FakeCompletions, str], settings: Settings, embeddings: Embeddings
 ) -> None:

@@ -10,12 +10,16 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
 from mnemo import AsyncArchive, Settings
 from mnemo.embed import Embeddings
 from tests.conftest import snapshot
+
+# Every test here starts ``mnemo mcp`` as a real subprocess (stdio or HTTP).
+pytestmark = pytest.mark.slow
 
 
 def _server(database_url: str, home: Path, entity: str) -> StdioServerParameters:

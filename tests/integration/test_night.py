@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
-import numpy as np
 import psycopg
 import pytest
 
@@ -138,7 +137,7 @@ async def test_retention_removes_covered_raw_turns_and_keeps_the_blocks(
 async def test_forgetting_a_turn_removes_the_blocks_and_facts_that_copied_it(
     archive: AsyncArchive, database_url: str
 ) -> None:
-    from tests.test_forget import find_anywhere
+    from tests.integration.test_forget import find_anywhere
 
     await record(archive, ME, "s1", arc_conversation(), START)
     await archive.night_cycle(ME, as_of=START + timedelta(hours=1))
@@ -355,16 +354,6 @@ async def test_llm_outage_falls_back_to_the_offline_path(
         await archive.close()
     assert report.facts_new >= 2  # the offline patterns
     assert ("lives in", "Lisbon") in rows(database_url, "SELECT attribute, value FROM mnemo.facts")
-
-
-def test_clusters_are_complete_linkage_and_never_join_conflicting_items() -> None:
-    from mnemo.night.insights import clusters
-
-    angles = np.radians([0.0, 12.0, 24.0, 90.0])  # cosines 0.978 (0-1, 1-2), 0.914 (0-2)
-    v = np.stack([np.cos(angles), np.sin(angles)], axis=1)
-    assert clusters(v, 0.95) == [[0, 1]]  # 2 is close to 1 but not to 0: complete linkage keeps it out
-    assert clusters(v, 0.9) == [[0, 1, 2]]
-    assert clusters(v, 0.9, lambda i, j: {i, j} == {0, 1}) == [[0, 2]]  # an update is not a pattern
 
 
 async def test_dual_embedding_and_thematic_links(settings: Settings, embeddings: Embeddings, database_url: str) -> None:

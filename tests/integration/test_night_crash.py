@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 
 from mnemo import AsyncArchive, Scope, Settings
 from mnemo.embed import Embeddings
@@ -90,6 +91,7 @@ def _kill_when(url: str, query: str, env: dict[str, str]) -> None:
     assert proc.returncode == -signal.SIGKILL
 
 
+@pytest.mark.slow
 async def test_killed_night_runs_resume_to_the_same_state(
     pg_admin_url: str, template_url: str, embeddings: Embeddings
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -128,13 +129,14 @@ def test_the_blocking_archive_works_too(sync_archive: Archive) -> None:
     assert found[0]["content"] == "Maya takes her coffee black"
 
 
+@pytest.mark.slow
 def test_the_example_remembers_across_two_runs(database_url: str, tmp_path: Any) -> None:
     import os
     import subprocess
     import sys
     from pathlib import Path
 
-    example = Path(__file__).parent.parent / "examples" / "agent_memory.py"
+    example = Path(__file__).parents[2] / "examples" / "agent_memory.py"
     env = {**os.environ, "MNEMO_DATABASE_URL": database_url, "MNEMO_HOME": str(tmp_path)}
     env.pop("MNEMO_EXAMPLE_MODEL", None)
     done = subprocess.run([sys.executable, str(example)], env=env, capture_output=True, text=True, timeout=300)

@@ -9,7 +9,6 @@ from mnemo import AsyncArchive, ExtensionMissingError, MigrationError, Settings
 from mnemo.embed import Embeddings
 from mnemo.store import Store
 from mnemo.store.migrate import apply_migrations, load_migrations
-from mnemo.store.server import parse_version
 from tests.conftest import db_url
 from tests.schema_snapshot import describe
 
@@ -69,15 +68,6 @@ async def test_database_without_pgvector_is_a_clear_error_and_changes_nothing(
     assert "vector" not in extensions
 
 
-def test_parse_version() -> None:
-    assert parse_version("0.8.5") == (0, 8, 5)
-    assert parse_version("0.7") == (0, 7, 0)
-    assert parse_version("0.10.0-dev") == (0, 10, 0)
-    assert parse_version("0.6.2") < (0, 7, 0) <= parse_version("0.7.0")
-    with pytest.raises(ValueError):
-        parse_version("vector")
-
-
 async def test_unreachable_database_is_a_clear_error(embeddings: Embeddings) -> None:
     from mnemo import DatabaseUnavailableError
 
@@ -94,3 +84,13 @@ async def test_pool_sets_iterative_scan(archive: AsyncArchive) -> None:
             "SELECT indexdef FROM pg_indexes WHERE schemaname = 'vectors' AND indexname = 'universal_384_hnsw'"
         )
         assert "hnsw (embedding halfvec_cosine_ops)" in (await cur.fetchone())[0]  # type: ignore[index]
+
+
+def test_the_throwaway_test_cluster_runs_without_durability(pg_admin_url: str, database_url: str) -> None:
+    # conftest starts the session's cluster with fsync, synchronous commit and full-page writes off
+    # (nothing in it outlives the run); every database cloned for a test inherits that.
+    names = ("fsync", "synchronous_commit", "full_page_writes")
+    for url in (pg_admin_url, database_url):
+        with psycopg.connect(url) as conn:
+            shown = {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in names}  # type: ignore[index]
+        assert shown == {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}

@@ -181,6 +181,7 @@ async def test_async_import_queues_one_job_per_batch(
         assert (await archive.status()).pending_reembed == 0
 
 
+@pytest.mark.slow
 def test_worker_killed_mid_job_loses_nothing(
     async_settings: Settings, embeddings: Embeddings, database_url: str, worker_env: dict[str, str]
 ) -> None:

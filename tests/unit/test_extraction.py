@@ -384,6 +384,7 @@ def test_random_text_never_crashes_and_candidates_are_well_formed(turns: list[Tu
         assert 0 <= t.source < len(turns) and 0 < t.confidence <= 1 and t.subject and t.predicate and t.object
 
 
+@pytest.mark.timing
 def test_long_unpunctuated_text_stays_linear() -> None:
     words = [
         "I",

@@ -30,7 +30,7 @@ this database on". procrastinate's own applier is not idempotent (it creates
 types and tables unconditionally) and records nothing, so it could not run at
 every start-up anyway. The price: procrastinate is pinned to that version in
 ``pyproject.toml``, and an upgrade ships a new migration with procrastinate's
-``sql/migrations`` files for the versions in between (``tests/test_worker.py``
+``sql/migrations`` files for the versions in between (``tests/unit/test_worker.py``
 fails if the installed package's schema differs from the frozen copy).
 
 procrastinate names its objects unqualified, so its connections (this module)
