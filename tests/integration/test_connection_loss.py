@@ -13,6 +13,7 @@ from typing import TypeVar
 
 import psycopg
 import pytest
+from psycopg_pool import PoolTimeout
 
 from mnemo import AsyncArchive, DatabaseError, DatabaseUnavailableError, Scope
 from mnemo.store.pool import convert_error
@@ -145,8 +146,12 @@ def test_driver_errors_other_than_connection_loss_become_a_database_error() -> N
     url = "postgresql://mnemo:secret@db.example:5432/mind"
     unique = convert_error(psycopg.errors.UniqueViolation("duplicate key value"), url)
     lost = convert_error(psycopg.OperationalError("server closed the connection unexpectedly"), url)
+    starved = convert_error(PoolTimeout("couldn't get a connection after 30.00 sec"), url)
+    shutdown = convert_error(psycopg.errors.AdminShutdown("terminating connection"), url)
 
     assert type(unique) is DatabaseError
     assert "SQLSTATE 23505" in str(unique) and "secret" not in str(unique)
     assert type(lost) is DatabaseUnavailableError
+    assert type(shutdown) is DatabaseUnavailableError
+    assert type(starved) is DatabaseUnavailableError and "MNEMO_POOL_MAX_SIZE" in str(starved)
     assert "postgresql://mnemo@db.example:5432/mind" in str(lost)
