@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from mnemo._dynamics import mutate_after_recall, weight_of
 from mnemo._runtime import Runtime
@@ -49,6 +50,8 @@ HEADERS = {
     "identity": "## Who I am and what I value",
     "situational": "## Relevant memories",
 }
+#: Counts the tokens of each text with the embedder's tokenizer.
+TokenCounter = Callable[[list[str]], list[int]]
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -89,8 +92,6 @@ async def assemble(
     if not isinstance(budget, int) or isinstance(budget, bool) or not 1 <= budget <= 1_000_000:
         raise InvalidContentError(f"budget must be an integer number of tokens between 1 and 1000000, not {budget!r}")
     rng = random.Random(seed) if seed is not None else rt.child_rng()
-    count = rt.embeddings.count_tokens
-
     # Recall first: it checks that the scope exists and that the reader may read it. It runs
     # read-only: only the memories that make it into the block are reinforced, below.
     when = datetime.now(UTC)
@@ -102,39 +103,63 @@ async def assemble(
         strongest = await dynamic_rows.strongest(
             conn, scope.entity_id, scope.namespace, cfg.identity_top, anchored=False
         )
-
-    items: list[ContextItem] = []
-    lines = [_line(m["content"], kind=m["kind"]) for m in anchored]
-    for m, line, tokens in zip(anchored, lines, count(lines) if lines else [], strict=True):
-        items.append(ContextItem(m["id"], "anchored", "full", line, tokens))
+    count = rt.embeddings.count_tokens
     header_cost = dict(zip(HEADERS, count(list(HEADERS.values())), strict=True))
+    items = _anchored_items(anchored, count)
     used = sum(i.tokens for i in items) + (header_cost["anchored"] if items else 0)
     left = max(budget - used, 0)
+    identity = _identity_items(rt, strongest, count, rng, int(left * cfg.identity_share) - header_cost["identity"])
+    if identity:
+        left -= sum(i.tokens for i in identity) + header_cost["identity"]
+    taken = {i.id for i in identity} | {m["id"] for m in anchored}
+    hits = _fresh_hits(result.hits, taken)
+    situational = _situational_items(rt, hits, count, max(left - header_cost["situational"], 0))
+    items += identity + situational
+    reader = scope.entity_id if as_entity is None else as_entity
+    if not read_only and cfg.mutation and reader == scope.entity_id:
+        await _reinforce_placed(rt, scope, hits, situational, text, when)
+    return _render(scope, items, count, budget, result.refused)
 
-    identity_lines = [_line(m["content"], kind=m["kind"]) for m in strongest]
-    identity_tokens = count(identity_lines) if identity_lines else []
-    share = int(left * cfg.identity_share) - header_cost["identity"]
+
+def _anchored_items(anchored: Sequence[Mapping[str, Any]], count: TokenCounter) -> list[ContextItem]:
+    """Every anchored memory, whole (they are always true)."""
+    lines = [_line(m["content"], kind=m["kind"]) for m in anchored]
+    tokens = count(lines) if lines else []
+    return [
+        ContextItem(m["id"], "anchored", "full", line, n) for m, line, n in zip(anchored, lines, tokens, strict=True)
+    ]
+
+
+def _identity_items(
+    rt: Runtime, strongest: Sequence[Mapping[str, Any]], count: TokenCounter, rng: random.Random, share: int
+) -> list[ContextItem]:
+    """The strongest memories, each rolled against its Beta weight, within ``share`` tokens."""
+    lines = [_line(m["content"], kind=m["kind"]) for m in strongest]
+    tokens = count(lines) if lines else []
     rolled = roll_identity(
-        [Candidate(i, identity_tokens[i], None, weight_of(m)) for i, m in enumerate(strongest)],
+        [Candidate(i, tokens[i], None, weight_of(m)) for i, m in enumerate(strongest)],
         rng,
-        threshold=cfg.identity_threshold,
+        threshold=rt.settings.identity_threshold,
         budget=max(share, 0),
     )
-    chosen = {strongest[p.key]["id"] for p in rolled}
-    for p in sorted(rolled, key=lambda p: p.key):
-        items.append(ContextItem(strongest[p.key]["id"], "identity", "full", identity_lines[p.key], p.tokens))
-    if rolled:
-        left -= sum(p.tokens for p in rolled) + header_cost["identity"]
-
-    recalled = {str(h.id) for h in result.hits}
-    taken = chosen | {m["id"] for m in anchored}
-    hits: Sequence[Hit] = [
-        h
-        for h in result.hits
-        if h.id not in taken
-        # an agent should not be handed a fact next to the update that replaced it
-        and not any(str(n) in recalled for n in (h.metadata.get("superseded_by") or ()))
+    return [
+        ContextItem(strongest[p.key]["id"], "identity", "full", lines[p.key], p.tokens)
+        for p in sorted(rolled, key=lambda p: p.key)
     ]
+
+
+def _fresh_hits(hits: Sequence[Hit], taken: set[Any]) -> list[Hit]:
+    """Hits not already in the block, and never a fact next to the update that replaced it."""
+    recalled = {str(h.id) for h in hits}
+    return [
+        h
+        for h in hits
+        if h.id not in taken and not any(str(n) in recalled for n in (h.metadata.get("superseded_by") or ()))
+    ]
+
+
+def _situational_items(rt: Runtime, hits: Sequence[Hit], count: TokenCounter, room: int) -> list[ContextItem]:
+    """The best hits, whole or compressed, packed into ``room`` tokens."""
     full_lines = [_hit_line(h, h.content) for h in hits]
     short_lines = [_hit_line(h, h.compressed or compress(h.content)) for h in hits]
     full_tokens = count(full_lines) if hits else []
@@ -144,25 +169,41 @@ async def assemble(
             Candidate(i, full_tokens[i], short_tokens[i] if short_lines[i] != full_lines[i] else None)
             for i in range(len(hits))
         ],
-        max(left - header_cost["situational"], 0),
-        full_count=cfg.context_full,
+        room,
+        full_count=rt.settings.context_full,
     )
-    for p in placed:
-        line = full_lines[p.key] if p.mode == "full" else short_lines[p.key]
-        items.append(ContextItem(hits[p.key].id, "situational", p.mode, line, p.tokens))
+    return [
+        ContextItem(
+            hits[p.key].id,
+            "situational",
+            p.mode,
+            full_lines[p.key] if p.mode == "full" else short_lines[p.key],
+            p.tokens,
+        )
+        for p in placed
+    ]
 
-    reader = scope.entity_id if as_entity is None else as_entity
+
+async def _reinforce_placed(
+    rt: Runtime, scope: Scope, hits: Sequence[Hit], situational: Sequence[ContextItem], text: str, when: datetime
+) -> None:
+    """Reinforce the recalled memories that made it into the block (and only those)."""
     memory_hits = {h.id for h in hits if h.item_kind == "memory"}
-    placed_memories = [i.id for i in items if i.track == "situational" and i.id in memory_hits]
-    if placed_memories and not read_only and cfg.mutation and reader == scope.entity_id:
-        async with rt.store.transaction() as conn:
-            await mutate_after_recall(conn, cfg, scope, placed_memories, [], query=text, now=when)
-        await note_writes(rt, 2 * len(placed_memories))
+    placed = [i.id for i in situational if i.id in memory_hits]
+    if not placed:
+        return
+    async with rt.store.transaction() as conn:
+        await mutate_after_recall(conn, rt.settings, scope, placed, [], query=text, now=when)
+    await note_writes(rt, 2 * len(placed))
 
+
+def _render(
+    scope: Scope, items: Sequence[ContextItem], count: TokenCounter, budget: int, refused: bool
+) -> ContextBlock:
     sections = []
     for track, header in HEADERS.items():
         body = [i.text for i in items if i.track == track]
         if body:
             sections.append("\n".join([header, *body]))
     block = "\n\n".join(sections)
-    return ContextBlock(scope, block, count([block])[0] if block else 0, budget, tuple(items), result.refused)
+    return ContextBlock(scope, block, count([block])[0] if block else 0, budget, tuple(items), refused)
