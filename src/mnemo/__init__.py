@@ -4,10 +4,16 @@ One PostgreSQL database with pgvector (embedded by default) holds an agent's
 whole memory; recall is hybrid (vector + BM25 full-text) with cognitive
 scoring (ACT-R activation, Beta weights, recency, co-access spreading), scoped
 to an entity and namespace, and refuses rather than guesses.
+
+``Archive`` and ``AsyncArchive`` (and everything behind them: the store, the
+night cycle, recall) are imported on first use, so ``import mnemo`` and the
+command line's quick paths (``--help``, ``--version``, input errors) stay fast.
 """
 
-from mnemo._sync import Archive
-from mnemo.archive import AsyncArchive
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from mnemo.cognition.weights import StochasticWeight
 from mnemo.config import Settings
 from mnemo.errors import (
@@ -57,6 +63,10 @@ from mnemo.models import (
     WeightChange,
     to_jsonable,
 )
+
+if TYPE_CHECKING:
+    from mnemo._sync import Archive
+    from mnemo.archive import AsyncArchive
 
 __version__ = "0.1.0"
 
@@ -109,3 +119,16 @@ __all__ = [
     "WorkerError",
     "to_jsonable",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``Archive`` and ``AsyncArchive``, imported on first use (PEP 562)."""
+    if name == "Archive":
+        from mnemo._sync import Archive
+
+        return Archive
+    if name == "AsyncArchive":
+        from mnemo.archive import AsyncArchive
+
+        return AsyncArchive
+    raise AttributeError(f"module 'mnemo' has no attribute {name!r}")

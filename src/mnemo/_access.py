@@ -14,7 +14,8 @@ import secrets
 import uuid
 
 from mnemo._runtime import Runtime
-from mnemo.errors import UnknownScopeError
+from mnemo._validate import check_text
+from mnemo.errors import InvalidContentError, UnknownScopeError
 from mnemo.models import Scope, uuid7
 from mnemo.store import scopes as scope_rows
 from mnemo.store import tokens as token_rows
@@ -34,6 +35,8 @@ async def create(
 ) -> tuple[str, uuid.UUID]:
     """A new token for ``entity_id`` (validated like a scope); returns ``(token, token_id)``."""
     Scope(entity_id, namespace or "default")
+    if label is not None:
+        label = check_text(label, label="token label")
     encoded = base64.urlsafe_b64encode(entity_id.encode()).decode().rstrip("=")
     token = f"{PREFIX}.{encoded}.{secrets.token_urlsafe(32)}"
     token_id = uuid7()
@@ -55,8 +58,13 @@ async def create_scope(rt: Runtime, scope: Scope) -> None:
 
 
 async def grant(rt: Runtime, scope: Scope, grantee: str) -> bool:
-    """Let entity ``grantee`` read ``scope``; False if it already could."""
+    """Let entity ``grantee`` read ``scope``; False if it already could. The owner cannot be its
+    own grantee (it always reads its scopes): :class:`InvalidContentError`."""
     Scope(grantee)  # validates the id
+    if grantee == scope.entity_id:
+        raise InvalidContentError(
+            f"{grantee!r} owns scope {scope} and always reads its own scope; grant access to another entity"
+        )
     async with rt.store.connection() as conn:
         exists, _ = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, scope.entity_id)
         if not exists:
@@ -66,5 +74,6 @@ async def grant(rt: Runtime, scope: Scope, grantee: str) -> bool:
 
 async def revoke_grant(rt: Runtime, scope: Scope, grantee: str) -> bool:
     """Withdraw ``grantee``'s read access to ``scope``; False if it had none."""
+    Scope(grantee)  # validates the id
     async with rt.store.connection() as conn:
         return await scope_rows.revoke_grant(conn, scope.entity_id, scope.namespace, grantee)

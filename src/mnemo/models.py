@@ -107,7 +107,7 @@ def to_jsonable(record: object) -> Any:
     return adapter.dump_python(record, mode="json")
 
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,127}$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,127}$")  # fullmatch: "$" alone admits a trailing newline
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +123,7 @@ class Scope:
 
     def __post_init__(self) -> None:
         for label, value in (("entity_id", self.entity_id), ("namespace", self.namespace)):
-            if not isinstance(value, str) or not _NAME_RE.match(value):
+            if not isinstance(value, str) or not _NAME_RE.fullmatch(value):
                 raise InvalidScopeError(
                     f"invalid {label} {value!r}: use 1-128 letters, digits or '_.:@+-', starting with a letter or digit"
                 )
@@ -228,6 +228,7 @@ class Hit:
     coaccess: float = 0.0  # spreading activation over co-access links
     noise: float = 0.0  # exploration noise (0.5 in deterministic mode)
     compressed: str | None = None
+    event_time: Timestamp | None = None  # when what a memory tells happened (its source turns' time); None: created_at
 
     def components(self) -> dict[str, float | int | None]:
         """The scores behind this hit, for display and traces: ``score`` is the blend of
@@ -309,7 +310,8 @@ class Refusal:
 
 @dataclass(frozen=True, slots=True)
 class ImportReport:
-    """What an import wrote."""
+    """What an import wrote; with ``skip_invalid``, the turns it left out as ``(line, reason)``
+    (``line`` is None for formats without lines, LoCoMo: the reason names the turn)."""
 
     scope: Scope
     path: str
@@ -317,6 +319,7 @@ class ImportReport:
     turns: int
     sessions: int
     seconds: float
+    skipped: tuple[tuple[int | None, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -552,7 +555,16 @@ class Belief:
 
 @dataclass(slots=True)
 class NightReport:
-    """What one night cycle did in one scope."""
+    """What one night cycle did in one scope; with ``dry_run``, what it would do (nothing written).
+
+    Retention: ``turns_removed`` raw turns were removed (covered by a block of an earlier night,
+    arrived more than ``raw_cycles`` cycles of ``cycle_hours`` ago: normal, meso, elder tier);
+    ``turns_kept`` more are covered but stay for now, and a night from ``retention_next`` on
+    removes them (unless ``retention_enabled`` is false). A dry run fills ``plan`` with the work
+    of the stages that only running can count exactly (``turns_to_cut``, ``sessions_to_cut``,
+    ``turns_to_mine``, ``sessions_to_mine``, ``memories_to_judge``); its insight, curation and
+    decay counts are over the memories that exist before the night.
+    """
 
     scope: Scope
     run_id: uuid.UUID
@@ -579,9 +591,16 @@ class NightReport:
     decayed_deep: int = 0
     turns_removed: int = 0
     blocks_archived: int = 0
+    turns_kept: int = 0
+    retention_next: Timestamp | None = None
+    retention_enabled: bool = True
+    raw_cycles: tuple[int, int, int] = (1, 1, 1)
+    cycle_hours: float = 24.0
     seconds: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)
     skipped: tuple[str, ...] = ()
+    dry_run: bool = False
+    plan: dict[str, int] = field(default_factory=dict)
 
     @computed_field  # type: ignore[prop-decorator]  # serialised with the fields by to_jsonable
     @property

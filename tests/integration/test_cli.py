@@ -58,8 +58,8 @@ def test_errors_are_one_line_and_exit_nonzero(env: dict[str, str], tmp_path: Pat
     bad.write_text('{"content": "ok"}\n{oops\n')
     code, _, err = run(env, "import", str(bad))
     assert code == 1 and "bad.jsonl:2: invalid JSON" in err
-    code, _, err = run(env, "recall", "anything", "--entity", "ghost")
-    assert code == 1 and "ghost/default does not exist" in err
+    code, out, _ = run(env, "recall", "anything", "--entity", "ghost")  # holds nothing: a refusal, not an error
+    assert code == 0 and "nothing reliable" in out
     code, _, err = run(env, "recall", "anything", "--entity", "bad entity")
     assert code == 1 and "invalid entity_id" in err
     code, _, err = run({**env, "MNEMO_REFUSAL_THRESHOLD": "seven"}, "status")
@@ -100,5 +100,49 @@ def test_forget_and_purge(env: dict[str, str]) -> None:
     assert code != 0 and "--yes" in err
     code, out, _ = run(env, "purge", "--yes", "--json")
     assert code == 0 and json.loads(out)["removed"]["scopes"] == 1
-    code, _, err = run(env, "recall", "alarm")
-    assert code == 1 and "does not exist" in err
+    code, out, _ = run(env, "recall", "alarm")  # the purged scope holds nothing: a refusal
+    assert code == 0 and "nothing reliable" in out
+
+
+BRACKETED = "use a[/i] and [summary] tags in [bold]release notes[/bold]"
+
+
+def test_bracketed_text_is_printed_literally(env: dict[str, str]) -> None:
+    code, out, err = run(env, "remember", BRACKETED, "--json")
+    assert code == 0, err
+    memory_id = json.loads(out)["id"]
+    code, out, err = run(env, "recall", "which tags go in release notes?", "--threshold=-1")
+    assert code == 0 and BRACKETED in out, err
+    code, out, _ = run(env, "recall", "which tags go in release notes?", "--threshold=-1", "--json")
+    assert code == 0 and json.loads(out)["hits"][0]["content"] == BRACKETED
+    code, out, err = run(env, "why", memory_id)
+    assert code == 0 and BRACKETED in out, err
+    code, out, _ = run(env, "why", memory_id, "--json")
+    assert code == 0 and json.loads(out)["content"] == BRACKETED
+    code, out, err = run(env, "context", "writing the [summary] of the release notes")
+    assert code == 0 and BRACKETED in out, err
+    code, out, _ = run(env, "context", "writing the [summary] of the release notes", "--json")
+    assert code == 0 and BRACKETED in json.loads(out)["text"]
+    code, _, err = run(env, "remember", "x", "--kind", "[red]gossip")  # user text inside an error message
+    assert code == 1 and "unknown memory kind '[red]gossip'" in err
+
+
+def test_piped_output_prints_whole_values(env: dict[str, str]) -> None:
+    # The runner's stdout is not a terminal, like `mnemo recall ... > file` or `| less`.
+    text = "The greenhouse checklist: " + ", ".join(f"item {i}" for i in range(40)) + "; done."
+    code, _, err = run(env, "remember", text)
+    assert code == 0, err
+    code, out, err = run({**env, "COLUMNS": "80"}, "recall", "greenhouse checklist", "-k", "1")
+    assert code == 0 and text in out, err  # one unbroken line, not folded into a narrow column
+
+
+def test_version(env: dict[str, str]) -> None:
+    code, out, _ = run(env, "--version")
+    assert code == 0 and out == "mnemo 0.1.0\n"
+
+
+def test_night_stages_match_the_cycle() -> None:
+    from mnemo.interfaces.cli.night import STAGES as CLI_STAGES
+    from mnemo.night.cycle import STAGES
+
+    assert CLI_STAGES == STAGES

@@ -119,8 +119,8 @@ async def test_purge_removes_a_scope_everywhere_and_nothing_else(archive: AsyncA
     assert scope_rows(database_url, ME) == {}
     assert scope_rows(database_url, OTHER) == bystander
     assert find_anywhere(database_url, "forgetful") == {}
-    with pytest.raises(UnknownScopeError):
-        await archive.recall(ME, "diary")
+    gone = await archive.recall(ME, "diary")  # an own scope with nothing in it: a refusal, not an error
+    assert gone.refused and gone.best_similarity is None and not gone.hits
     with pytest.raises(UnknownScopeError):
         await archive.purge(ME)
 

@@ -294,15 +294,15 @@ async def test_context_leaves_out_a_fact_next_to_its_update(archive: AsyncArchiv
     assert result.hits[0].id != old.id and old.id in [h.id for h in result]  # still recallable, below its update
 
 
-async def test_context_rejects_bad_budgets_and_unknown_scopes(archive: AsyncArchive) -> None:
-    from mnemo import InvalidContentError, UnknownScopeError
+async def test_context_rejects_bad_budgets_and_refuses_in_empty_scopes(archive: AsyncArchive) -> None:
+    from mnemo import InvalidContentError
 
     await archive.remember(ME, "something")
     for bad in (0, -5, 2.5, True):
         with pytest.raises(InvalidContentError):
             await archive.context(ME, "x", bad)  # type: ignore[arg-type]
-    with pytest.raises(UnknownScopeError):
-        await archive.context(Scope("nobody"), "x", 100)
+    empty = await archive.context(Scope("nobody"), "x", 100)  # a scope that holds nothing: a refusal, no error
+    assert empty.refused and empty.text == "" and empty.items == ()
 
 
 def test_cli_context_why_observe(database_url: str, tmp_path: Path) -> None:

@@ -6,11 +6,13 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
 import pytest
 import uvicorn
+from fastapi import FastAPI
 
 from mnemo import Archive, Settings
 from mnemo.embed import Embeddings
@@ -24,10 +26,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def server(settings: Settings, embeddings: Embeddings) -> Iterator[str]:
+@contextmanager
+def serve(app: FastAPI) -> Iterator[str]:
+    """Run ``app`` under a real uvicorn server on a free local port; yields its base URL."""
     port = _free_port()
-    config = uvicorn.Config(create_app(settings, embeddings=embeddings), host="127.0.0.1", port=port, log_level="error")
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error")
     srv = uvicorn.Server(config)
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
@@ -35,9 +38,17 @@ def server(settings: Settings, embeddings: Embeddings) -> Iterator[str]:
     while not srv.started:
         assert time.monotonic() < deadline, "uvicorn did not start"
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(timeout=30)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        srv.should_exit = True
+        thread.join(timeout=30)
+
+
+@pytest.fixture
+def server(settings: Settings, embeddings: Embeddings) -> Iterator[str]:
+    with serve(create_app(settings, embeddings=embeddings)) as url:
+        yield url
 
 
 @pytest.fixture

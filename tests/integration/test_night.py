@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
@@ -113,16 +113,31 @@ async def test_unknown_scope_and_stage_are_refused(archive: AsyncArchive) -> Non
 
 
 async def test_retention_removes_covered_raw_turns_and_keeps_the_blocks(
-    archive: AsyncArchive, database_url: str
+    settings: Settings, embeddings: Embeddings, database_url: str
 ) -> None:
+    # Blocks stay hot two cycles past their raw turns (a normal user's go cold with them).
+    archive = await AsyncArchive.open(
+        settings.model_copy(update={"retention_block_cycles": (2, 2, 6)}), embeddings=embeddings
+    )
+    try:
+        await _retention_keeps_the_blocks(archive, database_url)
+    finally:
+        await archive.close()
+
+
+async def _retention_keeps_the_blocks(archive: AsyncArchive, database_url: str) -> None:
     texts = arc_conversation()
     await record(archive, ME, "s1", texts, START)
+    stages = ("surprisal", "blocks", "retention")
+    # The night that cuts s1 into blocks keeps its raw turns (they arrived just now) and says so.
+    first = await archive.night_cycle(ME, stages=stages)
+    assert first.turns_removed == 0 and first.turns_kept == len(texts)
     await record(archive, ME, "s2", ["A brand new turn that no night has seen yet."], START + timedelta(days=3))
-    # As of two days later: s1 (one cycle old) is past the normal tier's raw retention.
-    report = await archive.night_cycle(ME, as_of=START + timedelta(days=2), stages=("surprisal", "blocks", "retention"))
-    assert report.turns_removed == len(texts)
+    # Two days later s1 is past the normal tier's raw retention (one cycle from arrival).
+    report = await archive.night_cycle(ME, as_of=datetime.now(UTC) + timedelta(days=2), stages=stages)
+    assert report.turns_removed == len(texts) and report.blocks_archived == 0
     left = rows(database_url, "SELECT session_id FROM mnemo.turns WHERE entity_id = %s", ME.entity_id)
-    assert left == [("s2",)]  # not covered by a block (and newer than as_of): kept
+    assert left == [("s2",)]  # only covered by a block of this night, if any: kept
     for table in rows(database_url, "SELECT table_name FROM vectors.spaces"):
         assert rows(
             database_url,

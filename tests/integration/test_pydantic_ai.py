@@ -60,6 +60,15 @@ async def test_agent_remembers_then_recalls_through_the_tools(archive: AsyncArch
     assert hits and hits.hits[0].content == "Maya's dog is a beagle called Pixel"
 
 
+async def test_a_new_scope_answers_with_the_refusal_not_an_error(archive: AsyncArchive) -> None:
+    toolset = await memory_toolset(archive, Scope("newcomer", "chat"))  # nothing was ever stored there
+    assert toolset is not None
+    returns: list[Any] = []
+    model = scripted([("query_archive", {"query": "what is my dog called?"}), ("context", {"budget": 200})], returns)
+    await Agent(model, toolsets=[toolset]).run("What is my dog called?")
+    assert [content for _, content in returns] == [REFUSAL, REFUSAL]
+
+
 async def test_tools_reject_bad_kinds_and_clamp_k(archive: AsyncArchive) -> None:
     toolset = await memory_toolset(archive, MAYA, max_k=2)
     assert toolset is not None

@@ -7,7 +7,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mnemo import AccessDeniedError, Archive, AsyncArchive, RecallResult, Refusal, Scope, UnknownScopeError
+from mnemo import (
+    AccessDeniedError,
+    Archive,
+    AsyncArchive,
+    InvalidContentError,
+    RecallResult,
+    Refusal,
+    Scope,
+    UnknownScopeError,
+)
 from tests.conftest import snapshot
 
 ALICE = Scope("alice", "private")
@@ -53,8 +62,44 @@ async def test_cross_entity_read_needs_a_grant(archive: AsyncArchive, database_u
 
 
 async def test_grant_on_unknown_scope_is_refused(archive: AsyncArchive) -> None:
-    with pytest.raises(UnknownScopeError):
+    with pytest.raises(UnknownScopeError):  # the caller's own scope: nothing leaks by saying so
         await archive.grant(Scope("nobody"), "bob")
+
+
+async def test_self_grants_are_refused(archive: AsyncArchive, database_url: str) -> None:
+    await archive.remember(ALICE, "Alice's own note")
+    before = snapshot(database_url)
+    with pytest.raises(InvalidContentError, match="own scope"):
+        await archive.grant(ALICE, "alice")
+    assert snapshot(database_url) == before
+
+
+async def test_foreign_reads_never_reveal_whether_the_scope_exists(archive: AsyncArchive, database_url: str) -> None:
+    await archive.remember(ALICE, "Alice's private note")
+    before = snapshot(database_url)
+    messages = {}
+    for scope in (ALICE, Scope("alice", "ghost"), Scope("nobody", "private")):
+        with pytest.raises(AccessDeniedError) as recalled:
+            await archive.recall(scope, "note", as_entity="bob")
+        with pytest.raises(AccessDeniedError) as context:
+            await archive.context(scope, "note", 100, as_entity="bob")
+        assert str(recalled.value) == str(context.value)
+        messages[scope] = str(recalled.value)
+    assert messages[ALICE].replace("private", "ghost") == messages[Scope("alice", "ghost")]
+    assert messages[ALICE].replace("alice", "nobody") == messages[Scope("nobody", "private")]
+    assert snapshot(database_url) == before
+
+
+async def test_an_empty_own_scope_is_a_refusal_not_an_error(archive: AsyncArchive) -> None:
+    fresh = Scope("newcomer", "chat")  # nothing was ever stored there
+    result = await archive.recall(fresh, "what do I like?")
+    assert isinstance(result, Refusal) and result.best_similarity is None and result.candidates == ()
+    assert result.scope == fresh
+    assert isinstance(await archive.recall(fresh, "anything", as_entity="newcomer", read_only=True), Refusal)
+    block = await archive.context(fresh, "what do I like?", 200)
+    assert block.refused is True and block.text == "" and block.items == () and block.tokens == 0
+    await archive.create_scope(Scope("newcomer", "empty"))  # exists, but holds nothing
+    assert isinstance(await archive.recall(Scope("newcomer", "empty"), "anything"), Refusal)
 
 
 ops = st.lists(
@@ -83,23 +128,21 @@ TOPICS = [
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=ops)
-def test_random_interleavings_never_cross_scopes(sync_archive: Archive, ops) -> None:
+def test_random_interleavings_never_cross_scopes(
+    sync_archive: Archive, ops: list[tuple[str, int, int, str, int]]
+) -> None:
     owner: dict[object, Scope] = {}
     for op, entity, namespace, kind, topic in ops:
         scope = Scope(f"entity{entity}", f"ns{namespace}")
         text = f"[{scope}] talked about {TOPICS[topic]}"
         if op == "write":
             if kind == "turn":
-                item = sync_archive.record_turn(scope, "s", "user", text)
+                owner[sync_archive.record_turn(scope, "s", "user", text).id] = scope
             else:
-                item = sync_archive.remember(scope, text)
-            owner[item.id] = scope
+                owner[sync_archive.remember(scope, text).id] = scope
         else:
-            try:
-                result = sync_archive.recall(scope, TOPICS[topic], k=50, threshold=-1.0, read_only=True)
-            except UnknownScopeError:
-                assert scope not in owner.values()
-                continue
+            # a scope never written to is a refusal, not an error (nothing to find there)
+            result = sync_archive.recall(scope, TOPICS[topic], k=50, threshold=-1.0, read_only=True)
             assert isinstance(result, RecallResult | Refusal)
             hits = result.hits if isinstance(result, RecallResult) else result.candidates
             for hit in hits:

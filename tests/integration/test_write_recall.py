@@ -16,7 +16,6 @@ from mnemo import (
     Refusal,
     Scope,
     Settings,
-    UnknownScopeError,
 )
 from mnemo.embed import Embeddings
 from tests.conftest import snapshot
@@ -196,11 +195,16 @@ async def test_bad_recalls_raise_and_change_nothing(archive: AsyncArchive, datab
     assert snapshot(database_url) == before
 
 
-async def test_unknown_scope_is_an_error_not_a_refusal(archive: AsyncArchive, database_url: str) -> None:
+async def test_an_own_scope_that_holds_nothing_is_a_refusal_not_an_error(
+    archive: AsyncArchive, database_url: str
+) -> None:
+    # A new identity's first recall (issue 12, defect 13): nothing stored yet is "I don't know".
     before = snapshot(database_url)
-    with pytest.raises(UnknownScopeError, match="alicee/chat does not exist"):
-        await archive.recall(Scope("alicee", "chat"), "anything")
-    assert snapshot(database_url) == before
+    result = await archive.recall(Scope("alicee", "chat"), "anything")
+    assert isinstance(result, Refusal) and result.best_similarity is None and result.scope == Scope("alicee", "chat")
+    after = snapshot(database_url)
+    changed = {table: count - before[table] for table, count in after.items() if count != before[table]}
+    assert changed == {"traces.retrievals": 1}  # the refusal is traced; no scope is created by reading
 
 
 async def test_kinds_filter(archive: AsyncArchive) -> None:

@@ -10,8 +10,9 @@ prune); cognitive-plan §4.1 (light decay: unused memories nudged by
 receive gradual ``contradict()``; dormant, not deleted) and §4.4 (deep decay:
 not accessed for 90+ days and ``access_count < 3`` gives ``contradict(1.0)``;
 never delete); memory-architecture §2.3 and §8.3 (retention by user tier:
-one cycle of raw turns for every tier; holographic blocks kept 0, 2 or 6
-further cycles in the hot store, so 1, 3 or 7 cycles in all).
+one cycle of raw turns for every tier, counted from when a turn arrived, not
+from its event time; holographic blocks kept 0, 2 or 6 further cycles in the
+hot store, so 1, 3 or 7 cycles in all).
 
 Everything is pure: the caller passes the signals and ``now``, and applies the
 verdicts, decay amounts and cutoffs itself. Datetimes must be all naive or all
@@ -41,6 +42,7 @@ __all__ = [
     "idle_days",
     "quality",
     "raw_cutoff",
+    "raw_keep",
 ]
 
 Provenance = Literal["tool", "user", "inferred"]
@@ -77,6 +79,7 @@ class Signals:
     scope_relevance: float  # similarity to the scope's centroid, in [0, 1]
     anchored: bool
     superseded: bool  # a newer memory replaces this one
+    mention_span_days: float = 0.0  # days from the first mention to the last (0: one mention, or unknown)
 
     def __post_init__(self) -> None:
         _unit_interval("weight_center", self.weight_center)
@@ -84,6 +87,8 @@ class Signals:
         _unit_interval("scope_relevance", self.scope_relevance)
         if self.access_count < 0 or self.mention_count < 0:
             raise ValueError("access_count and mention_count must be >= 0")
+        if not (math.isfinite(self.mention_span_days) and self.mention_span_days >= 0):
+            raise ValueError(f"mention_span_days must be finite and >= 0, not {self.mention_span_days}")
         if self.provenance not in get_args(Provenance):
             raise ValueError(f"provenance must be one of {get_args(Provenance)}, not {self.provenance!r}")
 
@@ -110,6 +115,8 @@ class CuratorPolicy:
 
     promote_score: float = 0.7  # promote at or above this score ...
     promote_min_mentions: int = 2  # ... when mentioned this often, or tool-verified
+    pattern_mentions: int = 5  # a pattern seen this often ... (cognitive-plan §4.3: "5+ times over 14+ days")
+    pattern_span_days: float = 14.0  # ... over this many days is promoted whatever its use so far
     archive_after_days: float = 30.0  # idle this long: stale
     archive_max_access: int = 3  # stale with fewer accesses than this: archive
     prune_after_days: float = 90.0  # idle this long, with a low score and low trust or no access: prune
@@ -133,8 +140,10 @@ class CuratorPolicy:
             _unit_interval(name, getattr(self, name))
         if self.prune_score >= self.promote_score:
             raise ValueError("prune_score must be below promote_score")
-        if self.promote_min_mentions < 0 or self.archive_max_access < 0:
-            raise ValueError("promote_min_mentions and archive_max_access must be >= 0")
+        if self.promote_min_mentions < 0 or self.archive_max_access < 0 or self.pattern_mentions < 0:
+            raise ValueError("promote_min_mentions, pattern_mentions and archive_max_access must be >= 0")
+        if not (math.isfinite(self.pattern_span_days) and self.pattern_span_days >= 0):
+            raise ValueError("pattern_span_days must be finite and >= 0")
         if not (math.isfinite(self.archive_after_days) and self.archive_after_days >= 0):
             raise ValueError("archive_after_days must be finite and >= 0")
         if not (math.isfinite(self.prune_after_days) and self.prune_after_days >= self.archive_after_days):
@@ -186,8 +195,12 @@ def classify(signals: Signals, now: datetime, policy: CuratorPolicy = CuratorPol
     3. **prune**: superseded and stale (idle >= ``archive_after_days``); or idle >=
        ``prune_after_days`` with a score below ``prune_score`` and either never
        accessed or confidence below ``prune_confidence``.
-    4. **promote**: score >= ``promote_score``, not stale, not superseded, and
-       mentioned at least ``promote_min_mentions`` times or tool-verified.
+    4. **promote**: not stale, not superseded, and either score >= ``promote_score`` and
+       mentioned at least ``promote_min_mentions`` times or tool-verified, or a *pattern*
+       (cognitive-plan §4.3): mentioned at least ``pattern_mentions`` times over at least
+       ``pattern_span_days`` days, with confidence >= ``prune_confidence``. (The score weighs
+       recall use, which new memories cannot have yet: without the pattern rule nothing
+       imported or learnt in one night could be promoted, however often it was said.)
     5. **archive**: superseded (not yet stale), or stale with fewer than
        ``archive_max_access`` accesses.
     6. **keep**: otherwise.
@@ -210,10 +223,21 @@ def classify(signals: Signals, now: datetime, policy: CuratorPolicy = CuratorPol
 
     stale = idle >= p.archive_after_days
     trusted = signals.mention_count >= p.promote_min_mentions or signals.provenance == "tool"
-    promotable = score >= p.promote_score and not stale and not signals.superseded and trusted
-    promote_reason = f"score {score:.2f} >= {p.promote_score} and " + (
-        "tool-verified" if signals.provenance == "tool" else f"mentioned {signals.mention_count} times"
+    pattern = (
+        signals.mention_count >= p.pattern_mentions
+        and signals.mention_span_days >= p.pattern_span_days
+        and signals.confidence >= p.prune_confidence
     )
+    promotable = ((score >= p.promote_score and trusted) or pattern) and not stale and not signals.superseded
+    if score >= p.promote_score and trusted:
+        promote_reason = f"score {score:.2f} >= {p.promote_score} and " + (
+            "tool-verified" if signals.provenance == "tool" else f"mentioned {signals.mention_count} times"
+        )
+    else:
+        promote_reason = (
+            f"a pattern: mentioned {signals.mention_count} >= {p.pattern_mentions} times "
+            f"over {signals.mention_span_days:.0f} >= {p.pattern_span_days:g} days"
+        )
 
     if signals.anchored:
         reasons.append("anchored: exempt from archive and prune")
@@ -348,13 +372,20 @@ def _tier(tier: str) -> Tier:
     return tier
 
 
-def raw_cutoff(tier: Tier, now: datetime, policy: RetentionPolicy = RetentionPolicy()) -> datetime:
-    """Raw turns created before this may leave the hot store.
+def raw_keep(tier: Tier, policy: RetentionPolicy = RetentionPolicy()) -> timedelta:
+    """How long a raw turn of ``tier`` stays in the hot store after it ARRIVED (was written into
+    mnemo), whatever its event time: imported history is years old on arrival, and must still get
+    its cycles (memory-architecture §2.3)."""
+    return policy.raw_cycles(_tier(tier)) * policy.cycle
 
-    Only once a holographic block covers them (memory-architecture §8.3): checking
-    that is the caller's job.
+
+def raw_cutoff(tier: Tier, now: datetime, policy: RetentionPolicy = RetentionPolicy()) -> datetime:
+    """Raw turns that arrived before this may leave the hot store (``now - raw_keep``).
+
+    Only once a holographic block covers them (memory-architecture §8.3), and compared with
+    the turn's arrival time, never its event time: checking both is the caller's job.
     """
-    return now - policy.raw_cycles(_tier(tier)) * policy.cycle
+    return now - raw_keep(tier, policy)
 
 
 def block_cutoff(tier: Tier, now: datetime, policy: RetentionPolicy = RetentionPolicy()) -> datetime | None:

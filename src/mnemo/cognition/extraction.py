@@ -11,7 +11,8 @@ closed, not deleted).
 :func:`extract` reads first-person statements ("I live in Lyon", "my sister
 Anna", "I went to a support group yesterday") with careful regular
 expressions — precision over recall — and attributes them to the turn's
-speaker (``"user"`` / ``"assistant"`` by role when the speaker is unknown).
+speaker (``"user"`` / ``"assistant"`` by role when the speaker is unknown); first-person words left
+in a value ("my", "me", "mine", "our") name the speaker too ("show Caroline's paintings").
 Every candidate carries ``source``, the index of its turn in the input, and a
 ``confidence`` in (0, 1] that reflects how strong its pattern is.
 
@@ -64,7 +65,7 @@ from mnemo.cognition.patterns import (
     SUBJECTLESS,
     FactKind,
 )
-from mnemo.cognition.phrases import CLAUSE_END, WINDOW, clause_of, prepare_text, window
+from mnemo.cognition.phrases import CLAUSE_END, WINDOW, clause_of, prepare_text, resolve_first_person, window
 from mnemo.cognition.statements import Hit, clause_rules, sentence_rules
 from mnemo.cognition.summaries import split_sentences
 from mnemo.cognition.timex import PRECISIONS, Precision, find_times, first_time, resolve_time, strip_times
@@ -281,16 +282,15 @@ def extract(turns: Sequence[TurnText]) -> Extraction:
                 confidence = hit.confidence - 0.1 * hit.subject_we - 0.1 * (len(hit.value.split()) > 5)
                 confidence = round(min(1.0, max(0.05, confidence)), 3)
                 valid_from, precision = _timed(hit, text, sentence, turn.at)
+                value = resolve_first_person(hit.value, entity)  # "my paintings" -> "Caroline's paintings"
                 fact = FactCandidate(
-                    entity, hit.attribute, hit.value, confidence, index, hit.kind, valid_from, hit.negated, precision
+                    entity, hit.attribute, value, confidence, index, hit.kind, valid_from, hit.negated, precision
                 )
                 key = (index, fact.digest, hit.negated)
                 if key not in facts or facts[key].confidence < confidence:
                     facts[key] = fact
-                if hit.triple and hit.value:
-                    triple = TripleCandidate(
-                        entity, hit.attribute, hit.value, confidence, index, valid_from, hit.negated
-                    )
+                if hit.triple and value:
+                    triple = TripleCandidate(entity, hit.attribute, value, confidence, index, valid_from, hit.negated)
                     tkey = (index, triple.digest, hit.negated)
                     if tkey not in triples or triples[tkey].confidence < confidence:
                         triples[tkey] = triple

@@ -28,6 +28,7 @@ __all__ = [
     "clip",
     "is_proper",
     "prepare_text",
+    "resolve_first_person",
     "window",
     "word_set",
 ]
@@ -152,6 +153,24 @@ def clean_name(raw: str) -> str | None:
 def is_proper(value: str | None) -> bool:
     """Whether ``value`` starts with a capital: a named entity, worth a triple."""
     return value is not None and value[:1].isupper()
+
+
+# ---------------------------------------------------------------- who "I" is
+
+# "I", "me", "myself", "my", "mine", and "our" / "ours" (the speaker's own, shared or not: "our kids" are the
+# speaker's kids). "we" / "us" / "ourselves" name a group, not the speaker, and stay as they are ("we" also
+# ends a value, see ``_VALUE_CUT``).
+_FIRST_PERSON = re.compile(r"\b(?:(?P<own>my|mine|our|ours)|(?P<self>me|myself)|(?-i:(?P<i>I)))\b", re.IGNORECASE)
+
+
+def resolve_first_person(text: str, speaker: str) -> str:
+    """``text`` with the speaker's first-person words replaced by ``speaker``'s name: "show my paintings" ->
+    "show Caroline's paintings", "took me camping" -> "took Caroline camping" (a fact's value is read
+    outside its turn, where "my" means nobody)."""
+    name = speaker.strip()
+    if not name:
+        return text
+    return _FIRST_PERSON.sub(lambda m: f"{name}'s" if m.group("own") else name, text)
 
 
 # ---------------------------------------------------------------- how much of a sentence is read

@@ -14,6 +14,10 @@ narrative: ").
   redundancy penalty, kept in their original order, within a token budget.
 * :func:`offline_insight` / :func:`offline_narrative` — the fallbacks for
   :func:`mnemo.llm.insight` / :func:`mnemo.llm.narrative`.
+* :func:`claim_of` / :func:`same_claim` — what a statement pins down (its
+  times, names and, for a fact, its object's words): an insight merges only
+  statements of one claim ("went to a jazz festival on 4 May" and "went to a
+  folk festival on 17 August" are two events, however near their vectors).
 
 Everything here is pure and deterministic (ties go to the lower index).
 """
@@ -22,16 +26,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
+
+from mnemo.cognition.phrases import clean_name, word_set
+from mnemo.cognition.timex import find_times, strip_times
 
 __all__ = [
     "INSIGHT_PREFIX",
     "NARRATIVE_PREFIX",
+    "Claim",
     "centrality",
+    "claim_of",
+    "covers",
     "extractive_summary",
     "offline_insight",
     "offline_narrative",
+    "same_claim",
     "select_sentences",
     "split_sentences",
     "word_count",
@@ -191,16 +203,114 @@ def extractive_summary(
     return "" if best is None else _cut(sentences[best].strip(), max_tokens, count_tokens)
 
 
-def offline_insight(statements: Sequence[str], vectors: np.ndarray) -> str:
-    """The most central statement as an insight, prefixed "Insight: " (ties: the first)."""
+def offline_insight(statements: Sequence[str], vectors: np.ndarray, claims: Sequence[Claim] | None = None) -> str:
+    """The most central statement as an insight, prefixed "Insight: " (ties: the first).
+
+    With ``claims`` (one per statement, :func:`claim_of`), the insight must represent every source:
+    the most central statement that :func:`covers` all the others' times, names and objects, else
+    every distinct statement, most central first, joined by "; "."""
     if not statements:
         raise ValueError("offline_insight needs at least one statement")
     scores = centrality(np.asarray(vectors, dtype=np.float64))
     if len(scores) != len(statements):
         raise ValueError(f"got {len(statements)} statements but {len(scores)} vectors")
-    best = min(range(len(statements)), key=lambda i: (-scores[i], i))
+    if claims is not None and len(claims) != len(statements):
+        raise ValueError(f"got {len(statements)} statements but {len(claims)} claims")
+    order = sorted(range(len(statements)), key=lambda i: (-scores[i], i))
+    best = order[0]
+    if claims is not None and not covers(claims[best], claims):
+        fits = [i for i in order if covers(claims[i], claims)]
+        if not fits:
+            parts = dict.fromkeys(c for c in (_clause(statements[i]) for i in order) if c)
+            return INSIGHT_PREFIX + "; ".join(parts)
+        best = fits[0]
     text = statements[best].strip()
     return text if text.startswith(INSIGHT_PREFIX) else INSIGHT_PREFIX + text
+
+
+# ---------------------------------------------------------------- claims
+
+_CLAIM_WORD = re.compile(r"[^\W_][\w'’-]*")
+_OBJECT_STOP = word_set(
+    "a an the of to in on at for with and or but by from as is are was were be been some any this that these "
+    "those it its very really so just also"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What a statement pins down: the time expressions it names, its names and numbers (casefolded),
+    and, for a fact whose subject and predicate are known, the words of its object (None: unknown)."""
+
+    times: frozenset[str]
+    names: frozenset[str]
+    objects: frozenset[str] | None = None
+
+
+def _name(word: str) -> str:
+    return word.casefold().removesuffix("'s").removesuffix("’s")
+
+
+def _stem(word: str) -> str:
+    word = _name(word)
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def claim_of(text: str, *, subject: str | None = None, predicate: str | None = None) -> Claim:
+    """The :class:`Claim` of ``text``; ``subject`` and ``predicate`` (a fact memory's entity and
+    attribute, its text being "subject predicate object …") add the subject to the names and give
+    the object's words."""
+    times: set[str] = set()
+    spans: list[tuple[int, int]] = []
+    for start, end, kind, m in find_times(text):
+        spans.append((start, end))
+        if kind == "iso":
+            times.add(f"{int(m.group('y')):04d}-{int(m.group('m')):02d}-{int(m.group('d')):02d}")
+        else:
+            times.add(" ".join(re.sub(r"^(?:on|the|in)\s+", "", m.group(0).casefold().strip(" .")).split()))
+    names: set[str] = set()
+    offset = 0
+    for sentence in split_sentences(text):
+        at = text.find(sentence, offset)
+        offset = max(offset, at)
+        for w in _CLAIM_WORD.finditer(sentence):
+            pos = at + w.start()
+            word = w.group(0)
+            if any(s <= pos < e for s, e in spans):
+                continue  # part of a time ("2023-05-07", "May")
+            if any(ch.isdigit() for ch in word) or (word[0].isupper() and clean_name(word.capitalize())):
+                names.add(_name(word))  # "Paris", "LGBTQ", "42" (not "I", "The", "Monday")
+    objects = None
+    if subject and predicate:
+        names.add(_name(" ".join(subject.split())))
+        head = f"{subject} {predicate} ".casefold()
+        if text.casefold().startswith(head):
+            rest = strip_times(re.sub(r"\([^)]*\)", " ", text[len(head) :]))
+            objects = frozenset(_stem(w) for w in _CLAIM_WORD.findall(rest) if w.casefold() not in _OBJECT_STOP)
+    return Claim(frozenset(times), frozenset(names), objects)
+
+
+def _nested(a: frozenset[str], b: frozenset[str]) -> bool:
+    return a <= b or b <= a
+
+
+def same_claim(a: Claim, b: Claim) -> bool:
+    """Whether two statements can be one claim: neither names a time, a name or (both facts) an
+    object word that the other contradicts — each part of one is a subset of the other's. Different
+    dates, different people or places, or different objects: two claims."""
+    if not (_nested(a.times, b.times) and _nested(a.names, b.names)):
+        return False
+    return a.objects is None or b.objects is None or _nested(a.objects, b.objects)
+
+
+def covers(claim: Claim, others: Sequence[Claim]) -> bool:
+    """Whether a statement with ``claim`` says every time, name and object word of ``others``."""
+    return all(
+        o.times <= claim.times
+        and o.names <= claim.names
+        and (o.objects is None or claim.objects is None or o.objects <= claim.objects)
+        for o in others
+    )
 
 
 def _clause(text: str) -> str:

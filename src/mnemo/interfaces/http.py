@@ -3,19 +3,28 @@
 Seed: archive-adr §7 ("Sigil Scope": the server derives the scope from the
 token, so a client can never name another entity's scope; "The Grant": reading
 another entity's scope needs a grant its owner created; "Shared Scope Is
-Exceptional"; "The Mentat Refusal"). Errors are JSON
-``{"error": {"code": ..., "message": ...}}`` with stable codes.
+Exceptional"; "The Mentat Refusal").
+
+The contract is the OpenAPI spec (``/openapi.json``): the bearer scheme, every request body
+(unknown fields are refused with 422), every response body, and every error status an operation
+can answer. Every error, whatever raised it (mnemo, validation, the framework, a bug), is JSON
+``{"error": {"code": ..., "message": ...}}`` with a stable code. A foreign scope read without a
+grant is a 403 whether or not the scope exists; a read of one's own scope that holds nothing yet is
+a refusal (200), not an error.
 """
 
+import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Path, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, Field
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from starlette.exceptions import HTTPException
 
 from mnemo.archive import AsyncArchive
 from mnemo.config import Settings
@@ -31,11 +40,19 @@ from mnemo.errors import (
     NotFoundError,
 )
 from mnemo.interfaces import auth as tokens
-from mnemo.models import Hit, Refusal, Scope, to_jsonable
+from mnemo.models import Hit, MemoryKind, Refusal, Role, Scope, Timestamp, Track, to_jsonable
 
-__all__ = ["MAX_BODY_BYTES", "create_app"]
+__all__ = ["MAX_BODY_BYTES", "NAME_PATTERN", "create_app"]
+
+_log = logging.getLogger("mnemo")
 
 MAX_BODY_BYTES = 256 * 1024
+MAX_TEXT_CHARS = 100_000
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,127}$"
+"""An entity id or namespace (the rule :class:`mnemo.models.Scope` enforces)."""
+_NAME_RULE = "use 1-128 letters, digits or '_.:@+-', starting with a letter or digit"
+_SCOPE_FIELDS = {"namespace", "owner", "grantee"}  # a malformed one is "invalid_scope", as in the archive
+_ONE_LINE = r"^[^\x00-\x1f\x7f-\x9f]+$"  # printable text without line breaks or control characters
 
 _STATUS: list[tuple[type[Exception], int, str]] = [
     (AuthenticationError, 401, "unauthenticated"),
@@ -47,62 +64,199 @@ _STATUS: list[tuple[type[Exception], int, str]] = [
     (DatabaseUnavailableError, 503, "unavailable"),  # retry later: the database is restarting or gone
     (MnemoError, 500, "internal"),
 ]
+# Framework errors (unknown route, wrong method, ...) keep their status and get a code too.
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthenticated",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "too_large",
+    415: "unsupported_media_type",
+    422: "invalid_request",
+    503: "unavailable",
+}
 
 
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
 
 
-class RememberIn(BaseModel):
-    content: str = Field(max_length=100_000)
-    kind: str = "semantic"
-    namespace: str | None = None
+def _internal() -> JSONResponse:
+    return _error(500, "internal", "internal server error; the server log has the details")
 
 
-class TurnIn(BaseModel):
-    session: str = Field(max_length=256)
-    role: str
-    content: str = Field(max_length=100_000)
-    speaker: str | None = Field(default=None, max_length=256)
-    namespace: str | None = None
+# --- the contract: request bodies (unknown fields are refused) and response bodies ------------------
+Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+OneLine = Annotated[str, StringConstraints(pattern=_ONE_LINE)]
 
 
-class RecallIn(BaseModel):
-    query: str = Field(max_length=100_000)
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt or smuggled field ("owner") is a 422, not ignored
+
+
+class RememberIn(_In):
+    content: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    kind: MemoryKind = "semantic"
+    namespace: Name | None = Field(default=None, description="One of your namespaces (default: the token's).")
+
+
+class TurnIn(_In):
+    session: OneLine = Field(max_length=200, description="The conversation this turn belongs to.")
+    role: Role
+    content: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    speaker: OneLine | None = Field(default=None, max_length=256)
+    namespace: Name | None = None
+
+
+class RecallIn(_In):
+    query: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     k: int = Field(default=10, ge=1, le=200)
-    namespace: str | None = None
-    owner: str | None = Field(default=None, description="Read another entity's scope (needs its grant).")
+    namespace: Name | None = None
+    owner: Name | None = Field(default=None, description="Read another entity's scope (needs its grant).")
 
 
-class ContextIn(BaseModel):
-    text: str = Field(max_length=100_000)
+class ContextIn(_In):
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     budget: int = Field(default=1000, ge=1, le=100_000)
-    namespace: str | None = None
-    owner: str | None = None
+    namespace: Name | None = None
+    owner: Name | None = Field(default=None, description="Read another entity's scope (needs its grant).")
 
 
-class GrantIn(BaseModel):
+class GrantIn(_In):
+    grantee: Name = Field(description="The entity that may read the scope (not yourself).")
+    namespace: Name | None = None
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(
+        description="Stable: unauthenticated, forbidden, not_found, method_not_allowed, too_large, "
+        "invalid_request, invalid_input, invalid_scope, bad_request, unavailable, internal."
+    )
+    message: str = Field(description="What went wrong and what to do about it.")
+
+
+class ErrorBody(BaseModel):
+    """Every error, whatever its status."""
+
+    error: ErrorDetail
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok", "degraded"]
+    problem: str | None
+
+
+class StatusOut(BaseModel):
+    entity: str
+    namespace: str | None
+    embedder: str
+
+
+class MemoryOut(BaseModel):
+    id: uuid.UUID
+    kind: MemoryKind
+    scope: str
+
+
+class TurnOut(BaseModel):
+    id: uuid.UUID
+    session: str
+    turn: int
+
+
+class HitOut(BaseModel):
+    id: uuid.UUID
+    content: str
+    kind: MemoryKind | Literal["turn"]
+    speaker: str | None
+    time: Timestamp
+    score: float
+    components: dict[str, float | int | None]
+
+
+class RecallOut(BaseModel):
+    refused: Literal[False]
+    hits: list[HitOut]
+
+
+class RefusalOut(BaseModel):
+    """Nothing in memory is reliable enough: say you do not know."""
+
+    refused: Literal[True]
+    message: str
+    hits: list[HitOut] = Field(max_length=0)
+
+
+class ContextItemOut(BaseModel):
+    id: uuid.UUID
+    track: Track
+    mode: Literal["full", "compressed"]
+    text: str
+    tokens: int
+
+
+class ContextOut(BaseModel):
+    scope: str
+    text: str
+    tokens: int
+    budget: int
+    items: list[ContextItemOut]
+    refused: bool
+
+
+class ForgetOut(BaseModel):
+    forgotten: uuid.UUID
+    removed: dict[str, int]
+
+
+class GrantOut(BaseModel):
     grantee: str
-    namespace: str | None = None
+    created: bool
 
 
-def _hit(h: Hit) -> dict[str, Any]:
-    return {
-        "id": str(h.id),
-        "content": h.content,
-        "kind": h.memory_kind or "turn",
-        "speaker": h.speaker,
-        "time": h.created_at.isoformat(),
-        "score": h.score,
-        "components": h.components(),
-    }
+class RevokeOut(BaseModel):
+    grantee: str
+    revoked: bool
+
+
+_WHY = {
+    400: "The body cannot be read (not UTF-8).",
+    401: "Missing, malformed, unknown or revoked bearer token.",
+    403: "The token may not use that scope (another namespace, or a foreign scope without a grant).",
+    404: "No such item or scope.",
+    413: f"The request body is over {MAX_BODY_BYTES} bytes.",
+    422: "The request is invalid (unknown field, wrong type, bad value, malformed scope name).",
+    500: "A bug; the server log has the details.",
+    503: "The database is unavailable; retry later.",
+}
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    return {status: {"model": ErrorBody, "description": _WHY[status]} for status in (*statuses, 500)}
+
+
+_READ = _errors(400, 401, 403, 413, 422, 503)
+_WRITE = _errors(400, 401, 403, 404, 413, 422, 503)  # 404: the scope does not exist and auto_create_scopes is off
+
+
+def _hit(h: Hit) -> HitOut:
+    return HitOut(
+        id=h.id,
+        content=h.content,
+        kind=h.memory_kind or "turn",
+        speaker=h.speaker,
+        time=h.created_at,
+        score=h.score,
+        components=h.components(),
+    )
 
 
 def _install_guards(app: FastAPI) -> None:
-    """Body-size limit, and every error as ``{"error": {"code", "message"}}`` with its status."""
+    """Body-size limit, and every error, whatever raised it, as ``{"error": {"code", "message"}}``."""
 
     @app.middleware("http")
-    async def limit_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         length = request.headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
             return _error(413, "too_large", f"request bodies are limited to {MAX_BODY_BYTES} bytes")
@@ -110,19 +264,38 @@ def _install_guards(app: FastAPI) -> None:
             body = await request.body()
             if len(body) > MAX_BODY_BYTES:
                 return _error(413, "too_large", f"request bodies are limited to {MAX_BODY_BYTES} bytes")
-        return await call_next(request)
+        try:
+            return await call_next(request)
+        except Exception:
+            # A bug. Answered here rather than by Starlette's last-resort handler, which re-raises after
+            # answering, so uvicorn would drop the connection (a reset for the client's next request).
+            _log.exception("unhandled error on %s %s", request.method, request.url.path)
+            return _internal()
 
     @app.exception_handler(MnemoError)
     async def mnemo_error(_request: Request, exc: MnemoError) -> JSONResponse:
         for kind, status, code in _STATUS:
             if isinstance(exc, kind):
-                return _error(status, code, str(exc))
+                return _error(status, code, str(exc), {"WWW-Authenticate": "Bearer"} if status == 401 else None)
         return _error(500, "internal", str(exc))  # pragma: no cover
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        return _error(422, "invalid_request", problems)
+        errors = exc.errors()
+        names = [e for e in errors if e["type"] == "string_pattern_mismatch" and e["loc"][-1] in _SCOPE_FIELDS]
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: " + (_NAME_RULE if e in names else e["msg"]) for e in errors
+        )
+        return _error(422, "invalid_scope" if errors and len(names) == len(errors) else "invalid_request", problems)
+
+    @app.exception_handler(HTTPException)
+    async def framework(_request: Request, exc: HTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(exc.status_code, "internal" if exc.status_code >= 500 else "bad_request")
+        return _error(exc.status_code, code, str(exc.detail), dict(exc.headers or {}) or None)
+
+    @app.exception_handler(Exception)
+    async def bug(_request: Request, _exc: Exception) -> JSONResponse:
+        return _internal()  # last resort (a failure in the guard itself); Starlette logs the traceback
 
 
 def create_app(settings: Settings, *, embeddings: Embeddings | None = None) -> FastAPI:
@@ -144,14 +317,21 @@ def create_app(settings: Settings, *, embeddings: Embeddings | None = None) -> F
     def archive() -> AsyncArchive:
         return held["archive"]
 
-    async def principal(request: Request) -> tokens.Principal:
-        header = request.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+    bearer = HTTPBearer(
+        scheme_name="bearer",
+        description="A token from `mnemo token create`; it names the entity (and maybe the namespace) it acts for.",
+        auto_error=False,  # a missing token is mnemo's AuthenticationError: the one error shape
+    )
+
+    async def principal(
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Security(bearer)],
+    ) -> tokens.Principal:
+        if credentials is None or not credentials.credentials.strip():
             raise AuthenticationError("send 'Authorization: Bearer <token>' (create one with mnemo token create)")
-        return await tokens.verify(archive().runtime, token.strip())
+        return await tokens.verify(archive().runtime, credentials.credentials.strip())
 
     Who = Annotated[tokens.Principal, Depends(principal)]
+    NamespaceQuery = Annotated[Name | None, Query(description="One of your namespaces (default: the token's).")]
 
     def own_scope(who: tokens.Principal, namespace: str | None) -> Scope:
         if who.namespace is not None and namespace not in (None, who.namespace):
@@ -163,53 +343,62 @@ def create_app(settings: Settings, *, embeddings: Embeddings | None = None) -> F
             return own_scope(who, namespace), None
         return Scope(owner, namespace or "default"), who.entity_id  # the grant check happens in recall
 
-    @app.get("/health")
-    async def health() -> dict[str, Any]:
+    @app.get("/health", responses=_errors(503))
+    async def health() -> HealthOut:
         problem = await archive().health()
-        return {"status": "ok" if problem is None else "degraded", "problem": problem}
+        return HealthOut(status="ok" if problem is None else "degraded", problem=problem)
 
-    @app.get("/v1/status")
-    async def status(who: Who) -> dict[str, Any]:
+    @app.get("/v1/status", responses=_errors(401, 503))
+    async def status(who: Who) -> StatusOut:
         rt = archive().runtime
-        return {"entity": who.entity_id, "namespace": who.namespace, "embedder": rt.slug}
+        return StatusOut(entity=who.entity_id, namespace=who.namespace, embedder=rt.slug)
 
-    @app.post("/v1/memories", status_code=201)
-    async def remember(body: RememberIn, who: Who) -> dict[str, Any]:
+    @app.post("/v1/memories", status_code=201, responses=_WRITE)
+    async def remember(body: RememberIn, who: Who) -> MemoryOut:
         memory = await archive().remember(own_scope(who, body.namespace), body.content, kind=body.kind)
-        return {"id": str(memory.id), "kind": memory.kind, "scope": str(memory.scope)}
+        return MemoryOut(id=memory.id, kind=memory.kind, scope=str(memory.scope))
 
-    @app.post("/v1/turns", status_code=201)
-    async def record(body: TurnIn, who: Who) -> dict[str, Any]:
+    @app.post("/v1/turns", status_code=201, responses=_WRITE)
+    async def record(body: TurnIn, who: Who) -> TurnOut:
         turn = await archive().record_turn(
             own_scope(who, body.namespace), body.session, body.role, body.content, speaker=body.speaker
         )
-        return {"id": str(turn.id), "session": turn.session_id, "turn": turn.turn_number}
+        return TurnOut(id=turn.id, session=turn.session_id, turn=turn.turn_number)
 
-    @app.post("/v1/recall")
-    async def recall(body: RecallIn, who: Who) -> dict[str, Any]:
+    @app.post("/v1/recall", responses=_READ)
+    async def recall(body: RecallIn, who: Who) -> RecallOut | RefusalOut:
+        """Hits best first, or a refusal when nothing stored is reliable (also in a scope that holds
+        nothing yet). A foreign scope without a grant is a 403, whether or not it exists."""
         scope, reader = read_scope(who, body.namespace, body.owner)
         result = await archive().recall(scope, body.query, body.k, as_entity=reader)
         if isinstance(result, Refusal):
-            return {"refused": True, "message": result.message, "hits": []}
-        return {"refused": False, "hits": [_hit(h) for h in result.hits]}
+            return RefusalOut(refused=True, message=result.message, hits=[])
+        return RecallOut(refused=False, hits=[_hit(h) for h in result.hits])
 
-    @app.post("/v1/context")
-    async def context(body: ContextIn, who: Who) -> dict[str, Any]:
+    @app.post("/v1/context", responses=_READ)
+    async def context(body: ContextIn, who: Who) -> ContextOut:
+        """The memory block to prepend for ``text``; empty with ``refused`` when memory holds nothing
+        reliable (also in a scope that holds nothing yet)."""
         scope, reader = read_scope(who, body.namespace, body.owner)
         block = await archive().context(scope, body.text, body.budget, as_entity=reader)
-        return to_jsonable(block)
+        return ContextOut.model_validate(to_jsonable(block))
 
-    @app.delete("/v1/items/{item_id}")
-    async def forget(item_id: uuid.UUID, who: Who, namespace: str | None = None) -> dict[str, Any]:
-        return {"forgotten": str(item_id), "removed": await archive().forget(own_scope(who, namespace), item_id)}
+    @app.delete("/v1/items/{item_id}", responses=_errors(401, 403, 404, 422, 503))
+    async def forget(item_id: uuid.UUID, who: Who, namespace: NamespaceQuery = None) -> ForgetOut:
+        return ForgetOut(forgotten=item_id, removed=await archive().forget(own_scope(who, namespace), item_id))
 
-    @app.post("/v1/grants", status_code=201)
-    async def grant(body: GrantIn, who: Who) -> dict[str, Any]:
+    @app.post("/v1/grants", status_code=201, responses=_WRITE)
+    async def grant(body: GrantIn, who: Who) -> GrantOut:
+        """Let ``grantee`` read one of your scopes (one that holds something: else 404)."""
         created = await archive().grant(own_scope(who, body.namespace), body.grantee)
-        return {"grantee": body.grantee, "created": created}
+        return GrantOut(grantee=body.grantee, created=created)
 
-    @app.delete("/v1/grants/{grantee}")
-    async def revoke(grantee: str, who: Who, namespace: str | None = None) -> dict[str, Any]:
-        return {"grantee": grantee, "revoked": await archive().revoke(own_scope(who, namespace), grantee)}
+    @app.delete("/v1/grants/{grantee}", responses=_errors(401, 403, 422, 503))
+    async def revoke(
+        grantee: Annotated[Name, Path(description="The entity whose grant is withdrawn.")],
+        who: Who,
+        namespace: NamespaceQuery = None,
+    ) -> RevokeOut:
+        return RevokeOut(grantee=grantee, revoked=await archive().revoke(own_scope(who, namespace), grantee))
 
     return app

@@ -6,8 +6,11 @@ Refusal": below the threshold ``recall`` answers with the refusal sentence).
 
 Tools: ``recall(query, k)``, ``remember(content, kind)``, ``context(text, budget)``
 and ``forget(item_id)``. Transport: stdio (default) or streamable HTTP
-(``--http``). The archive opens once, when the server starts, and closes (flushing
-the scratch buffer) when it stops.
+(``--http``). The archive opens once, in the background when the server starts
+(so MCP's ``initialize`` is answered at once), then the embedding model loads in
+a worker thread; a tool call waits for the archive to be open, and the first
+embedding for the model. The archive closes (flushing the scratch buffer) when
+the server stops. If it cannot open, every tool call answers with that error.
 
 Over HTTP with ``auth=True`` (``mnemo mcp --http --auth``) every request needs a
 bearer token from ``mnemo token create`` (the SDK's own bearer-auth middleware
@@ -18,9 +21,12 @@ client can never name a scope.
 
 from __future__ import annotations
 
+import asyncio
+import importlib
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -28,13 +34,16 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from mnemo.archive import AsyncArchive
 from mnemo.config import Settings
 from mnemo.errors import MnemoError
-from mnemo.interfaces import auth as tokens
 from mnemo.models import MEMORY_KINDS, Refusal, Scope
 
+if TYPE_CHECKING:
+    from mnemo.archive import AsyncArchive
+
 __all__ = ["build_server"]
+
+_log = logging.getLogger("mnemo")
 
 INSTRUCTIONS = (
     "Long-term memory for this user. Call recall before answering questions about the user or past "
@@ -43,15 +52,70 @@ INSTRUCTIONS = (
 )
 
 
+class _Opening:
+    """The archive, opened in the background while the server already answers."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._task: asyncio.Task[AsyncArchive] | None = None
+        self._warm: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._open())
+        self._task.add_done_callback(self._opened)
+
+    async def _open(self) -> AsyncArchive:
+        # The archive's modules (store, recall, night cycle) import in a worker thread too.
+        archive: Any = await asyncio.to_thread(importlib.import_module, "mnemo.archive")
+        opened: AsyncArchive = await archive.AsyncArchive.open(self._settings)
+        return opened
+
+    def _opened(self, task: asyncio.Task[AsyncArchive]) -> None:
+        if task.cancelled():
+            return
+        if (exc := task.exception()) is not None:
+            _log.error("could not open the archive: %s", exc)
+            return
+        # Load the embedding model now, off the event loop, rather than in the first tool call.
+        self._warm = asyncio.create_task(task.result().embeddings.load_async())
+        self._warm.add_done_callback(_quiet)
+
+    async def get(self) -> AsyncArchive:
+        """The open archive (waits for it); raises the error that kept it from opening."""
+        if self._task is None:
+            raise MnemoError("the MCP server is not running")
+        return await asyncio.shield(self._task)
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is None:
+            return
+        if not task.done():
+            task.cancel()
+        try:
+            archive = await task
+        except (Exception, asyncio.CancelledError):  # it never opened: nothing to close
+            return
+        await archive.close()
+
+
+def _quiet(task: asyncio.Task[None]) -> None:
+    """A warm-up that failed says nothing here: the first embedding raises the same error."""
+    if not task.cancelled():
+        task.exception()
+
+
 class _TokenVerifier:
     """mnemo's hashed, revocable bearer tokens as the SDK's token verifier."""
 
-    def __init__(self, held: dict[str, AsyncArchive]) -> None:
-        self._held = held
+    def __init__(self, opening: _Opening) -> None:
+        self._opening = opening
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        from mnemo.interfaces import auth as tokens
+
         try:
-            who = await tokens.verify(self._held["archive"].runtime, token)
+            who = await tokens.verify((await self._opening.get()).runtime, token)
         except MnemoError:
             return None
         return AccessToken(
@@ -66,28 +130,31 @@ class _TokenVerifier:
 def build_server(
     settings: Settings, scope: Scope, *, max_k: int = 50, auth: bool = False, url: str = "http://127.0.0.1:8765"
 ) -> MCPServer[Any]:
-    """An MCP server bound to ``scope`` (the archive opens when the server starts); with ``auth``
-    (HTTP only), bound to each request's token instead (see the module docstring)."""
-    held: dict[str, AsyncArchive] = {}
+    """An MCP server bound to ``scope`` (the archive opens in the background when the server starts);
+    with ``auth`` (HTTP only), bound to each request's token instead (see the module docstring)."""
+    opening = _Opening(settings)
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[None]:
-        held["archive"] = await AsyncArchive.open(settings)
+        opening.start()
         try:
             yield
         finally:
-            await held.pop("archive").close()
+            await opening.close()
 
     server: MCPServer[Any] = MCPServer(
         "mnemo",
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
-        token_verifier=_TokenVerifier(held) if auth else None,
+        token_verifier=_TokenVerifier(opening) if auth else None,
         auth=AuthSettings(issuer_url=url, resource_server_url=f"{url}/mcp") if auth else None,  # type: ignore[arg-type]
     )
 
-    def archive() -> AsyncArchive:
-        return held["archive"]
+    async def archive() -> AsyncArchive:
+        try:
+            return await opening.get()
+        except MnemoError as exc:
+            raise ToolError(str(exc)) from exc
 
     def current() -> Scope:
         if not auth:
@@ -104,7 +171,7 @@ def build_server(
         if not 1 <= k <= max_k:
             raise ToolError(f"k must be between 1 and {max_k}")
         try:
-            result = await archive().recall(current(), query, k)
+            result = await (await archive()).recall(current(), query, k)
         except MnemoError as exc:
             raise ToolError(str(exc)) from exc
         if isinstance(result, Refusal):
@@ -131,7 +198,7 @@ def build_server(
         if kind not in MEMORY_KINDS:
             raise ToolError(f"kind must be one of {', '.join(MEMORY_KINDS)}")
         try:
-            memory = await archive().remember(current(), content, kind=kind)
+            memory = await (await archive()).remember(current(), content, kind=kind)
         except MnemoError as exc:
             raise ToolError(str(exc)) from exc
         return {"id": str(memory.id), "kind": memory.kind}
@@ -140,7 +207,7 @@ def build_server(
     async def context(text: str, budget: int = 1000) -> str:
         """The block of memory to prepend for ``text`` (the current request), within ``budget`` tokens."""
         try:
-            block = await archive().context(current(), text, budget)
+            block = await (await archive()).context(current(), text, budget)
         except MnemoError as exc:
             raise ToolError(str(exc)) from exc
         return block.text or "The archive contains nothing reliable about this."
@@ -149,7 +216,7 @@ def build_server(
     async def forget(item_id: str) -> dict[str, Any]:
         """Delete one memory or turn (by the id recall returned) from every part of memory."""
         try:
-            removed = await archive().forget(current(), item_id)
+            removed = await (await archive()).forget(current(), item_id)
         except MnemoError as exc:
             raise ToolError(str(exc)) from exc
         return {"forgotten": item_id, "removed": removed}

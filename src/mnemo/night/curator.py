@@ -18,7 +18,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -59,6 +59,28 @@ def _provenance(row: Mapping[str, Any]) -> Provenance:
     return "user"
 
 
+def _mentions(row: Mapping[str, Any], meta: Mapping[str, Any]) -> tuple[int, float]:
+    """How often a memory was stated or re-derived, and over how many days: a fact's repeats (from
+    its first statement to its last, in the turns' own time), an insight's sources (from the oldest
+    source event to the newest); anything else was said once."""
+    if row.get("mention_count") is not None:
+        count, first, last = int(row["mention_count"]), row.get("first_seen"), row.get("last_seen")
+    elif meta.get("mentions") is not None:
+        count, first, last = int(meta["mentions"]), meta.get("first_seen"), meta.get("last_seen")
+        first, last = (_when(first), _when(last))
+    else:
+        return 1, 0.0
+    span = (last - first) / timedelta(days=1) if first is not None and last is not None else 0.0
+    return max(count, 1), max(span, 0.0)
+
+
+def _when(value: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
 async def plan(
     rt: Runtime,
     conn: psycopg.AsyncConnection,
@@ -94,12 +116,14 @@ async def plan(
                 if conflict:
                     break
         meta = row.get("metadata") or {}
+        mentions, span = _mentions(row, meta)
         signals = Signals(
             weight_center=row["alpha"] / (row["alpha"] + row["beta"]),
             access_count=int(row["access_count"]) + int(row.get("older_access_count") or 0),
             last_accessed=row["last_accessed"],
             created_at=row["created_at"],
-            mention_count=int(row["mention_count"] or 1),
+            mention_count=mentions,
+            mention_span_days=span,
             confidence=float(row["source_confidence"]),
             provenance=_provenance(row),
             contradicts_anchor=conflict,

@@ -15,6 +15,7 @@ How that holds:
   batch or session together with its progress mark;
 * scope-wide stages (insights, curation, decay, retention) commit their work
   together with their name in the run's ``stages_done``;
+* ``dry_run`` plans instead (:mod:`mnemo.night.plan`): every stage's work, nothing written;
 * one run per scope at a time (a session-level advisory lock).
 """
 
@@ -39,7 +40,8 @@ from mnemo.night.decay import decay
 from mnemo.night.insights import derive_insights
 from mnemo.night.knowledge import extract_knowledge
 from mnemo.night.logprobs import surprise_factory
-from mnemo.night.retention import retain
+from mnemo.night.plan import plan_night
+from mnemo.night.retention import describe, retain
 from mnemo.night.surprise import score_turns
 from mnemo.store import night as night_rows
 
@@ -58,11 +60,19 @@ async def run_night(
     as_of: datetime | None = None,
     progress: Progress | None = None,
     stages: tuple[str, ...] = STAGES,
+    dry_run: bool = False,
 ) -> NightReport:
-    """Run (or resume) the night cycle for ``scope``; see the module docstring."""
+    """Run (or resume) the night cycle for ``scope``; see the module docstring. ``dry_run``:
+    report what it would do and write nothing (:func:`mnemo.night.plan.plan_night`)."""
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
         raise InvalidContentError(f"unknown night stages {unknown}; choose from {STAGES}")
+    if dry_run:
+        started = time.perf_counter()
+        report = await plan_night(rt, scope, as_of or datetime.now(UTC), stages)
+        describe(report, rt.settings)
+        report.seconds = time.perf_counter() - started
+        return report
     if rt.settings.pool_max_size < 2:
         raise ConfigurationError(
             "the night cycle needs pool_max_size >= 2: one connection holds the scope's lock while the stages work"
@@ -93,6 +103,7 @@ async def _run(
             conn, scope.entity_id, scope.namespace, uuid7(), as_of
         )
     report = NightReport(scope=scope, run_id=run_id, as_of=as_of, resumed=resumed)
+    describe(report, rt.settings)
     report.skipped = tuple(s for s in STAGES if s not in stages)
     run = _Run(rt, scope, run_id, as_of, stages, done, previous, progress, report)
     await _turn_stages(run)
@@ -203,8 +214,10 @@ async def _scope_stages(run: _Run) -> None:
     report.curation_applied = bool(c.get("applied"))
     d = await run.scope_stage("decay", lambda conn: decay(rt, conn, scope, as_of))
     report.decayed_light, report.decayed_deep = d.get("light", 0), d.get("deep", 0)
-    r = await run.scope_stage("retention", lambda conn: retain(conn, rt.settings, scope, as_of))
+    r = await run.scope_stage("retention", lambda conn: retain(conn, rt.settings, scope, as_of, run.run_id))
     report.turns_removed, report.blocks_archived = r.get("turns_removed", 0), r.get("blocks_archived", 0)
+    report.turns_kept = r.get("turns_kept", 0)
+    report.retention_next = datetime.fromisoformat(r["next_due"]) if r.get("next_due") else None
 
 
 async def _curate(run: _Run, conn: psycopg.AsyncConnection) -> dict[str, Any]:

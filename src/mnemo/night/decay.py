@@ -32,9 +32,15 @@ class DecayStats:
 
 
 async def decay(
-    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, now: datetime, policy: DecayPolicy | None = None
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    now: datetime,
+    policy: DecayPolicy | None = None,
+    *,
+    dry_run: bool = False,
 ) -> DecayStats:
-    """Apply one decay pass at ``now`` inside the caller's transaction."""
+    """Apply one decay pass at ``now`` inside the caller's transaction (``dry_run``: count only)."""
     policy = policy or DecayPolicy()
     stats = DecayStats()
     requests: list[dynamics.WeightRequest] = []
@@ -56,7 +62,7 @@ async def decay(
             stats.deep += 1
         else:
             stats.light += 1
-    if requests:
+    if requests and not dry_run:
         await dynamics.change_weights(conn, rt.settings, scope, requests, at=now)
         await night_rows.mark_deep_decayed(conn, scope.entity_id, deep_ids, now)
     return stats

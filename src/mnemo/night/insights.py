@@ -6,7 +6,10 @@ insight; do not replace the originals: lower their weight with
 causal narrative for clusters of three or more; ``why_do_i_believe`` traces
 the chain) and §4.4 (decay, not deletion). With a configured LLM the insight
 and narrative are written by it; offline, the insight is the cluster's most
-central statement and the narrative a template over the sources.
+central statement that says every source's times, names and objects (else
+all of them, joined) and the narrative a template over the sources. Only
+statements of one claim cluster: two that disagree on a date, a name or a
+fact's object are two events, however near their vectors.
 """
 
 from __future__ import annotations
@@ -24,13 +27,13 @@ from mnemo import _dynamics as dynamics
 from mnemo import llm
 from mnemo._runtime import Runtime
 from mnemo.cognition.gates import negation_conflict
-from mnemo.cognition.summaries import offline_insight, offline_narrative
+from mnemo.cognition.summaries import Claim, claim_of, offline_insight, offline_narrative, same_claim
 from mnemo.models import Scope, uuid7
 from mnemo.store import night as night_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.write.remember import memory_row, store_memory
 
-__all__ = ["InsightStats", "clusters", "derive_insights"]
+__all__ = ["InsightStats", "clusters", "derive_insights", "plan_insights"]
 
 _RECENT = 200
 
@@ -66,6 +69,14 @@ def _latest(members: list[dict[str, Any]]) -> datetime | None:
     return max(times) if times else None
 
 
+def _seen(members: list[dict[str, Any]]) -> dict[str, Any]:
+    """How often and over what time the insight's pattern was seen (the curator's mention signals):
+    one mention per source, from the oldest source event to the newest."""
+    times = [m["event_time"] for m in members if m["event_time"] is not None]
+    span = {"first_seen": min(times).isoformat(), "last_seen": max(times).isoformat()} if times else {}
+    return {"mentions": len(members), **span}
+
+
 async def derive_insights(rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, run_id: uuid.UUID) -> InsightStats:
     """Insights (and narratives) for the new clusters, source weights lowered, in the caller's
     transaction."""
@@ -78,6 +89,24 @@ async def derive_insights(rt: Runtime, conn: psycopg.AsyncConnection, scope: Sco
         return stats
     for group in clusters(matrix, cfg.night_insight_similarity, _conflicts(rows))[: cfg.night_insights_max]:
         await _insight(rt, conn, scope, run_id, [rows[i] for i in group], matrix[group], stats)
+    return stats
+
+
+async def plan_insights(rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope) -> InsightStats:
+    """The insights (and narratives) :func:`derive_insights` would make from the memories there are
+    now; writes nothing and asks no LLM (``mnemo night --dry-run``)."""
+    stats = InsightStats()
+    if rt.settings.night_insights_max == 0:
+        return stats
+    rows, matrix = await _candidates(rt, conn, scope)
+    if len(rows) < 2:
+        return stats
+    for group in clusters(matrix, rt.settings.night_insight_similarity, _conflicts(rows))[
+        : rt.settings.night_insights_max
+    ]:
+        stats.insights += 1
+        stats.narratives += len(group) >= 3
+        stats.sources += len(group)
     return stats
 
 
@@ -97,14 +126,23 @@ async def _candidates(
     return rows, matrix
 
 
+def _claim(row: dict[str, Any]) -> Claim:
+    return claim_of(row["content"], subject=row["entity"], predicate=row["attribute"])
+
+
 def _conflicts(rows: Sequence[dict[str, Any]]) -> Callable[[int, int], bool]:
+    claims = [_claim(r) for r in rows]
+
     def conflicts(i: int, j: int) -> bool:
         """Two values of one fact key are an update or a contradiction, not a pattern; two items
-        drawn from the same turns are one experience, not a pattern either."""
+        drawn from the same turns are one experience, not a pattern either; two statements that
+        disagree on their times, names or objects are two events or claims, however near."""
         a, b = rows[i], rows[j]
         if a["attribute"] and (a["entity"], a["attribute"]) == (b["entity"], b["attribute"]):
             return True
         if set(a["provenance"]) & set(b["provenance"]):
+            return True
+        if not same_claim(claims[i], claims[j]):
             return True
         return negation_conflict(a["content"], b["content"])
 
@@ -125,7 +163,7 @@ async def _insight(
     cfg = rt.settings
     texts = [m["content"] for m in members]
     text = await llm.insight(rt.llm, texts) if rt.llm is not None else None
-    text = text or offline_insight(texts, vectors)
+    text = text or offline_insight(texts, vectors, [_claim(m) for m in members])
     vector = (await rt.embeddings.embed_documents([rt.embeddings.document_text(text, "insight")]))[0]
     insight_id = uuid7()
     source_ids = [m["id"] for m in members]
@@ -139,7 +177,7 @@ async def _insight(
         source_tag="night:insight",
         provenance=[str(i) for i in source_ids],
         event_time=_latest(members),
-        metadata={"sources": [str(i) for i in source_ids], "run_id": str(run_id)},
+        metadata={"sources": [str(i) for i in source_ids], "run_id": str(run_id), **_seen(members)},
     )
     await store_memory(conn, rt, scope, row, vector)
     links: list[tuple[uuid.UUID, uuid.UUID, str, float | None]] = []

@@ -11,9 +11,11 @@ injection) and §2.10 (token counting). Three parts, in this order:
    leaves.
 3. **Situational**: recall for the attention text (hybrid search + cognitive
    blend), best first, until the budget is full (a memory is left out when
-   the update that superseded it is there); the first ``context_full``
+   the update that superseded it is there, and an insight is left out when
+   the memories it was derived from are there); the first ``context_full``
    entries in full text, the rest in their compressed form (the stored
-   one-liner, else the first sentence).
+   one-liner, else the first sentence). Each is dated by its event time
+   (when what it tells happened), else by when it was written.
 
 Unless ``read_only``, the situational memories placed in the block are
 reinforced and linked as recalled together (the seed's "record co-access for
@@ -72,8 +74,11 @@ def _line(content: str, *, when: datetime | None = None, who: str | None = None,
 
 
 def _hit_line(hit: Hit, content: str) -> str:
+    """A recalled item, dated when what it tells happened: a memory's event time (a block's or
+    fact's source turns, an insight's newest source), else when it was written; so "yesterday"
+    in its text can be resolved."""
     kind = hit.memory_kind if hit.item_kind == "memory" else "said"
-    return _line(content, when=hit.created_at, who=hit.speaker or hit.role, kind=kind)
+    return _line(content, when=hit.event_time or hit.created_at, who=hit.speaker or hit.role, kind=kind)
 
 
 async def assemble(
@@ -113,7 +118,7 @@ async def assemble(
         left -= sum(i.tokens for i in identity) + header_cost["identity"]
     taken = {i.id for i in identity} | {m["id"] for m in anchored}
     hits = _fresh_hits(result.hits, taken)
-    situational = _situational_items(rt, hits, count, max(left - header_cost["situational"], 0))
+    situational = _situational_items(rt, hits, count, max(left - header_cost["situational"], 0), taken)
     items += identity + situational
     reader = scope.entity_id if as_entity is None else as_entity
     if not read_only and cfg.mutation and reader == scope.entity_id:
@@ -158,20 +163,27 @@ def _fresh_hits(hits: Sequence[Hit], taken: set[Any]) -> list[Hit]:
     ]
 
 
-def _situational_items(rt: Runtime, hits: Sequence[Hit], count: TokenCounter, room: int) -> list[ContextItem]:
-    """The best hits, whole or compressed, packed into ``room`` tokens."""
+def _situational_items(
+    rt: Runtime, hits: Sequence[Hit], count: TokenCounter, room: int, taken: set[Any]
+) -> list[ContextItem]:
+    """The best hits, whole or compressed, packed into ``room`` tokens; an insight that only
+    repeats what the block already holds (:func:`_repeats`) gives its room to the next hit."""
     full_lines = [_hit_line(h, h.content) for h in hits]
     short_lines = [_hit_line(h, h.compressed or compress(h.content)) for h in hits]
     full_tokens = count(full_lines) if hits else []
     short_tokens = count(short_lines) if hits else []
-    placed = pack_situational(
-        [
-            Candidate(i, full_tokens[i], short_tokens[i] if short_lines[i] != full_lines[i] else None)
-            for i in range(len(hits))
-        ],
-        room,
-        full_count=rt.settings.context_full,
-    )
+    left_out: set[int] = set()
+    while True:
+        keys = [i for i in range(len(hits)) if i not in left_out]
+        placed = pack_situational(
+            [Candidate(i, full_tokens[i], short_tokens[i] if short_lines[i] != full_lines[i] else None) for i in keys],
+            room,
+            full_count=rt.settings.context_full,
+        )
+        repeat = _repeats([hits[p.key] for p in placed], {str(i) for i in taken})
+        if repeat is None:
+            break
+        left_out.add(next(p.key for p in placed if hits[p.key].id == repeat))
     return [
         ContextItem(
             hits[p.key].id,
@@ -182,6 +194,29 @@ def _situational_items(rt: Runtime, hits: Sequence[Hit], count: TokenCounter, ro
         )
         for p in placed
     ]
+
+
+_WORDS = re.compile(r"\w+")
+
+
+def _words(text: str) -> tuple[str, ...]:
+    """A text's words, case-folded, without the offline ``Insight:`` label (for "says the same")."""
+    words = tuple(_WORDS.findall(text.casefold()))
+    return words[1:] if words[:1] == ("insight",) else words
+
+
+def _repeats(placed: Sequence[Hit], taken: set[str]) -> Any | None:
+    """The first placed insight whose sources (the memories it was derived from: its provenance
+    links, kept in its metadata) are all in the block, or one of which says the same (the offline
+    insight is its cluster's central statement, verbatim); None when there is none. The sources
+    carry the same words, each with its own date."""
+    present = taken | {str(h.id) for h in placed}
+    said = {str(h.id): _words(h.content) for h in placed}
+    for hit in placed:
+        sources = {str(s) for s in hit.metadata.get("sources") or ()} if hit.memory_kind == "insight" else set()
+        if sources and (sources <= present or any(said.get(s) == _words(hit.content) for s in sources)):
+            return hit.id
+    return None
 
 
 async def _reinforce_placed(

@@ -50,7 +50,7 @@ from mnemo.cognition.relevance import blend as blend_score
 from mnemo.cognition.spreading import spread
 from mnemo.cognition.weights import DEFAULT
 from mnemo.config import Settings
-from mnemo.errors import AccessDeniedError, InvalidContentError, UnknownScopeError
+from mnemo.errors import AccessDeniedError, InvalidContentError
 from mnemo.models import Hit, RecallResult, Refusal, Scope, uuid7
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import lexicon
@@ -236,9 +236,10 @@ async def retrieve(
 
 
 async def _check_access(conn: psycopg.AsyncConnection, scope: Scope, reader: str) -> None:
-    exists, allowed = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, reader)
-    if not exists:
-        raise UnknownScopeError(f"scope {scope} does not exist (nothing was ever stored there)")
+    """Refuse a reader who may not read ``scope``, the same way whether or not it exists (a foreign
+    entity cannot probe for scopes). The owner's own empty or not-yet-created scope is no error:
+    it holds nothing, so recall refuses (archive-adr §7, "The Mentat Refusal")."""
+    _, allowed = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, reader)
     if not allowed:
         raise AccessDeniedError(
             f"{reader!r} may not read scope {scope}; its owner can grant access with "
@@ -515,6 +516,7 @@ def _hit(
         coaccess=parts["coaccess"],
         noise=parts["noise"],
         compressed=row.get("compressed"),
+        event_time=row.get("event_time"),
     )
 
 

@@ -42,6 +42,8 @@ _CANDIDATE_COLS = (
     "mention_count",
     "fact_source",
     "fact_closed",
+    "first_seen",
+    "last_seen",
 )
 
 
@@ -50,7 +52,8 @@ async def candidates(conn: psycopg.AsyncConnection, entity_id: str, namespace: s
     cur = await conn.execute(
         """SELECT m.id, m.kind, m.content, m.status, m.anchored, m.alpha, m.beta, m.access_count,
                   m.older_access_count, m.last_accessed, m.created_at, m.source_tag, m.source_confidence,
-                  m.metadata, f.mention_count, f.source, f.valid_to IS NOT NULL
+                  m.metadata, f.mention_count, f.source, f.valid_to IS NOT NULL,
+                  f.first_seen, f.last_seen
            FROM mnemo.memories m
            LEFT JOIN mnemo.facts f ON f.entity_id = m.entity_id AND f.memory_id = m.id
            WHERE m.entity_id = %s AND m.namespace = %s AND m.status IN ('candidate', 'active')

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -24,7 +24,6 @@ __all__ = [
     "create_metablock",
     "decay_candidates",
     "derivation",
-    "expired_turns",
     "extend_metablock",
     "finish_run",
     "get_state",
@@ -40,13 +39,16 @@ __all__ = [
     "open_continuations",
     "open_run",
     "pending_sessions",
+    "pending_work",
     "put_state",
+    "retention_turns",
     "run_blocks",
     "scored_texts",
     "session_turns",
     "set_flux_states",
     "set_session_progress",
     "set_surprisal",
+    "unfinished_run",
     "unscored_turns",
 ]
 
@@ -87,6 +89,20 @@ async def open_run(
         (entity_id, run_id, namespace, as_of),
     )
     return run_id, as_of, [], {}, False
+
+
+async def unfinished_run(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str
+) -> tuple[uuid.UUID, datetime, list[str]] | None:
+    """The scope's unfinished run, read without locking: ``(run_id, as_of, stages_done)``."""
+    cur = await conn.execute(
+        """SELECT id, as_of, stages_done FROM mnemo.night_runs
+           WHERE entity_id = %s AND namespace = %s AND finished_at IS NULL
+           ORDER BY started_at DESC LIMIT 1""",
+        (entity_id, namespace),
+    )
+    row = await cur.fetchone()
+    return None if row is None else (row[0], row[1], list(row[2]))
 
 
 async def mark_stage(
@@ -152,6 +168,28 @@ async def pending_sessions(
         (entity_id, namespace, as_of),
     )
     return [(r[0], int(r[1])) for r in await cur.fetchall()]
+
+
+async def pending_work(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, as_of: datetime, column: str, *, scored_only: bool
+) -> tuple[int, int]:
+    """``(sessions, turns)`` past their ``column`` mark (``blocks_through`` or ``facts_through``):
+    what the blocks or knowledge stage has left to do (``scored_only``: turns with a surprisal)."""
+    if column not in ("blocks_through", "facts_through"):
+        raise ValueError(column)
+    cur = await conn.execute(
+        sql.SQL(
+            """SELECT count(DISTINCT t.session_id), count(*)
+               FROM mnemo.turns t
+               LEFT JOIN mnemo.night_sessions p
+                 ON p.entity_id = t.entity_id AND p.namespace = t.namespace AND p.session_id = t.session_id
+               WHERE t.entity_id = %s AND t.namespace = %s AND t.created_at <= %s
+                 AND (t.surprisal IS NOT NULL OR NOT %s) AND t.turn_number > coalesce(p.{col}, -1)"""
+        ).format(col=sql.Identifier(column)),
+        (entity_id, namespace, as_of, scored_only),
+    )
+    row = await cur.fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
 async def session_turns(
@@ -370,39 +408,75 @@ async def mark_deep_decayed(
         )
 
 
-async def expired_turns(
-    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, cutoffs: Mapping[str, datetime]
-) -> list[uuid.UUID]:
-    """Turns older than their tier's cutoff that a block of the scope covers (§8.3)."""
+async def retention_turns(
+    conn: psycopg.AsyncConnection,
+    entity_id: str,
+    namespace: str,
+    as_of: datetime,
+    keep: Mapping[str, timedelta],
+    run_id: uuid.UUID | None,
+) -> tuple[list[uuid.UUID], int, datetime | None]:
+    """Raw turns that a block covers (§8.3), split by retention: ``(expired, kept, next_due)``.
+
+    A covered turn expires once it arrived (``recorded_at``, not its event time ``created_at``)
+    more than its tier's ``keep`` before ``as_of`` and a block of an earlier night run covers it:
+    the night that first cuts a turn into a block never removes it. ``kept`` counts the covered
+    turns that stay for now, and ``next_due`` is the earliest ``as_of`` from which a later night
+    removes some of them (None when none stay)."""
     cur = await conn.execute(
-        """SELECT t.id FROM mnemo.turns t
-           WHERE t.entity_id = %(e)s AND t.namespace = %(ns)s
-             AND t.created_at < CASE t.user_tier WHEN 'elder' THEN %(elder)s WHEN 'meso' THEN %(meso)s
-                                                 ELSE %(normal)s END
-             AND EXISTS (SELECT 1 FROM mnemo.blocks b
-                         WHERE b.entity_id = t.entity_id AND b.namespace = t.namespace
-                           AND b.session_id = t.session_id AND b.kind <> 'compound'
-                           AND t.turn_number BETWEEN b.first_turn AND b.last_turn)
-           ORDER BY t.id""",
-        {"e": entity_id, "ns": namespace, **cutoffs},
+        """WITH covered AS (
+               SELECT t.id,
+                      t.recorded_at + CASE t.user_tier WHEN 'elder' THEN %(elder)s WHEN 'meso' THEN %(meso)s
+                                                       ELSE %(normal)s END AS due,
+                      bool_and(coalesce(b.run_id = %(run)s, false)) AS fresh
+               FROM mnemo.turns t
+               JOIN mnemo.blocks b
+                 ON b.entity_id = t.entity_id AND b.namespace = t.namespace AND b.session_id = t.session_id
+                AND b.kind <> 'compound' AND t.turn_number BETWEEN b.first_turn AND b.last_turn
+               WHERE t.entity_id = %(e)s AND t.namespace = %(ns)s
+               GROUP BY t.id, t.recorded_at, t.user_tier)
+           SELECT coalesce(array_agg(id ORDER BY id) FILTER (WHERE due < %(now)s AND NOT fresh), '{}'),
+                  count(*) FILTER (WHERE due >= %(now)s OR fresh),
+                  min(greatest(due, %(now)s)) FILTER (WHERE due >= %(now)s OR fresh)
+           FROM covered""",
+        {"e": entity_id, "ns": namespace, "now": as_of, "run": run_id, **keep},
     )
-    return [r[0] for r in await cur.fetchall()]
+    row = await cur.fetchone()
+    if row is None:
+        return [], 0, None
+    return list(row[0]), int(row[1]), row[2]
+
+
+_EXPIRED_BLOCKS = sql.SQL("""
+           FROM mnemo.blocks b
+           WHERE b.entity_id = %(e)s AND b.namespace = %(ns)s AND m.entity_id = b.entity_id AND m.id = b.memory_id
+             AND m.status IN ('candidate', 'active') AND NOT m.anchored AND coalesce(b.run_id <> %(run)s, true)
+             AND b.created_at < CASE b.user_tier WHEN 'elder' THEN %(elder)s WHEN 'meso' THEN %(meso)s
+                                                 ELSE %(normal)s END""")
 
 
 async def archive_expired_blocks(
-    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, cutoffs: Mapping[str, datetime | None]
+    conn: psycopg.AsyncConnection,
+    entity_id: str,
+    namespace: str,
+    cutoffs: Mapping[str, datetime | None],
+    run_id: uuid.UUID | None,
+    *,
+    dry_run: bool = False,
 ) -> int:
-    """Move the memory rows of blocks past their tier's hot retention to ``archived`` (cold)."""
+    """Move the memory rows of blocks past their tier's hot retention to ``archived`` (cold), except
+    the blocks night run ``run_id`` made itself; ``dry_run`` only counts them."""
     never = datetime(1, 1, 2, tzinfo=UTC)  # a tier whose blocks stay hot forever
-    params = {k: (v if v is not None else never) for k, v in cutoffs.items()}
+    params: dict[str, Any] = {k: (v if v is not None else never) for k, v in cutoffs.items()}
+    params |= {"e": entity_id, "ns": namespace, "run": run_id}
+    if dry_run:
+        query = sql.SQL("SELECT count(*) FROM mnemo.memories m WHERE EXISTS (SELECT 1 {})").format(_EXPIRED_BLOCKS)
+        cur = await conn.execute(query, params)
+        row = await cur.fetchone()
+        return int(row[0]) if row else 0
     cur = await conn.execute(
-        """UPDATE mnemo.memories m SET status = 'archived', updated_at = now()
-           FROM mnemo.blocks b
-           WHERE b.entity_id = %(e)s AND b.namespace = %(ns)s AND m.entity_id = b.entity_id AND m.id = b.memory_id
-             AND m.status IN ('candidate', 'active') AND NOT m.anchored
-             AND b.created_at < CASE b.user_tier WHEN 'elder' THEN %(elder)s WHEN 'meso' THEN %(meso)s
-                                                 ELSE %(normal)s END""",
-        {"e": entity_id, "ns": namespace, **params},
+        sql.SQL("UPDATE mnemo.memories m SET status = 'archived', updated_at = now() {}").format(_EXPIRED_BLOCKS),
+        params,
     )
     return max(cur.rowcount, 0)
 

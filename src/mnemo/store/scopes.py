@@ -20,7 +20,12 @@ async def ensure_scope(conn: psycopg.AsyncConnection, entity_id: str, namespace:
 
 
 async def read_access(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, reader: str) -> tuple[bool, bool]:
-    """``(scope_exists, reader_may_read)`` in one round trip."""
+    """``(scope_exists, reader_may_read)`` in one round trip.
+
+    ``scope_exists`` is only told to a reader who may read the scope (its owner, or a grantee):
+    for anyone else it is False whether or not the scope exists, so no caller can turn a refused
+    read into a probe for another entity's scopes.
+    """
     cur = await conn.execute(
         """SELECT EXISTS (SELECT 1 FROM mnemo.scopes WHERE entity_id = %(e)s AND namespace = %(ns)s),
                   %(r)s = %(e)s OR EXISTS (SELECT 1 FROM mnemo.grants
@@ -29,7 +34,8 @@ async def read_access(conn: psycopg.AsyncConnection, entity_id: str, namespace: 
     )
     row = await cur.fetchone()
     assert row is not None
-    return bool(row[0]), bool(row[1])
+    allowed = bool(row[1])
+    return allowed and bool(row[0]), allowed
 
 
 async def create_grant(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, grantee: str) -> bool:

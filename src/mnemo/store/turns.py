@@ -1,7 +1,17 @@
-"""The day table (memory-architecture §2.2): raw exchanges."""
+"""The day table (memory-architecture §2.2): raw exchanges.
+
+Turn numbers are gapless per session and follow commit order. Whoever appends to a
+session first takes that session's numbering lock (:func:`lock_sessions`: a
+transaction-scoped advisory lock, released at commit or rollback), then reads
+``max + 1`` (:func:`next_turn_numbers`) and writes. Under READ COMMITTED (the
+pool's isolation) the read after the lock sees every earlier holder's committed
+turns, so two writers never pick the same number and a number is never committed
+before a smaller one. Only writers to the same session wait for each other.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -10,7 +20,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-__all__ = ["TurnRow", "copy_turns", "insert_turn", "next_turn_numbers"]
+__all__ = ["TurnRow", "copy_turns", "insert_turn", "lock_sessions", "next_turn_numbers", "session_lock_key"]
 
 # (id, entity_id, namespace, session_id, turn_number, role, speaker, content, created_at, token_count, metadata)
 TurnRow = tuple[uuid.UUID, str, str, str, int, str, str | None, str, datetime, int, dict[str, Any]]
@@ -20,10 +30,30 @@ _COLUMNS = (
 )
 
 
+def session_lock_key(entity_id: str, namespace: str, session_id: str) -> int:
+    """The advisory-lock key (a signed 64-bit int) of one session's turn numbering."""
+    name = "\x00".join(("mnemo.turns", entity_id, namespace, session_id)).encode()
+    return int.from_bytes(hashlib.blake2b(name, digest_size=8).digest(), "big", signed=True)
+
+
+async def lock_sessions(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, sessions: Iterable[str]) -> None:
+    """Wait for, and hold until the transaction ends, the numbering lock of each of ``sessions``.
+
+    Taken in ascending key order, so writers naming the same sessions in any order cannot
+    deadlock (two sessions sharing a key merely share a lock). Call inside a transaction.
+    """
+    keys = sorted({session_lock_key(entity_id, namespace, s) for s in sessions})
+    if keys:
+        await conn.execute(
+            """SELECT pg_advisory_xact_lock(k) FROM unnest(%s::bigint[]) WITH ORDINALITY AS u(k, i) ORDER BY i""",
+            (keys,),
+        )
+
+
 async def next_turn_numbers(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, sessions: Sequence[str]
 ) -> dict[str, int]:
-    """The next free turn number of each session (0 for a new session)."""
+    """The next free turn number of each session (0 for a new session); under :func:`lock_sessions`."""
     if not sessions:
         return {}
     cur = await conn.execute(

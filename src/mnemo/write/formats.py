@@ -1,8 +1,12 @@
 """Conversation files mnemo can import: JSON Lines of turns, and LoCoMo.
 
-Parsing is all-or-nothing: the whole file is read and checked before anything
-is written, and the first problem is reported with its line (JSONL) or its
-location (LoCoMo), so a malformed file imports nothing.
+Parsing happens before anything is written and checks every field of every turn
+the way the single-turn write path does (:mod:`mnemo._validate`). By default it
+is all-or-nothing: the first problem is reported with its line (JSONL) or its
+location (LoCoMo), and a malformed file imports nothing. Given a ``skipped``
+list, a bad turn is instead left out and recorded there as ``(line, reason)``
+(``line`` is ``None`` for LoCoMo, whose reason names the turn), and the valid
+turns are returned.
 
 JSONL: one object per line, blank lines ignored::
 
@@ -10,22 +14,41 @@ JSONL: one object per line, blank lines ignored::
      "created_at": "2024-05-01T10:00:00+00:00", "turn": 0, "metadata": {}}
 
 ``content`` (or ``text``) is required; ``session`` defaults to ``"default"``,
-``role`` to ``"user"``, ``turn`` to the next free number in the session.
+``role`` to ``"user"``, ``turn`` to the next free number in the session. A
+precomputed vector may come with a turn: ``"embedding": [...]`` and
+``"embedding_model": "<slug>"``; it is used only when the slug is the active
+embedder's (``mnemo status`` shows it) and the dimension matches, and the turn
+is then not embedded again.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from mnemo._validate import check_content, check_role, check_session, to_utc
+import numpy as np
+
+from mnemo._validate import check_content, check_metadata, check_role, check_session, check_text, check_vector, to_utc
 from mnemo.errors import InvalidInputError, MalformedImportError
 
-__all__ = ["TurnInput", "detect_format", "parse_file", "parse_jsonl", "parse_locomo", "parse_locomo_date"]
+__all__ = [
+    "Skipped",
+    "TurnInput",
+    "VectorSpace",
+    "detect_format",
+    "parse_file",
+    "parse_jsonl",
+    "parse_locomo",
+    "parse_locomo_date",
+]
+
+Skipped = tuple[int | None, str]  # (line, reason) of a turn left out of an import; line None: no lines (LoCoMo)
+VectorSpace = tuple[str, int]  # (slug, dimension) of the active embedder: what a precomputed vector must match
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +60,8 @@ class TurnInput:
     created_at: datetime | None = None
     turn_number: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    # a checked, L2-normalised precomputed vector of the active embedder (not embedded again)
+    embedding: np.ndarray | None = field(default=None, compare=False, repr=False)
 
 
 def detect_format(path: Path) -> str:
@@ -52,67 +77,185 @@ def detect_format(path: Path) -> str:
     return "jsonl"
 
 
-def parse_file(path: Path, *, fmt: str = "auto", max_chars: int, sample: str | None = None) -> list[TurnInput]:
+def parse_file(
+    path: Path,
+    *,
+    fmt: str = "auto",
+    max_chars: int,
+    sample: str | None = None,
+    skipped: list[Skipped] | None = None,
+    space: VectorSpace | None = None,
+) -> list[TurnInput]:
+    """The turns of a conversation file, every field checked.
+
+    ``skipped``: collect bad turns there and go on (default: the first one raises
+    :class:`MalformedImportError`); ``space``: the active embedder's ``(slug, dim)``, which
+    precomputed vectors must match (without it a turn that carries one is an error).
+    """
     if not path.is_file():
         raise MalformedImportError("file not found", path=str(path))
     fmt = detect_format(path) if fmt == "auto" else fmt
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = path.read_bytes()[: exc.start].count(b"\n") + 1
-        raise MalformedImportError("not valid UTF-8", path=str(path), line=line) from exc
+    data = path.read_bytes()
     if fmt == "jsonl":
-        turns = parse_jsonl(text, max_chars=max_chars, path=str(path))
+        turns = _parse_lines(_jsonl_lines(data, str(path), skipped), max_chars, str(path), skipped, space)
     elif fmt == "locomo":
-        turns = parse_locomo(text, max_chars=max_chars, path=str(path), sample=sample)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            raise MalformedImportError("not valid UTF-8", path=str(path), line=line) from exc
+        turns = parse_locomo(text, max_chars=max_chars, path=str(path), sample=sample, skipped=skipped)
     else:
         raise MalformedImportError(f"unknown format {fmt!r} (use jsonl, locomo or auto)", path=str(path))
     if not turns:
+        if skipped:
+            first = skipped[0]
+            raise MalformedImportError(
+                f"no valid turns: all {len(skipped)} were skipped (first: line {first[0]}: {first[1]})", path=str(path)
+            )
         raise MalformedImportError("no turns found", path=str(path))
     return turns
 
 
-def parse_jsonl(text: str, *, max_chars: int, path: str = "<jsonl>") -> list[TurnInput]:
+def parse_jsonl(
+    text: str,
+    *,
+    max_chars: int,
+    path: str = "<jsonl>",
+    skipped: list[Skipped] | None = None,
+    space: VectorSpace | None = None,
+) -> list[TurnInput]:
+    """The turns of JSON Lines text (see :func:`parse_file`)."""
+    lines = enumerate((line.removesuffix("\r") for line in text.split("\n")), start=1)
+    return _parse_lines(lines, max_chars, path, skipped, space)
+
+
+def _jsonl_lines(data: bytes, path: str, skipped: list[Skipped] | None) -> Iterator[tuple[int, str]]:
+    """Numbered lines of a JSONL file, split on ``\\n`` only: a JSON string may hold U+2028 or
+    U+0085 unescaped, which :meth:`str.splitlines` would wrongly treat as line ends."""
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            yield number, raw.removesuffix(b"\r").decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problem = f"not valid UTF-8 (byte {exc.start + 1} of the line)"
+            if skipped is None:
+                raise MalformedImportError(problem, path=path, line=number) from exc
+            skipped.append((number, problem))
+
+
+def _parse_lines(
+    lines: Iterator[tuple[int, str]],
+    max_chars: int,
+    path: str,
+    skipped: list[Skipped] | None,
+    space: VectorSpace | None,
+) -> list[TurnInput]:
     turns: list[TurnInput] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    numbered: dict[tuple[str, int], int] = {}  # explicit (session, turn) -> the line that claimed it
+    for number, line in lines:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise MalformedImportError(f"invalid JSON: {exc.msg}", path=path, line=number) from exc
-        if not isinstance(obj, dict):
-            raise MalformedImportError("each line must be a JSON object", path=path, line=number)
-        try:
-            turns.append(_turn_from_obj(obj, max_chars))
+            turn = _turn_from_line(line, max_chars, space)
+            if turn.turn_number is not None:
+                key = (turn.session_id, turn.turn_number)
+                if key in numbered:
+                    raise MalformedImportError(
+                        f"turn {key[1]} of session {key[0]!r} is already on line {numbered[key]}; "
+                        "drop the explicit turn numbers to append"
+                    )
+                numbered[key] = number
         except InvalidInputError as exc:
-            raise MalformedImportError(str(exc), path=path, line=number) from exc
+            problem = _reason(exc)
+            if skipped is None:
+                raise MalformedImportError(problem, path=path, line=number) from exc
+            skipped.append((number, problem))
+            continue
+        turns.append(turn)
     return turns
 
 
-def _turn_from_obj(obj: dict[str, Any], max_chars: int) -> TurnInput:
+def _reason(exc: InvalidInputError) -> str:
+    """The error's message without the file-level suffix a bare MalformedImportError carries."""
+    if isinstance(exc, MalformedImportError) and exc.path is None:
+        return str(exc).removesuffix(" (nothing from this file was imported)")
+    return str(exc)
+
+
+def _turn_from_line(line: str, max_chars: int, space: VectorSpace | None) -> TurnInput:
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise MalformedImportError(f"invalid JSON: {exc.msg}") from exc
+    except RecursionError as exc:
+        raise MalformedImportError("invalid JSON: nested too deeply") from exc
+    if not isinstance(obj, dict):
+        raise MalformedImportError("each line must be a JSON object")
+    return _turn_from_obj(obj, max_chars, space)
+
+
+def _text_or_number(obj: dict[str, Any], keys: tuple[str, ...], default: str, label: str) -> object:
+    """The first present of ``keys`` (a JSON number becomes its text; null means absent)."""
+    for key in keys:
+        value = obj.get(key)
+        if value is None:
+            continue
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        if not isinstance(value, str):
+            raise MalformedImportError(f"{label} must be text, not {type(value).__name__}")
+        return value
+    return default
+
+
+def _turn_from_obj(obj: dict[str, Any], max_chars: int, space: VectorSpace | None = None) -> TurnInput:
     content = obj.get("content", obj.get("text"))
     if content is None:
         raise MalformedImportError("missing 'content'")
     turn = obj.get("turn", obj.get("turn_number"))
     if turn is not None and (not isinstance(turn, int) or isinstance(turn, bool) or turn < 0):
         raise MalformedImportError(f"'turn' must be a non-negative integer, not {turn!r}")
-    metadata = obj.get("metadata", {})
-    if not isinstance(metadata, dict):
-        raise MalformedImportError("'metadata' must be an object")
+    if turn is not None and turn > 2**31 - 1:
+        raise MalformedImportError(f"'turn' {turn} is too large (at most {2**31 - 1})")
     speaker = obj.get("speaker")
-    if speaker is not None and not isinstance(speaker, str):
-        raise MalformedImportError("'speaker' must be text")
     created = obj.get("created_at")
     return TurnInput(
-        session_id=check_session(str(obj.get("session", obj.get("session_id", "default")))),
-        role=check_role(str(obj.get("role", "user"))),
+        session_id=check_session(_text_or_number(obj, ("session", "session_id"), "default", "session id")),
+        role=check_role(str(_text_or_number(obj, ("role",), "user", "role"))),
         content=check_content(content, max_chars=max_chars),
-        speaker=speaker,
+        speaker=None if speaker is None else check_text(speaker, label="speaker"),
         created_at=None if created is None else to_utc(created, label="created_at"),
         turn_number=turn,
-        metadata=metadata,
+        metadata=check_metadata(obj.get("metadata")),
+        embedding=_embedding(obj, space),
     )
+
+
+def _embedding(obj: dict[str, Any], space: VectorSpace | None) -> np.ndarray | None:
+    """A precomputed vector, checked against the active embedder (``space``), or None."""
+    raw, model = obj.get("embedding"), obj.get("embedding_model")
+    if raw is None:
+        if model is not None:
+            raise MalformedImportError("'embedding_model' given without 'embedding'")
+        return None
+    if model is None:
+        hint = f" ({space[0]!r} for the active embedder)" if space else ""
+        raise MalformedImportError(f"'embedding' needs 'embedding_model': the slug of the model that made it{hint}")
+    model = check_text(model, label="embedding_model")
+    if space is None:
+        raise MalformedImportError("precomputed embeddings need the active embedder to check them against")
+    slug, dim = space
+    if model != slug:
+        raise MalformedImportError(
+            f"'embedding_model' {model!r} is not the active embedder {slug!r}; drop 'embedding' and "
+            "'embedding_model' to have the text embedded, or import with that embedder"
+        )
+    if not isinstance(raw, list) or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in raw):
+        raise MalformedImportError("'embedding' must be a list of numbers")
+    try:
+        return check_vector(raw, dim)
+    except InvalidInputError as exc:
+        raise MalformedImportError(f"'embedding': {exc}") from exc
 
 
 _LOCOMO_DATE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$", re.I)
@@ -148,8 +291,19 @@ def parse_locomo_date(text: str) -> datetime:
     return datetime(int(match.group(6)), month, int(match.group(4)), hour, int(match.group(2)), tzinfo=UTC)
 
 
-def parse_locomo(text: str, *, max_chars: int, path: str = "<locomo>", sample: str | None = None) -> list[TurnInput]:
-    """Turns of a LoCoMo file (``locomo10.json`` format); ``sample`` picks one conversation."""
+def parse_locomo(
+    text: str,
+    *,
+    max_chars: int,
+    path: str = "<locomo>",
+    sample: str | None = None,
+    skipped: list[Skipped] | None = None,
+) -> list[TurnInput]:
+    """Turns of a LoCoMo file (``locomo10.json`` format); ``sample`` picks one conversation.
+
+    With ``skipped``, a bad turn is recorded as ``(None, "sample i turn D1:2: reason")`` and left
+    out; a bad structure (no conversation, no sessions, a bad date) still fails the file.
+    """
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -164,15 +318,26 @@ def parse_locomo(text: str, *, max_chars: int, path: str = "<locomo>", sample: s
     for index, item in enumerate(samples):
         where = f"sample {index}"
         try:
-            turns.extend(_locomo_sample(item, max_chars, prefix_sessions))
-        except (InvalidInputError, KeyError, TypeError, ValueError, AttributeError) as exc:
-            if isinstance(exc, MalformedImportError):
-                raise
-            raise MalformedImportError(f"{where}: {exc}", path=path) from exc
+            turns.extend(_locomo_sample(item, max_chars, prefix_sessions, where, skipped))
+        except _LOCOMO_ERRORS as exc:
+            raise MalformedImportError(f"{where}: {_problem(exc)}", path=path) from exc
     return turns
 
 
-def _locomo_sample(item: dict[str, Any], max_chars: int, prefix_sessions: bool) -> list[TurnInput]:
+_LOCOMO_ERRORS = (InvalidInputError, KeyError, TypeError, ValueError, AttributeError)
+
+
+def _problem(exc: BaseException) -> str:
+    if isinstance(exc, KeyError):
+        return f"missing {exc.args[0]!r}"
+    if isinstance(exc, InvalidInputError):
+        return _reason(exc)
+    return str(exc)
+
+
+def _locomo_sample(
+    item: dict[str, Any], max_chars: int, prefix_sessions: bool, where: str, skipped: list[Skipped] | None
+) -> list[TurnInput]:
     sample_id = str(item.get("sample_id", ""))
     conv = item["conversation"]
     speaker_a = conv.get("speaker_a")
@@ -183,26 +348,32 @@ def _locomo_sample(item: dict[str, Any], max_chars: int, prefix_sessions: bool) 
     for n in numbers:
         date_text = conv.get(f"session_{n}_date_time")
         start = parse_locomo_date(date_text) if date_text else None
-        session_id = f"{sample_id}:session_{n}" if prefix_sessions and sample_id else f"session_{n}"
+        session_id = check_session(f"{sample_id}:session_{n}" if prefix_sessions and sample_id else f"session_{n}")
         for position, raw in enumerate(conv[f"session_{n}"]):
-            dia_id = str(raw["dia_id"])
-            content = str(raw["text"])
-            if raw.get("blip_caption"):
-                content = f"{content} [shares a photo: {raw['blip_caption']}]"
-            metadata: dict[str, Any] = {"dia_id": dia_id, "session": n}
-            if sample_id:
-                metadata["sample_id"] = sample_id
-            if date_text:
-                metadata["session_date"] = date_text
-            out.append(
-                TurnInput(
-                    session_id=session_id,
-                    role="user" if raw["speaker"] == speaker_a else "assistant",
-                    content=check_content(content, max_chars=max_chars, label=f"turn {dia_id}"),
-                    speaker=str(raw["speaker"]),
-                    created_at=None if start is None else start + timedelta(seconds=30 * position),
-                    turn_number=position,
-                    metadata=metadata,
+            try:
+                dia_id = check_text(str(raw["dia_id"]), label="dia_id")
+                content = str(raw["text"])
+                if raw.get("blip_caption"):
+                    content = f"{content} [shares a photo: {raw['blip_caption']}]"
+                metadata: dict[str, Any] = {"dia_id": dia_id, "session": n}
+                if sample_id:
+                    metadata["sample_id"] = sample_id
+                if date_text:
+                    metadata["session_date"] = date_text
+                out.append(
+                    TurnInput(
+                        session_id=session_id,
+                        role="user" if raw["speaker"] == speaker_a else "assistant",
+                        content=check_content(content, max_chars=max_chars, label=f"turn {dia_id}"),
+                        speaker=check_text(raw["speaker"], label=f"turn {dia_id} speaker"),
+                        created_at=None if start is None else start + timedelta(seconds=30 * position),
+                        turn_number=position,
+                        metadata=check_metadata(metadata, label=f"turn {dia_id} metadata"),
+                    )
                 )
-            )
+            except _LOCOMO_ERRORS as exc:
+                if skipped is None:
+                    raise
+                name = raw.get("dia_id") if isinstance(raw, dict) else None
+                skipped.append((None, f"{where} turn {name or f'session_{n}[{position}]'}: {_problem(exc)}"))
     return out

@@ -31,7 +31,7 @@ from mnemo import _dynamics as dynamics
 from mnemo import llm
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
-from mnemo._validate import check_content, check_kind, check_role
+from mnemo._validate import check_content, check_kind, check_metadata, check_role, check_text
 from mnemo.cognition.gates import (
     GateThresholds,
     entry_decision,
@@ -92,6 +92,9 @@ async def observe(
     check_kind(kind)
     if role is not None:
         check_role(role)
+    if source_tag is not None:
+        source_tag = check_text(source_tag, label="source_tag")
+    meta = check_metadata(metadata)
     when = now or datetime.now(UTC)
     action, reason = entry_decision(text, rt.child_rng())
     item_id = uuid7()
@@ -108,7 +111,7 @@ async def observe(
                     "kind": kind,
                     "role": role,
                     "source_tag": source_tag,
-                    "metadata": dict(metadata or {}),
+                    "metadata": meta,
                     "created_at": when,
                     "expires_at": when + timedelta(hours=rt.settings.scratch_ttl_hours),
                 },

@@ -22,7 +22,17 @@ import psycopg
 from mnemo import _dynamics as dynamics
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
-from mnemo._validate import check_content, check_id, check_kind, check_role, check_session, check_vector, to_utc
+from mnemo._validate import (
+    check_content,
+    check_id,
+    check_kind,
+    check_metadata,
+    check_role,
+    check_session,
+    check_text,
+    check_vector,
+    to_utc,
+)
 from mnemo.errors import InvalidContentError, UnknownScopeError
 from mnemo.models import Memory, MemoryKind, MemoryStatus, Scope, Turn, uuid7
 from mnemo.store import dynamics as dynamic_rows
@@ -75,6 +85,10 @@ async def remember(
     check_kind(kind)
     if compressed is not None:
         compressed = check_content(compressed, max_chars=rt.settings.max_content_chars, label="compressed")
+    if source_tag is not None:
+        source_tag = check_text(source_tag, label="source_tag")
+    provenance = [check_text(p, label="provenance entry", max_chars=1000) for p in provenance]
+    meta = check_metadata(metadata)
     if not 0.0 <= float(source_confidence) <= 1.0:
         raise InvalidContentError("source_confidence must be between 0 and 1")
     if status not in ("candidate", "active"):
@@ -86,7 +100,6 @@ async def remember(
         vector = (await rt.embeddings.embed_documents([rt.embeddings.document_text(text, kind)]))[0]
     item_id = uuid7()
     old_ids = [check_id(i) for i in supersedes]
-    meta = dict(metadata or {})
     if old_ids:
         meta["supersedes"] = [str(i) for i in old_ids]
     row = memory_row(
@@ -100,7 +113,7 @@ async def remember(
         status=status,
         source_tag=source_tag,
         source_confidence=float(source_confidence),
-        provenance=[str(p) for p in provenance],
+        provenance=list(provenance),
         event_time=when,
         metadata=meta,
     )
@@ -218,16 +231,21 @@ async def record_turn(
     metadata: Mapping[str, Any] | None = None,
     embedding: Sequence[float] | np.ndarray | None = None,
 ) -> Turn:
-    """Append one raw exchange to the day table, embedded immediately."""
+    """Append one raw exchange to the day table, embedded immediately.
+
+    Safe under concurrency: it goes through the importer's numbering, which holds the
+    session's lock from ``max + 1`` to commit, so concurrent turns into one session get
+    gapless numbers in commit order and none fails for it (:mod:`mnemo.write.importer`).
+    """
     from mnemo.write.importer import import_turns  # imported here: the importer builds on this module
 
     turn = TurnInput(
         session_id=check_session(session),
         role=check_role(role),
         content=check_content(content, max_chars=rt.settings.max_content_chars),
-        speaker=speaker,
+        speaker=None if speaker is None else check_text(speaker, label="speaker"),
         created_at=None if created_at is None else to_utc(created_at, label="created_at"),
-        metadata=dict(metadata or {}),
+        metadata=check_metadata(metadata),
     )
     vectors = None if embedding is None else np.stack([check_vector(embedding, rt.embeddings.dim)])
     stored = await import_turns(rt, scope, [turn], vectors=vectors, bulk=False)

@@ -8,9 +8,21 @@ clear line on stderr and exit status 1.
 Commands live in one module per group (:mod:`.memory`, :mod:`.night`,
 :mod:`.admin`, :mod:`.service`, :mod:`.bench`); each has ``register(app)``, and
 :func:`create_app` calls them. Importing a module registers nothing.
+
+Global options: ``--version``, and ``--home PATH`` (the data directory, as
+``MNEMO_HOME``, for this command).
+
+Start-up is kept short: the archive is imported when a command opens it, after
+its input is checked, and the embedding model (torch) loads only when a command
+embeds or counts tokens, so ``status``, ``forget``, ``why`` and input errors
+never load it.
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -19,11 +31,38 @@ from mnemo.interfaces.cli import admin, bench, memory, night, service
 __all__ = ["app", "create_app", "main"]
 
 
+def _version(value: bool) -> None:
+    if value:
+        from mnemo import __version__
+
+        typer.echo(f"mnemo {__version__}")
+        raise typer.Exit()
+
+
+def _options(
+    home: Annotated[
+        Path | None,
+        typer.Option(
+            "--home",
+            help="Data directory of the embedded database (sets MNEMO_HOME for this command).",
+            file_okay=False,
+        ),
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print mnemo's version and exit.")
+    ] = False,
+) -> None:
+    """mnemo: local-first long-term memory for agents."""
+    if home is not None:
+        os.environ["MNEMO_HOME"] = str(home.expanduser().absolute())
+
+
 def create_app() -> typer.Typer:
     """A new ``mnemo`` app with every command group."""
     app = typer.Typer(
         add_completion=False, no_args_is_help=True, help="mnemo: local-first long-term memory for agents."
     )
+    app.callback()(_options)
     for group in (memory, night, admin, service, bench):
         group.register(app)
     return app

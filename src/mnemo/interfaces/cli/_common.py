@@ -1,4 +1,13 @@
-"""What every command group shares: consoles, option types, error handling, progress, output."""
+"""What every command group shares: consoles, option types, error handling, progress, output.
+
+Stored text is printed literally: it reaches rich only as :class:`~rich.text.Text` or through
+:func:`lit`, never as markup, so ``[summary]`` or ``a[/i]`` in a memory print as typed. Piped
+stdout gets whole lines (no terminal width to fit): nothing is cropped or folded.
+
+Nothing here imports the archive (the database, the night cycle, the embedder): commands import
+it through :func:`open_archive` once their input is checked, so ``--help``, ``--version`` and bad
+input answer at once.
+"""
 
 from __future__ import annotations
 
@@ -8,34 +17,66 @@ import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-from mnemo._sync import Archive
+from mnemo.config import Settings, load_settings
 from mnemo.errors import MnemoError
 from mnemo.models import Hit, RecallResult, Refusal
 
+if TYPE_CHECKING:
+    from mnemo._sync import Archive
+
 __all__ = [
+    "PIPED_WIDTH",
     "EntityOpt",
     "JsonOpt",
     "NamespaceOpt",
     "err",
     "fail_cleanly",
     "hit_json",
+    "lit",
     "open_archive",
     "out",
     "print_json",
     "print_recall",
     "progress",
+    "settings",
 ]
 
-out = Console()
+# Piped output has no width to fit: lines as long as their content (a memory is at most
+# MNEMO_MAX_CONTENT_CHARS long; tables pad only to their widest cell).
+PIPED_WIDTH = 10_000_000
+
+
+class _Stdout(Console):
+    """stdout: a terminal's own width, whole lines when piped or redirected (``mnemo demo > file``)."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        return size if self.is_terminal else ConsoleDimensions(PIPED_WIDTH, size.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
+
+out: Console = _Stdout()
 err = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def lit(text: object) -> str:
+    """``text`` escaped for rich markup: printed literally, brackets and all."""
+    return escape(str(text))
+
 
 EntityOpt = Annotated[str, typer.Option("--entity", "-e", envvar="MNEMO_ENTITY", help="Entity id of the scope.")]
 NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", envvar="MNEMO_NAMESPACE", help="Namespace.")]
@@ -50,7 +91,7 @@ def fail_cleanly(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except MnemoError as exc:
-            err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+            err.print(Text.assemble(("error:", "bold red"), f" {exc}"), highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
@@ -77,10 +118,18 @@ def progress(label: str) -> Iterator[Callable[[int, int], None]]:
         yield update
 
 
-def open_archive() -> Archive:
-    """The archive from settings (``MNEMO_*``), with warnings on stderr."""
+def settings() -> Settings:
+    """The settings from ``MNEMO_*`` variables (a bad value is a clean error, before anything starts)."""
+    return load_settings()
+
+
+def open_archive(config: Settings | None = None) -> Archive:
+    """The archive from ``config`` (default: ``MNEMO_*`` settings), with warnings on stderr. The
+    embedding model loads only when a command first embeds or counts tokens."""
+    from mnemo._sync import Archive
+
     logging.basicConfig(level=logging.WARNING, format="warning: %(message)s", stream=sys.stderr)
-    return Archive()
+    return Archive(config)
 
 
 def print_json(data: Any) -> None:
@@ -119,9 +168,12 @@ def print_recall(result: RecallResult | Refusal, as_json: bool) -> None:
         return
     if isinstance(result, Refusal):
         best = "none" if result.best_similarity is None else f"{result.best_similarity:.3f}"
-        out.print(f"[yellow]{result.message}[/] (best similarity {best} < threshold {result.threshold:.2f})")
+        out.print(
+            Text.assemble((result.message, "yellow"), f" (best similarity {best} < threshold {result.threshold:.2f})"),
+            highlight=False,
+        )
         return
-    table = Table(title=f"recall: {result.query!r} in {result.scope}  ({result.latency_ms:.1f} ms)")
+    table = Table(title=Text(f"recall: {result.query!r} in {result.scope}  ({result.latency_ms:.1f} ms)"))
     for col in ("#", "score", "sim", "act", "wt", "rec", "kind", "when"):
         table.add_column(col, no_wrap=True)
     table.add_column("content", overflow="fold", min_width=24)
@@ -136,6 +188,6 @@ def print_recall(result: RecallResult | Refusal, as_json: bool) -> None:
             f"{hit.recency:.2f}",
             hit.memory_kind or hit.item_kind,
             hit.created_at.strftime("%Y-%m-%d"),
-            who + hit.content,
+            Text(who + hit.content),
         )
     out.print(table)

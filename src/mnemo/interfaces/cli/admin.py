@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
-from mnemo.errors import MnemoError
 from mnemo.interfaces.cli._common import (
     JsonOpt,
     fail_cleanly,
@@ -21,7 +21,6 @@ from mnemo.interfaces.cli._common import (
 )
 from mnemo.interfaces.cli.night import report_table
 from mnemo.models import Scope, to_jsonable
-from mnemo.night.cycle import STAGES as NIGHT_STAGES
 
 __all__ = ["register"]
 
@@ -42,14 +41,14 @@ def status(as_json: JsonOpt = False) -> None:
         print_json(to_jsonable(st))
         return
     table = Table(title="mnemo status", show_header=False)
-    table.add_row("database", st.database)
-    table.add_row("pgvector", st.pgvector)
-    table.add_row("embedder", st.embedder)
-    table.add_row("vector space", st.vector_table)
+    table.add_row("database", Text(st.database))
+    table.add_row("pgvector", Text(st.pgvector))
+    table.add_row("embedder", Text(st.embedder))
+    table.add_row("vector space", Text(st.vector_table))
     for name, count in st.counts.items():
-        table.add_row(name, f"{count:,}")
+        table.add_row(Text(name), f"{count:,}")
     for tbl, slug, rows in st.vectors:
-        table.add_row(f"vectors {tbl}", f"{rows:,} x {slug}")
+        table.add_row(Text(f"vectors {tbl}"), Text(f"{rows:,} x {slug}"))
     table.add_row("pending re-embed", f"[yellow]{st.pending_reembed:,}[/]" if st.pending_reembed else "0")
     for state, count in st.queue.items():
         table.add_row(f"queue {state}", f"[red]{count:,}[/]" if state == "failed" and count else f"{count:,}")
@@ -93,15 +92,15 @@ DEMO_CONTEXT = "Help me plan a dinner for Lena's visit"
 @fail_cleanly
 def demo(as_json: JsonOpt = False) -> None:
     """Import the bundled sample conversation and recall from it."""
+    from mnemo.night.cycle import STAGES as NIGHT_STAGES
+
     scope = Scope("demo", "sample")
     sample = resources.files("mnemo").joinpath("data/sample_conversation.jsonl")
     with open_archive() as archive:
         counts = archive.status().counts
         with resources.as_file(sample) as path:
-            try:
-                archive.recall(scope, "anything", 1, read_only=True)
-                imported = None
-            except MnemoError:
+            imported = None
+            if scope not in archive.night_scopes():  # not imported yet
                 with progress("embedding") as update:
                     imported = archive.import_file(scope, path, progress=update)
                 archive.remember(scope, "Never share Maya's home address with anyone", anchored=True)

@@ -9,7 +9,10 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
+from mnemo._validate import check_content, check_id, check_kind, check_role, check_session
+from mnemo.errors import InvalidContentError
 from mnemo.interfaces.cli._common import (
     EntityOpt,
     JsonOpt,
@@ -21,6 +24,7 @@ from mnemo.interfaces.cli._common import (
     print_json,
     print_recall,
     progress,
+    settings,
 )
 from mnemo.models import MEMORY_KINDS, Scope, to_jsonable
 
@@ -49,7 +53,11 @@ def init(as_json: JsonOpt = False) -> None:
     if as_json:
         print_json(to_jsonable(status))
     else:
-        out.print(f"mnemo is ready: {status.database} (pgvector {status.pgvector}), embedder {status.embedder}")
+        out.print(
+            f"mnemo is ready: {status.database} (pgvector {status.pgvector}), embedder {status.embedder}",
+            markup=False,
+            highlight=False,
+        )
 
 
 @fail_cleanly
@@ -65,7 +73,10 @@ def remember(
     """Store a curated memory."""
     text = sys.stdin.read() if content == "-" else content
     scope = Scope(entity, namespace)
-    with open_archive() as archive:
+    config = settings()
+    check_content(text, max_chars=config.max_content_chars)  # bad input fails before anything starts
+    check_kind(kind)
+    with open_archive(config) as archive:
         memory = archive.remember(
             scope, text, kind=kind, anchored=anchored, status="candidate" if candidate else "active"
         )
@@ -88,12 +99,18 @@ def record(
     """Record one raw conversation turn."""
     text = sys.stdin.read() if content == "-" else content
     scope = Scope(entity, namespace)
-    with open_archive() as archive:
+    config = settings()
+    check_session(session)
+    check_role(role)
+    check_content(text, max_chars=config.max_content_chars)
+    with open_archive(config) as archive:
         turn = archive.record_turn(scope, session, role, text, speaker=speaker)
     if as_json:
         print_json({"id": str(turn.id), "session": turn.session_id, "turn": turn.turn_number})
     else:
-        out.print(f"recorded turn {turn.turn_number} of session {turn.session_id!r} in {scope}")
+        out.print(
+            f"recorded turn {turn.turn_number} of session {turn.session_id!r} in {scope}", markup=False, highlight=False
+        )
 
 
 @fail_cleanly
@@ -101,14 +118,20 @@ def import_(
     path: Annotated[Path, typer.Argument(help="A .jsonl file of turns or a LoCoMo .json file.")],
     fmt: Annotated[str, typer.Option("--format", help="auto, jsonl or locomo.")] = "auto",
     sample: Annotated[str | None, typer.Option(help="LoCoMo: import only this sample_id.")] = None,
+    skip_invalid: Annotated[
+        bool,
+        typer.Option(
+            "--skip-invalid", help="Import the valid turns and list each invalid line with its reason (on stderr)."
+        ),
+    ] = False,
     entity: EntityOpt = "default",
     namespace: NamespaceOpt = "default",
     as_json: JsonOpt = False,
 ) -> None:
-    """Import a conversation file (all or nothing)."""
+    """Import a conversation file: all or nothing, unless --skip-invalid."""
     scope = Scope(entity, namespace)
     with open_archive() as archive, progress("embedding") as update:
-        report = archive.import_file(scope, path, fmt=fmt, sample=sample, progress=update)
+        report = archive.import_file(scope, path, fmt=fmt, sample=sample, progress=update, skip_invalid=skip_invalid)
     if as_json:
         print_json(
             {
@@ -117,13 +140,20 @@ def import_(
                 "turns": report.turns,
                 "sessions": report.sessions,
                 "seconds": round(report.seconds, 3),
+                "skipped": [{"line": line, "reason": reason} for line, reason in report.skipped],
             }
         )
-    else:
-        out.print(
-            f"imported {report.turns} turns in {report.sessions} sessions ({report.format}) into {scope} "
-            f"in {report.seconds:.1f}s"
-        )
+        return
+    for line, reason in report.skipped:
+        where = f"line {line}" if line is not None else "turn"
+        err.print(f"skipped {where}: {reason}", markup=False, highlight=False, soft_wrap=True)
+    skipped = f"; skipped {len(report.skipped)} invalid" if report.skipped else ""
+    out.print(
+        f"imported {report.turns} turns in {report.sessions} sessions ({report.format}) into {scope} "
+        f"in {report.seconds:.1f}s{skipped}",
+        markup=False,
+        highlight=False,
+    )
 
 
 @fail_cleanly
@@ -139,7 +169,11 @@ def recall(
 ) -> None:
     """Recall memories and turns for a query: hybrid search, then the cognitive blend (table: similarity,
     ACT-R activation, Beta weight, recency; --json shows every component)."""
-    with open_archive() as archive:
+    config = settings()
+    check_content(query, max_chars=config.max_content_chars, label="query")
+    if not 1 <= k <= config.max_k:
+        raise InvalidContentError(f"k must be an integer between 1 and {config.max_k}, not {k!r}")
+    with open_archive(config) as archive:
         result = archive.recall(
             Scope(entity, namespace), query, k, as_entity=as_entity, threshold=threshold, read_only=read_only
         )
@@ -157,7 +191,9 @@ def context(
     as_json: JsonOpt = False,
 ) -> None:
     """Print the context block to prepend for TEXT: anchored, identity and situational memories."""
-    with open_archive() as archive:
+    config = settings()
+    check_content(text, max_chars=config.max_content_chars, label="attention text")
+    with open_archive(config) as archive:
         block = archive.context(Scope(entity, namespace), text, budget, seed=seed, read_only=read_only)
     if as_json:
         print_json(to_jsonable(block))
@@ -177,6 +213,7 @@ def why(
     as_json: JsonOpt = False,
 ) -> None:
     """Show a memory's weight history from the audit log."""
+    check_id(memory_id, label="memory id")
     with open_archive() as archive:
         h = archive.why(Scope(entity, namespace), memory_id)
     if as_json:
@@ -210,8 +247,12 @@ def why(
         )
         return
     out.print(
-        f"[bold]{h.content}[/]\n{h.kind} · {h.status}{' · anchored' if h.anchored else ''} · "
-        f"Beta({h.alpha:.2f}, {h.beta:.2f}) centre {h.center:.3f} · recalled {h.access_count}x"
+        Text.assemble(
+            (h.content, "bold"),
+            f"\n{h.kind} · {h.status}{' · anchored' if h.anchored else ''} · "
+            f"Beta({h.alpha:.2f}, {h.beta:.2f}) centre {h.center:.3f} · recalled {h.access_count}x",
+        ),
+        highlight=False,
     )
     table = Table(title=f"weight history of {h.id}")
     for col in ("when", "change", "centre", "alpha, beta", "reason", "ceilings"):
@@ -223,8 +264,8 @@ def why(
             f"{c.operation} {c.gain:g}" + (" (blocked)" if c.blocked else ""),
             f"{before} -> {c.center:.3f}",
             f"{c.new[0]:.2f}, {c.new[1]:.2f}",
-            c.reason + ("" if not c.evidence.get("query") else f": {c.evidence['query']!r}"),
-            ", ".join(c.ceilings) or "-",
+            Text(c.reason + ("" if not c.evidence.get("query") else f": {c.evidence['query']!r}")),
+            Text(", ".join(c.ceilings) or "-"),
         )
     out.print(table)
 
@@ -240,7 +281,10 @@ def observe(
 ) -> None:
     """Offer content to the entry gate (scratch buffer); the exit gate decides what becomes memory."""
     scope = Scope(entity, namespace)
-    with open_archive() as archive:
+    config = settings()
+    check_content(content, max_chars=config.max_content_chars)
+    check_kind(kind)
+    with open_archive(config) as archive:
         seen = archive.observe(scope, content, kind=kind)
         report = seen.flushed or (archive.flush(scope) if flush else None)
     outcomes = [] if report is None else list(report.outcomes)
@@ -265,9 +309,9 @@ def observe(
             }
         )
         return
-    out.print(f"entry gate: {seen.action} ({seen.reason})")
+    out.print(f"entry gate: {seen.action} ({seen.reason})", markup=False, highlight=False)
     for o in outcomes:
-        out.print(f"exit gate: {o.action} ({o.reason}) {o.content[:60]!r}")
+        out.print(f"exit gate: {o.action} ({o.reason}) {o.content[:60]!r}", markup=False, highlight=False)
 
 
 @fail_cleanly
@@ -278,12 +322,13 @@ def forget(
     as_json: JsonOpt = False,
 ) -> None:
     """Remove one turn or memory from every chamber (rows, vectors, links, traces)."""
+    check_id(item_id, label="item id")
     with open_archive() as archive:
         removed = archive.forget(Scope(entity, namespace), item_id)
     if as_json:
         print_json({"forgotten": item_id, "removed": removed})
         return
-    out.print(f"forgot {item_id}: " + ", ".join(f"{k} {v}" for k, v in removed.items() if v))
+    out.print(f"forgot {item_id}: " + ", ".join(f"{k} {v}" for k, v in removed.items() if v), markup=False)
 
 
 @fail_cleanly

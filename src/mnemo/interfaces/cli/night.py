@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from mnemo._validate import to_utc
 from mnemo.errors import InvalidContentError
@@ -22,7 +23,11 @@ from mnemo.interfaces.cli._common import (
     print_json,
 )
 from mnemo.models import Curation, NightReport, Scope, to_jsonable
-from mnemo.night.cycle import STAGES
+
+# The night cycle's stages, as in mnemo.night.cycle.STAGES (tests/integration/test_cli.py keeps
+# them equal): importing the cycle here would load the store and every stage before any command
+# has even parsed its arguments.
+STAGES = ("surprisal", "blocks", "knowledge", "insights", "curate", "decay", "retention")
 
 __all__ = ["register", "report_table"]
 
@@ -35,39 +40,97 @@ def register(app: typer.Typer) -> None:
     app.command()(believe)
 
 
-def report_table(report: NightReport) -> Table:
-    table = Table(title=f"night cycle — {report.scope}" + (" (resumed)" if report.resumed else ""))
-    table.add_column("stage")
-    table.add_column("result")
-    table.add_column("seconds", justify="right")
-    secs = report.stage_seconds
+def _n(count: int, noun: str, plural: str | None = None) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {plural or noun + 's'}"
 
-    def row(stage: str, text: str) -> None:
-        table.add_row(stage, text, f"{secs[stage]:.1f}" if stage in secs else "-")
 
-    row("surprisal", f"{report.turns_scored} turns scored (n-gram, bits/token)")
-    row(
-        "blocks",
-        f"{report.blocks} blocks from {report.sessions} sessions; {report.arcs} flux arcs, "
-        f"{report.open_arcs} open at session end, {report.continuations} continued; "
-        f"{report.live_turns} turns in live zones",
+def _retention_rule(report: NightReport) -> str:
+    """When a covered raw turn may go: ``arrived over 1 cycle (24h) ago``."""
+    normal, meso, elder = report.raw_cycles
+    cycles = _n(normal, "cycle") if normal == meso == elder else f"{normal}/{meso}/{elder} cycles (normal/meso/elder)"
+    return f"covered by blocks of an earlier night, arrived over {cycles} of {report.cycle_hours:g}h ago"
+
+
+def _retention_text(report: NightReport) -> str:
+    """The retention row: what was (or would be) removed now, and what a later night will remove."""
+    if not report.retention_enabled:
+        return "off (MNEMO_RETENTION=false): raw turns and blocks are kept"
+    removed, archived = ("would be removed", "would be archived") if report.dry_run else ("removed", "archived")
+    text = (
+        f"{report.turns_removed} raw turns {removed} ({_retention_rule(report)}), "
+        f"{report.blocks_archived} blocks {archived} (cold: not recalled)"
     )
-    row(
-        "knowledge",
-        f"{report.facts_new} new facts, {report.facts_repeated} repeats, {report.facts_closed} closed; "
-        f"{report.triples_new} new triples",
-    )
-    row("insights", f"{report.insights} insights, {report.narratives} narratives")
+    if report.turns_kept:
+        when = f"{report.retention_next:%Y-%m-%d %H:%M} UTC" if report.retention_next else "the next night"
+        text += (
+            f"; {report.turns_kept} covered raw turns kept: a night from {when} on removes them "
+            "(MNEMO_RETENTION=false keeps them)"
+        )
+    return text
+
+
+def _plan_rows(report: NightReport) -> dict[str, str]:
+    """What each stage would do (``--dry-run``)."""
+    plan = report.plan
+    verdicts = ", ".join(f"{k} {v}" for k, v in sorted(report.verdicts.items()))
+    judged = _n(plan.get("memories_to_judge", 0), "memory", "memories")
+    return {
+        "surprisal": f"{report.turns_scored} turns to score",
+        "blocks": f"{_n(plan.get('sessions_to_cut', 0), 'session')} to cut ({plan.get('turns_to_cut', 0)} turns)",
+        "knowledge": f"{plan.get('turns_to_mine', 0)} turns in {_n(plan.get('sessions_to_mine', 0), 'session')} "
+        "to mine for facts",
+        "insights": f"{report.insights} insights, {report.narratives} narratives (from the memories there are now)",
+        "curate": f"{judged} to judge (those there are now)" + (f": {verdicts}" if verdicts else ""),
+        "decay": f"{report.decayed_light} light, {report.decayed_deep} deep",
+        "retention": _retention_text(report),
+    }
+
+
+def _result_rows(report: NightReport) -> dict[str, str]:
+    """What each stage did."""
     verdicts = ", ".join(f"{k} {v}" for k, v in sorted(report.verdicts.items())) or "nothing to judge"
     state = "applied" if report.curation_applied else "staged"
     version = f"version {report.curation_version} {state}: " if report.curation_version else ""
-    row("curate", version + verdicts)
-    row("decay", f"{report.decayed_light} light, {report.decayed_deep} deep")
-    row("retention", f"{report.turns_removed} raw turns removed, {report.blocks_archived} blocks archived")
-    table.caption = (
-        f"{report.turns} turns in {report.seconds:.1f}s ({report.turns_per_second:.0f} turns/s), as of "
-        f"{report.as_of:%Y-%m-%d %H:%M} UTC"
-    )
+    return {
+        "surprisal": f"{report.turns_scored} turns scored (n-gram, bits/token)",
+        "blocks": f"{report.blocks} blocks from {report.sessions} sessions; {report.arcs} flux arcs, "
+        f"{report.open_arcs} open at session end, {report.continuations} continued; "
+        f"{report.live_turns} turns in live zones",
+        "knowledge": f"{report.facts_new} new facts, {report.facts_repeated} repeats, {report.facts_closed} closed; "
+        f"{report.triples_new} new triples",
+        "insights": f"{report.insights} insights, {report.narratives} narratives",
+        "curate": version + verdicts,
+        "decay": f"{report.decayed_light} light, {report.decayed_deep} deep",
+        "retention": _retention_text(report),
+    }
+
+
+def report_table(report: NightReport) -> Table:
+    if report.dry_run:
+        resumes = " (would resume an unfinished run)" if report.resumed else ""
+        title = f"night cycle plan — {report.scope}{resumes} (dry run, nothing written)"
+    else:
+        title = f"night cycle — {report.scope}" + (" (resumed)" if report.resumed else "")
+    table = Table(title=Text(title))  # the scope is user text: no markup
+    table.add_column("stage")
+    table.add_column("would do" if report.dry_run else "result")
+    table.add_column("seconds", justify="right")
+    secs = report.stage_seconds
+    rows = _plan_rows(report) if report.dry_run else _result_rows(report)
+    for stage, text in rows.items():
+        if stage in report.skipped:
+            text = "skipped"
+        table.add_row(stage, text, f"{secs[stage]:.1f}" if stage in secs else "-")
+    if report.dry_run:
+        table.caption = (
+            f"{report.turns} turns to consolidate, as of {report.as_of:%Y-%m-%d %H:%M} UTC; nothing written "
+            "(insight, curation and decay counts are over the memories there are before the night)"
+        )
+    else:
+        table.caption = (
+            f"{report.turns} turns in {report.seconds:.1f}s ({report.turns_per_second:.0f} turns/s), as of "
+            f"{report.as_of:%Y-%m-%d %H:%M} UTC"
+        )
     return table
 
 
@@ -81,9 +144,16 @@ def night(
     every: Annotated[bool, typer.Option("--all", help="Every scope that has turns, one after another.")] = False,
     as_of: Annotated[str | None, typer.Option("--as-of", help="Consolidate as if it were this time (ISO).")] = None,
     stages: Annotated[str | None, typer.Option(help=f"Comma-separated subset of: {', '.join(STAGES)}.")] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show what every stage would do (retention included); write nothing.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run (or resume) the night cycle: blocks, facts, curation, decay, retention."""
+    """Run (or resume) the night cycle: blocks, facts, curation, decay, retention.
+
+    Retention removes raw turns that blocks of an earlier night cover once they have been in
+    mnemo for a cycle (a day by default, counted from when they arrived; MNEMO_RETENTION=false
+    keeps them); each night's table says what the next one will remove."""
     scope = Scope.parse(scope_text) if scope_text else Scope(entity, namespace)
     chosen = tuple(s.strip() for s in stages.split(",") if s.strip()) if stages else STAGES
     if bad := [s for s in chosen if s not in STAGES]:
@@ -108,7 +178,7 @@ def night(
     with open_archive() as archive, bar:
         for target in archive.night_scopes() if every else [scope]:
             tasks.clear()
-            reports.append(archive.night_cycle(target, as_of=when, progress=progress, stages=chosen))
+            reports.append(archive.night_cycle(target, as_of=when, progress=progress, stages=chosen, dry_run=dry_run))
     if as_json:
         data = [to_jsonable(r) for r in reports]
         print_json(data if every else data[0])
@@ -133,8 +203,8 @@ def _curation_table(result: Curation, limit: int) -> Table:
             v.kind,
             f"{v.from_status} → {v.to_status}",
             f"{c.score:.2f}",
-            v.content[:80],
-            c.reasons[-1],
+            Text(v.content[:80]),
+            Text(c.reasons[-1]),
         )
     counts = ", ".join(f"{k} {n}" for k, n in sorted(result.counts.items())) or "no memories"
     more = f"; {len(result.changes) - limit} more changes not shown" if len(result.changes) > limit else ""
@@ -219,16 +289,16 @@ def facts(
             }
         )
         return
-    table = Table(title=f"{found.name} — {found.mention_count} mentions")
+    table = Table(title=Text(f"{found.name} — {found.mention_count} mentions"))
     for col in ("attribute", "value", "kind", "valid", "mentions", "conf."):
         table.add_column(col, overflow="fold")
     for f in found.facts:
         start = f"{f.valid_from:%Y-%m-%d}" if f.valid_from else "?"
         valid = f"since {start}" if f.current else f"[dim]{start} → {f.valid_to:%Y-%m-%d}[/]"
-        value = f.value if f.current else f"[dim]{f.value}[/]"
-        table.add_row(f.attribute, value, f.kind, valid, str(f.mention_count), f"{f.confidence:.2f}")
+        value = Text(f.value, style="" if f.current else "dim")
+        table.add_row(Text(f.attribute), value, f.kind, valid, str(f.mention_count), f"{f.confidence:.2f}")
     for predicate, obj, count in found.triples:
-        table.add_row(f"({predicate})", obj, "triple", "", str(count), "")
+        table.add_row(Text(f"({predicate})"), Text(obj), "triple", "", str(count), "")
     out.print(table)
 
 
@@ -254,5 +324,5 @@ def believe(
         out.print("nothing recorded: this memory was not derived from others")
         return
     for b in chain:
-        text = b.content if b.content is not None else "[dim](forgotten)[/]"
-        out.print(f"{'  ' * b.depth}└ [bold]{b.kind}[/] {b.id}: {text}", highlight=False)
+        text = (b.content, "") if b.content is not None else ("(forgotten)", "dim")
+        out.print(Text.assemble(f"{'  ' * b.depth}└ ", (b.kind, "bold"), f" {b.id}: ", text), highlight=False)

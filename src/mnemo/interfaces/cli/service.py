@@ -2,12 +2,24 @@
 
 The servers' own packages (uvicorn, mcp, procrastinate) are imported inside the
 commands, so ``mnemo --help`` stays fast.
+
+SIGTERM (systemd, docker, ``kill``) and SIGINT (Ctrl-C) end ``serve``, ``mcp``
+and ``worker`` cleanly, with exit status 0: the server inside finishes its
+graceful shutdown where it has one (uvicorn, procrastinate), and then this
+process stops owning the embedded PostgreSQL, which stops when no other live
+mnemo process uses it (:func:`_stops_on_signals`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -26,6 +38,53 @@ from mnemo.interfaces.cli._common import (
 from mnemo.models import Scope
 
 __all__ = ["register"]
+
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+@contextmanager
+def _stops_on_signals(*, exit_at_once: bool = False) -> Iterator[None]:
+    """SIGTERM and SIGINT end the block with ``SystemExit(0)``; then leave the embedded server.
+
+    A server inside that handles these signals itself (uvicorn, procrastinate) shuts down first and
+    then hands the signal on (uvicorn re-raises it once its own handlers are removed): here it ends
+    the process with status 0 instead of killing it, so the exit path below still runs. Without this,
+    SIGTERM killed the process outright and the embedded PostgreSQL kept running with a dead owner.
+    ``exit_at_once``: after a signal, end the process as soon as the server is left (``os._exit``),
+    for the MCP stdio server, whose reader thread stays blocked on stdin and would keep it alive.
+    """
+    from mnemo.store.server import release_embedded
+
+    signalled = False
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        nonlocal signalled
+        signalled = True
+        raise SystemExit(0)
+
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        try:
+            yield
+        finally:
+            release_embedded()
+        return
+    previous = {sig: signal.signal(sig, stop) for sig in _STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig in _STOP_SIGNALS:  # a second Ctrl-C must not cut the server's stop short
+            signal.signal(sig, signal.SIG_IGN)
+        try:
+            release_embedded()
+        finally:
+            if signalled and exit_at_once:
+                logging.shutdown()
+                for stream in (sys.stdout, sys.stderr):
+                    with suppress(Exception):
+                        stream.flush()
+                os._exit(0)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 def register(app: typer.Typer) -> None:
@@ -59,10 +118,11 @@ def mcp(
         raise typer.BadParameter("--auth needs --http (stdio has no bearer tokens)", param_hint="--auth")
     logging.basicConfig(level=logging.WARNING, format="mnemo: %(message)s", stream=sys.stderr)
     server = build_server(load_settings(), Scope(entity, namespace), auth=auth, url=f"http://{host}:{port}")
-    if http:
-        server.run("streamable-http", host=host, port=port)
-    else:
-        server.run("stdio")
+    with _stops_on_signals(exit_at_once=not http):
+        if http:
+            server.run("streamable-http", host=host, port=port)
+        else:
+            server.run("stdio")
 
 
 @fail_cleanly
@@ -88,7 +148,7 @@ def worker(
     level = logging.INFO if verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("procrastinate").setLevel(level)
-    try:
+    with _stops_on_signals():  # procrastinate's own handlers take over once the worker runs
         recovered = asyncio.run(
             run_worker(
                 queues=queue or None,
@@ -98,8 +158,6 @@ def worker(
                 stalled_after=stalled_after,
             )
         )
-    except KeyboardInterrupt:  # interrupted while starting, before the worker's own handlers were installed
-        raise typer.Exit(130) from None
     err.print(f"worker stopped{f' (re-queued {recovered} stalled jobs at start)' if recovered else ''}")
 
 
@@ -115,7 +173,8 @@ def serve(
     from mnemo.interfaces.http import create_app
 
     logging.basicConfig(level=logging.WARNING, format="mnemo: %(message)s", stream=sys.stderr)
-    uvicorn.run(create_app(load_settings()), host=host, port=port, log_level="warning")
+    with _stops_on_signals():  # uvicorn shuts down gracefully first, then hands the signal on
+        uvicorn.run(create_app(load_settings()), host=host, port=port, log_level="warning")
 
 
 @fail_cleanly

@@ -1,0 +1,112 @@
+"""The shared text checks (mnemo._validate) and import-line parsing, without a database."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from mnemo._validate import check_metadata, check_session, check_text
+from mnemo.errors import InvalidContentError, MalformedImportError
+from mnemo.write.formats import Skipped, parse_jsonl
+
+SPACE = ("test:model:4", 4)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("a\x00b", "NUL byte"),
+        ("a\x1bb", "control character U\\+001B at position 1"),
+        ("a\nb", "control character U\\+000A"),
+        ("a\tb", "control character U\\+0009"),
+        ("a\x85b", "control character U\\+0085"),
+        ("a\ud800", "not valid UTF-8"),
+        ("   ", "empty"),
+        ("x" * 257, "257 characters, over the limit of 256"),
+        (42, "must be text, not int"),
+    ],
+)
+def test_check_text_rejects(value: object, message: str) -> None:
+    with pytest.raises(InvalidContentError, match=message):
+        check_text(value, label="speaker")
+
+
+def test_check_text_accepts_and_multiline() -> None:
+    assert check_text("Ana María 🌻", label="speaker") == "Ana María 🌻"
+    assert check_text("line\nnext\ttab\r\n", label="note", multiline=True) == "line\nnext\ttab\r\n"
+    with pytest.raises(InvalidContentError, match="U\\+0007"):
+        check_text("bell\x07", label="note", multiline=True)
+    assert check_text("", label="key", allow_blank=True) == ""
+    assert check_session("s" * 200) == "s" * 200
+    with pytest.raises(InvalidContentError, match="session id has 201 characters"):
+        check_session("s" * 201)
+
+
+def test_check_metadata() -> None:
+    assert check_metadata(None) == {}
+    value = {"a": [1, 2.5, True, None, {"b": "line\nbreak\u2028ok"}], "t": ("x",)}
+    assert check_metadata(value) == {"a": [1, 2.5, True, None, {"b": "line\nbreak\u2028ok"}], "t": ["x"]}
+    for bad, message in [
+        ({"a": {"b": ["x\x00"]}}, r"metadata\.a\.b\[0\] contains a NUL"),
+        ({1: "x"}, "key 1 must be text"),
+        ({"k": math.inf}, r"metadata\.k is inf"),
+        ({"k": {1, 2}}, "is a set"),
+        ("text", "must be a JSON object"),
+    ]:
+        with pytest.raises(InvalidContentError, match=message):
+            check_metadata(bad)
+    deep: dict[str, object] = {}
+    node = deep
+    for _ in range(40):
+        node["d"] = {}
+        node = node["d"]  # type: ignore[assignment]
+    with pytest.raises(InvalidContentError, match="nested more than 32"):
+        check_metadata(deep)
+
+
+def lines(*rows: object) -> str:
+    return "\n".join(r if isinstance(r, str) else json.dumps(r, ensure_ascii=False) for r in rows)
+
+
+def test_parse_jsonl_splits_on_newline_only() -> None:
+    text = lines({"content": "a\u2028b\u0085c"}, {"content": "second"}) + "\r\n"
+    turns = parse_jsonl(text, max_chars=100)
+    assert [t.content for t in turns] == ["a\u2028b\u0085c", "second"]
+
+
+def test_parse_jsonl_all_or_nothing_and_skip() -> None:
+    text = lines(
+        {"content": "ok"},
+        {"content": "x", "speaker": "\x00"},
+        {"content": "x", "session": ["a"]},
+        {"content": "x", "turn": 2**31},
+        {"content": "y", "session": 7, "role": None},
+    )
+    with pytest.raises(MalformedImportError, match="<jsonl>:2: speaker contains a NUL") as info:
+        parse_jsonl(text, max_chars=100)
+    assert info.value.line == 2
+    skipped: list[Skipped] = []
+    turns = parse_jsonl(text, max_chars=100, skipped=skipped)
+    assert [(t.content, t.session_id, t.role) for t in turns] == [("ok", "default", "user"), ("y", "7", "user")]
+    assert [s[0] for s in skipped] == [2, 3, 4]
+    assert "session id must be text, not list" in skipped[1][1] and "too large" in skipped[2][1]
+    assert not any("nothing from this file" in reason for _, reason in skipped)
+
+
+def test_parse_jsonl_precomputed_vectors() -> None:
+    good = {"content": "v", "embedding": [3, 0, 0, 4], "embedding_model": SPACE[0]}
+    (turn,) = parse_jsonl(lines(good), max_chars=100, space=SPACE)
+    assert turn.embedding is not None and np.allclose(turn.embedding, [0.6, 0, 0, 0.8])
+    with pytest.raises(MalformedImportError, match="need the active embedder"):
+        parse_jsonl(lines(good), max_chars=100)
+    with pytest.raises(MalformedImportError, match="'embedding_model' given without 'embedding'"):
+        parse_jsonl(lines({"content": "v", "embedding_model": SPACE[0]}), max_chars=100, space=SPACE)
+    with pytest.raises(MalformedImportError, match="'embedding': vector contains NaN"):
+        parse_jsonl(
+            '{"content": "v", "embedding": [NaN, 1, 1, 1], "embedding_model": "test:model:4"}',
+            max_chars=100,
+            space=SPACE,
+        )
