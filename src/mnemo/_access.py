@@ -16,11 +16,22 @@ import uuid
 from mnemo._runtime import Runtime
 from mnemo._validate import check_text
 from mnemo.errors import InvalidContentError, UnknownScopeError
-from mnemo.models import Scope, uuid7
+from mnemo.models import Scope, ScopeSummary, TokenInfo, uuid7
 from mnemo.store import scopes as scope_rows
 from mnemo.store import tokens as token_rows
 
-__all__ = ["PREFIX", "create", "revoke", "token_hash"]
+__all__ = [
+    "PREFIX",
+    "create",
+    "create_scope",
+    "grant",
+    "grantees",
+    "list_tokens",
+    "revoke",
+    "revoke_grant",
+    "summaries",
+    "token_hash",
+]
 
 PREFIX = "mn1"
 
@@ -77,3 +88,33 @@ async def revoke_grant(rt: Runtime, scope: Scope, grantee: str) -> bool:
     Scope(grantee)  # validates the id
     async with rt.store.connection() as conn:
         return await scope_rows.revoke_grant(conn, scope.entity_id, scope.namespace, grantee)
+
+
+async def grantees(rt: Runtime, scope: Scope) -> list[str]:
+    """The entities granted read access to ``scope``, sorted; :class:`UnknownScopeError` when the
+    scope does not exist (a misspelt scope is not silently "no grants")."""
+    async with rt.store.connection() as conn:
+        exists, _ = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, scope.entity_id)
+        if not exists:
+            raise UnknownScopeError(f"scope {scope} does not exist")
+        return await scope_rows.list_grants(conn, scope.entity_id, scope.namespace)
+
+
+async def summaries(rt: Runtime, entity_id: str | None = None) -> list[ScopeSummary]:
+    """Every scope (of ``entity_id``, validated, when given) with its counts and last write."""
+    if entity_id is not None:
+        Scope(entity_id)  # validates the id
+    async with rt.store.connection() as conn:
+        rows = await scope_rows.scope_summaries(conn, entity_id)
+    return [
+        ScopeSummary(Scope(e, ns), int(turns), int(memories), int(blocks), int(facts), last)
+        for e, ns, turns, memories, blocks, facts, last in rows
+    ]
+
+
+async def list_tokens(rt: Runtime, entity_id: str) -> list[TokenInfo]:
+    """``entity_id``'s tokens (validated like a scope), oldest first, revoked ones included."""
+    Scope(entity_id)  # validates the id
+    async with rt.store.connection() as conn:
+        rows = await token_rows.list_tokens(conn, entity_id)
+    return [TokenInfo(r["id"], r["namespace"], r["label"], r["created_at"], r["revoked_at"]) for r in rows]

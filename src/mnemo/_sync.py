@@ -120,8 +120,11 @@ class Archive:
     create_scope = _blocking(AsyncArchive.create_scope)
     grant = _blocking(AsyncArchive.grant)
     revoke = _blocking(AsyncArchive.revoke)
+    grants = _blocking(AsyncArchive.grants)
+    scopes = _blocking(AsyncArchive.scopes)
     create_token = _blocking(AsyncArchive.create_token)
     revoke_token = _blocking(AsyncArchive.revoke_token)
+    tokens = _blocking(AsyncArchive.tokens)
     # maintenance
     health = _blocking(AsyncArchive.health)
     status = _blocking(AsyncArchive.status)

@@ -49,7 +49,9 @@ from mnemo.models import (
     RecallResult,
     Refusal,
     Scope,
+    ScopeSummary,
     Status,
+    TokenInfo,
     Turn,
 )
 from mnemo.night import api as night_api
@@ -347,6 +349,11 @@ class AsyncArchive:
         """Revoke a token; False when there is no active token with that id."""
         return await access.revoke(self._rt, entity_id, check_id(token_id, label="token id"))
 
+    async def tokens(self, entity_id: str) -> list[TokenInfo]:
+        """``entity_id``'s tokens, oldest first, revoked ones included (``mnemo token list``); never
+        the tokens themselves, which only their holders have."""
+        return await access.list_tokens(self._rt, entity_id)
+
     # --- forgetting ----------------------------------------------------------------
     async def forget(self, scope: Scope, item_id: uuid.UUID | str) -> dict[str, int]:
         """Remove one turn or memory of ``scope`` from every chamber (rows, postings, vectors, co-access
@@ -369,6 +376,16 @@ class AsyncArchive:
     async def revoke(self, scope: Scope, grantee: str) -> bool:
         """Withdraw entity ``grantee``'s read access to ``scope``; False if it had none."""
         return await access.revoke_grant(self._rt, scope, grantee)
+
+    async def grants(self, scope: Scope) -> list[str]:
+        """The entities granted read access to ``scope``, sorted (``mnemo grants``);
+        :class:`UnknownScopeError` when the scope does not exist."""
+        return await access.grantees(self._rt, scope)
+
+    async def scopes(self, entity_id: str | None = None) -> list[ScopeSummary]:
+        """Every scope (or ``entity_id``'s) with its counts of turns, memories, blocks and current
+        facts, and its last write (``mnemo scopes``)."""
+        return await access.summaries(self._rt, entity_id)
 
     # --- maintenance -----------------------------------------------------------
     async def status(self) -> Status:

@@ -52,8 +52,10 @@ __all__ = [
     "Refusal",
     "Role",
     "Scope",
+    "ScopeSummary",
     "Status",
     "Timestamp",
+    "TokenInfo",
     "Track",
     "Turn",
     "Verdict",
@@ -435,6 +437,31 @@ class Status:
     vectors: VectorCounts  # (table, embedder slug, rows); JSON: [{"table", "slug", "rows"}, ...]
     pending_reembed: int
     queue: Mapping[str, int] = field(default_factory=dict)  # background jobs by status (todo, doing, failed, ...)
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeSummary:
+    """One scope and what it holds (``mnemo scopes``): turns, memories (any status), blocks, current
+    facts, and the time of its last write (its creation, a turn's arrival, a memory's or a block's)."""
+
+    scope: Scope
+    turns: int
+    memories: int
+    blocks: int
+    facts: int
+    last_write: Timestamp
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInfo:
+    """A bearer token as ``mnemo token list`` shows it: never the token itself, nor its hash.
+    ``namespace`` None: any namespace of the entity; ``revoked_at`` None: still valid."""
+
+    id: uuid.UUID
+    namespace: str | None
+    label: str | None
+    created_at: Timestamp
+    revoked_at: Timestamp | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,9 +7,19 @@ is a single-entity query on the owner's rows.
 
 from __future__ import annotations
 
+from typing import Any
+
 import psycopg
 
-__all__ = ["create_grant", "ensure_scope", "list_scopes", "read_access", "revoke_grant"]
+__all__ = [
+    "create_grant",
+    "ensure_scope",
+    "list_grants",
+    "list_scopes",
+    "read_access",
+    "revoke_grant",
+    "scope_summaries",
+]
 
 
 async def ensure_scope(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> None:
@@ -59,3 +69,39 @@ async def list_scopes(conn: psycopg.AsyncConnection) -> list[tuple[str, str]]:
     """Every scope (administration: status, re-embedding)."""
     cur = await conn.execute("SELECT entity_id, namespace FROM mnemo.scopes ORDER BY entity_id, namespace")
     return [(r[0], r[1]) for r in await cur.fetchall()]
+
+
+async def list_grants(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> list[str]:
+    """The entities granted read access to ``(entity_id, namespace)``, sorted."""
+    cur = await conn.execute(
+        "SELECT grantee FROM mnemo.grants WHERE entity_id = %s AND namespace = %s ORDER BY grantee",
+        (entity_id, namespace),
+    )
+    return [r[0] for r in await cur.fetchall()]
+
+
+async def scope_summaries(conn: psycopg.AsyncConnection, entity_id: str | None = None) -> list[tuple[Any, ...]]:
+    """Per scope (of ``entity_id``, or every scope): ``(entity_id, namespace, turns, memories, blocks,
+    current facts, last write)``. The last write is the latest of the scope's creation, a turn's
+    arrival, a memory's or a block's creation. Administration (``mnemo scopes``)."""
+    cur = await conn.execute(
+        """SELECT s.entity_id, s.namespace,
+                  (SELECT count(*) FROM mnemo.turns t WHERE t.entity_id = s.entity_id AND t.namespace = s.namespace),
+                  (SELECT count(*) FROM mnemo.memories m
+                   WHERE m.entity_id = s.entity_id AND m.namespace = s.namespace),
+                  (SELECT count(*) FROM mnemo.blocks b WHERE b.entity_id = s.entity_id AND b.namespace = s.namespace),
+                  (SELECT count(*) FROM mnemo.facts f
+                   WHERE f.entity_id = s.entity_id AND f.namespace = s.namespace AND f.valid_to IS NULL),
+                  GREATEST(s.created_at,
+                           (SELECT max(t.recorded_at) FROM mnemo.turns t
+                            WHERE t.entity_id = s.entity_id AND t.namespace = s.namespace),
+                           (SELECT max(m.created_at) FROM mnemo.memories m
+                            WHERE m.entity_id = s.entity_id AND m.namespace = s.namespace),
+                           (SELECT max(b.created_at) FROM mnemo.blocks b
+                            WHERE b.entity_id = s.entity_id AND b.namespace = s.namespace))
+           FROM mnemo.scopes s
+           WHERE %(e)s::text IS NULL OR s.entity_id = %(e)s
+           ORDER BY s.entity_id, s.namespace""",
+        {"e": entity_id},
+    )
+    return [tuple(r) for r in await cur.fetchall()]

@@ -47,6 +47,7 @@ async def revoke_token(conn: psycopg.AsyncConnection, entity_id: str, token_id: 
 
 
 async def list_tokens(conn: psycopg.AsyncConnection, entity_id: str) -> list[dict[str, Any]]:
+    """Every token of ``entity_id``, oldest first; never the hash."""
     cur = await conn.execute(
         "SELECT id, namespace, label, created_at, revoked_at FROM mnemo.tokens "
         "WHERE entity_id = %s ORDER BY created_at",

@@ -1,4 +1,4 @@
-"""Administration commands: ``status``, ``reembed``, ``demo``."""
+"""Administration commands: ``status``, ``reembed``, ``demo``, ``scopes``, ``grant``, ``revoke``, ``grants``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,12 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from mnemo.errors import MnemoError
 from mnemo.interfaces.cli._common import (
+    EntityOpt,
     JsonOpt,
+    NamespaceOpt,
+    err,
     fail_cleanly,
     hit_json,
     open_archive,
@@ -30,6 +34,10 @@ def register(app: typer.Typer) -> None:
     app.command()(status)
     app.command()(reembed)
     app.command()(demo)
+    app.command()(scopes)
+    app.command()(grant)
+    app.command()(revoke)
+    app.command()(grants)
 
 
 @fail_cleanly
@@ -132,3 +140,88 @@ def demo(as_json: JsonOpt = False) -> None:
         print_recall(result, as_json=False)
     out.print(f"\n[bold]context block[/] for {DEMO_CONTEXT!r} ({block.tokens}/{block.budget} tokens):")
     out.print(block.text, markup=False, highlight=False)
+
+
+@fail_cleanly
+def scopes(
+    entity: Annotated[str | None, typer.Option("--entity", "-e", help="Only this entity's scopes.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Every scope (or one entity's) with its turns, memories, blocks, current facts and last write."""
+    if entity is not None:
+        Scope(entity)  # a bad id is a clean error before the archive opens
+    with open_archive() as archive:
+        rows = archive.scopes(entity)
+    if as_json:
+        print_json([to_jsonable(row) for row in rows])
+        return
+    if not rows:
+        err.print(Text(f"no scopes{f' of {entity}' if entity else ''}"))
+        return
+    table = Table(title="mnemo scopes")
+    table.add_column("scope")
+    for col in ("turns", "memories", "blocks", "facts"):
+        table.add_column(col, justify="right")
+    table.add_column("last write", no_wrap=True)
+    for row in rows:
+        table.add_row(
+            Text(str(row.scope)),
+            f"{row.turns:,}",
+            f"{row.memories:,}",
+            f"{row.blocks:,}",
+            f"{row.facts:,}",
+            row.last_write.strftime("%Y-%m-%d %H:%M:%S %Z").strip(),
+        )
+    out.print(table)
+
+
+GranteeArg = Annotated[str, typer.Argument(help="The entity that is given (or loses) read access.")]
+
+
+@fail_cleanly
+def grant(
+    grantee: GranteeArg,
+    entity: EntityOpt = "default",
+    namespace: NamespaceOpt = "default",
+    as_json: JsonOpt = False,
+) -> None:
+    """Let another entity read a scope (-e, -n: the scope, which must exist)."""
+    scope = Scope(entity, namespace)
+    Scope(grantee)
+    with open_archive() as archive:
+        added = archive.grant(scope, grantee)
+    if as_json:
+        print_json({"scope": str(scope), "grantee": grantee, "granted": added})
+        return
+    out.print(Text(f"granted {grantee} read access to {scope}" if added else f"{grantee} could already read {scope}"))
+
+
+@fail_cleanly
+def revoke(
+    grantee: GranteeArg,
+    entity: EntityOpt = "default",
+    namespace: NamespaceOpt = "default",
+) -> None:
+    """Withdraw another entity's read access to a scope."""
+    scope = Scope(entity, namespace)
+    Scope(grantee)
+    with open_archive() as archive:
+        done = archive.revoke(scope, grantee)
+    if not done:
+        raise MnemoError(f"{grantee} has no grant on {scope}")
+    out.print(Text(f"revoked {grantee}'s read access to {scope}"))
+
+
+@fail_cleanly
+def grants(entity: EntityOpt = "default", namespace: NamespaceOpt = "default", as_json: JsonOpt = False) -> None:
+    """The entities that may read a scope besides its owner, one per line."""
+    scope = Scope(entity, namespace)
+    with open_archive() as archive:
+        names = archive.grants(scope)
+    if as_json:
+        print_json({"scope": str(scope), "grantees": names})
+        return
+    if not names:
+        err.print(Text(f"no grants on {scope}: only {scope.entity_id} reads it"))
+    for name in names:
+        out.print(Text(name))

@@ -23,6 +23,8 @@ from types import FrameType
 from typing import Annotated
 
 import typer
+from rich.table import Table
+from rich.text import Text
 
 from mnemo.errors import MnemoError
 from mnemo.interfaces.cli._common import (
@@ -35,7 +37,7 @@ from mnemo.interfaces.cli._common import (
     out,
     print_json,
 )
-from mnemo.models import Scope
+from mnemo.models import Scope, to_jsonable
 
 __all__ = ["register"]
 
@@ -95,6 +97,7 @@ def register(app: typer.Typer) -> None:
     tokens = typer.Typer(no_args_is_help=True, help="Bearer tokens for mnemo serve.")
     tokens.command("create")(token_create)
     tokens.command("revoke")(token_revoke)
+    tokens.command("list")(token_list)
     app.add_typer(tokens, name="token")
 
 
@@ -207,3 +210,32 @@ def token_revoke(
     if not done:
         raise MnemoError(f"no active token {token_id} for {entity}")
     out.print(f"revoked {token_id}")
+
+
+@fail_cleanly
+def token_list(
+    entity: Annotated[str, typer.Argument(help="The tokens' entity.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """List an entity's tokens (ids, namespaces, labels, dates); never the tokens themselves."""
+    Scope(entity)  # a bad id is a clean error before the archive opens
+    with open_archive() as archive:
+        rows = archive.tokens(entity)
+    if as_json:
+        print_json([to_jsonable(row) for row in rows])
+        return
+    if not rows:
+        err.print(Text(f"no tokens for {entity}"))
+        return
+    table = Table(title=Text(f"tokens of {entity}"))
+    for col in ("id", "namespace", "label", "created", "revoked"):
+        table.add_column(col, no_wrap=col != "label")
+    for row in rows:
+        table.add_row(
+            str(row.id),
+            Text(row.namespace or "(any)"),
+            Text(row.label or ""),
+            row.created_at.strftime("%Y-%m-%d %H:%M"),
+            "-" if row.revoked_at is None else row.revoked_at.strftime("%Y-%m-%d %H:%M"),
+        )
+    out.print(table)
