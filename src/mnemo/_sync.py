@@ -105,6 +105,7 @@ class Archive:
     flush = _blocking(AsyncArchive.flush)
     forget = _blocking(AsyncArchive.forget)
     purge = _blocking(AsyncArchive.purge)
+    purge_entity = _blocking(AsyncArchive.purge_entity)
     # reads
     recall = _blocking(AsyncArchive.recall)
     context = _blocking(AsyncArchive.context)

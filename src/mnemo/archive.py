@@ -145,7 +145,9 @@ class AsyncArchive:
     ) -> Memory:
         """Store a curated memory, embedded immediately. ``supersedes``: memories this one updates
         (their weight is lowered through the audit log, nothing is deleted). ``status="candidate"``
-        leaves it for the curator to adjudicate (``curate``, the night cycle)."""
+        leaves it for the curator to adjudicate (``curate``, the night cycle). Remembering exactly the
+        same content, kind and ``anchored`` flag again in the scope stores no copy: the live memory is
+        reinforced (audited, reason ``remembered again``) and returned, unless ``supersedes`` is given."""
         return await write_path.remember(
             self._rt,
             scope,
@@ -363,6 +365,12 @@ class AsyncArchive:
     async def purge(self, scope: Scope) -> dict[str, int]:
         """Remove a whole scope (turns, memories, vectors, links, grants, buffer, traces) in one transaction."""
         return await forget_path.purge(self._rt, scope)
+
+    async def purge_entity(self, entity_id: str) -> dict[str, int]:
+        """Remove every scope of ``entity_id``, in all namespaces, in one transaction (``mnemo purge
+        --all-namespaces``). Returns rows removed per place, summed over the scopes;
+        :class:`UnknownScopeError` when the entity has no scope."""
+        return await forget_path.purge_entity(self._rt, entity_id)
 
     # --- scopes and grants -----------------------------------------------------
     async def create_scope(self, scope: Scope) -> None:

@@ -133,6 +133,12 @@ def test_the_openapi_spec_states_the_contract(server: str) -> None:  # noqa: F81
         ("delete", "/v1/items/{item_id}"): {"401", "403", "404", "422", "503"},
         ("post", "/v1/grants"): {"400", "401", "403", "404", "413", "422", "503"},
         ("delete", "/v1/grants/{grantee}"): {"401", "403", "422", "503"},
+        ("get", "/v1/memories"): {"401", "403", "422", "503"},
+        ("get", "/v1/items/{item_id}"): {"401", "403", "404", "422", "503"},
+        ("get", "/v1/grants"): {"401", "403", "422", "503"},
+        ("get", "/v1/facts/{entity}"): {"401", "403", "404", "422", "503"},
+        ("get", "/v1/memories/{memory_id}/why"): {"401", "403", "404", "422", "503"},
+        ("get", "/v1/memories/{memory_id}/believe"): {"401", "403", "404", "422", "503"},
     }
     operations = {(m, p): op for p, item in spec["paths"].items() for m, op in item.items()}
     assert set(operations) == set(documented)
@@ -168,6 +174,15 @@ def test_the_openapi_spec_states_the_contract(server: str) -> None:  # noqa: F81
     assert _parameter(spec, "/v1/items/{item_id}", "delete", "namespace")["pattern"] == NAME_PATTERN
     assert _parameter(spec, "/v1/grants/{grantee}", "delete", "namespace")["pattern"] == NAME_PATTERN
     assert _parameter(spec, "/v1/grants/{grantee}", "delete", "grantee")["pattern"] == NAME_PATTERN
+    for path in (
+        "/v1/memories",
+        "/v1/items/{item_id}",
+        "/v1/grants",
+        "/v1/facts/{entity}",
+        "/v1/memories/{memory_id}/why",
+        "/v1/memories/{memory_id}/believe",
+    ):
+        assert _parameter(spec, path, "get", "namespace")["pattern"] == NAME_PATTERN, path
     for path, name in (("/v1/memories", "content"), ("/v1/turns", "content"), ("/v1/turns", "session")):
         assert "maxLength" in _strings(spec, _body(spec, path)["properties"][name]), (path, name)
     for path, name in (("/v1/recall", "query"), ("/v1/context", "text"), ("/v1/turns", "speaker")):

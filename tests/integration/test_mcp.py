@@ -61,7 +61,7 @@ async def test_mcp_tools_over_stdio(database_url: str, tmp_path: Path) -> None:
         empty = await client.call_tool("remember", {"content": " \x00 "})
         assert empty.is_error
         out_of_range = await client.call_tool("recall", {"query": "bike", "k": 500})
-        assert out_of_range.is_error and "k must be between" in out_of_range.content[0].text
+        assert out_of_range.is_error and "k must be an integer between 1 and 200" in out_of_range.content[0].text
 
         gone = _data(await client.call_tool("forget", {"item_id": stored["id"]}))
         assert gone["removed"]["memories"] == 1

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from starlette.exceptions import HTTPException
 
 from mnemo.archive import AsyncArchive
+from mnemo.cognition.patterns import FactKind
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.errors import (
@@ -38,9 +39,11 @@ from mnemo.errors import (
     InvalidScopeError,
     MnemoError,
     NotFoundError,
+    UnknownScopeError,
 )
 from mnemo.interfaces import auth as tokens
-from mnemo.models import Hit, MemoryKind, Refusal, Role, Scope, Timestamp, Track, to_jsonable
+from mnemo.models import Hit, MemoryKind, MemoryStatus, Refusal, Role, Scope, Timestamp, Track, to_jsonable
+from mnemo.recall import listing
 
 __all__ = ["MAX_BODY_BYTES", "NAME_PATTERN", "create_app"]
 
@@ -220,6 +223,109 @@ class RevokeOut(BaseModel):
     revoked: bool
 
 
+class ListedMemoryOut(BaseModel):
+    id: uuid.UUID
+    kind: MemoryKind
+    status: MemoryStatus
+    content: str
+    created_at: Timestamp
+    event_time: Timestamp | None
+    anchored: bool
+    alpha: float
+    beta: float
+
+
+class MemoriesOut(BaseModel):
+    items: list[ListedMemoryOut] = Field(description="Newest first.")
+    next_cursor: uuid.UUID | None = Field(description="Pass as ``cursor`` for the next page; null on the last.")
+
+
+class ItemOut(BaseModel):
+    """A turn (``session``, ``turn``, ``role``, ``speaker``) or a memory (``kind`` ... ``beta``)."""
+
+    type: Literal["turn", "memory"]
+    id: uuid.UUID
+    content: str
+    created_at: Timestamp
+    kind: MemoryKind | None = None
+    status: MemoryStatus | None = None
+    event_time: Timestamp | None = None
+    anchored: bool | None = None
+    alpha: float | None = None
+    beta: float | None = None
+    session: str | None = None
+    turn: int | None = None
+    role: Role | None = None
+    speaker: str | None = None
+
+
+class GrantsOut(BaseModel):
+    scope: str
+    grantees: list[str] = Field(description="Sorted; empty when the scope holds nothing yet.")
+
+
+class FactOut(BaseModel):
+    attribute: str
+    value: str
+    kind: FactKind
+    confidence: float
+    mention_count: int
+    valid_from: Timestamp | None
+    valid_to: Timestamp | None = Field(description="null: still current.")
+    source: str
+    provenance: list[uuid.UUID]
+
+
+class FactsOut(BaseModel):
+    name: str
+    mention_count: int
+    facts: list[FactOut]
+    triples: list[tuple[str, str, int]] = Field(description="Open (predicate, object, mentions) triples.")
+
+
+class WeightChangeOut(BaseModel):
+    at: Timestamp
+    operation: Literal["reinforce", "contradict", "create"]
+    gain: float
+    old: tuple[float, float] | None = Field(description="(alpha, beta) before; null at creation.")
+    new: tuple[float, float]
+    reason: str
+    evidence: dict[str, Any]
+    blocked: bool
+    ceilings: list[str]
+
+
+class WhyOut(BaseModel):
+    """A memory's current state and every audited change to its weight, oldest first."""
+
+    id: uuid.UUID
+    scope: str
+    content: str
+    kind: MemoryKind
+    status: MemoryStatus
+    anchored: bool
+    alpha: float
+    beta: float
+    access_count: int
+    last_accessed: Timestamp | None
+    created_at: Timestamp
+    changes: list[WeightChangeOut]
+
+
+class BeliefOut(BaseModel):
+    depth: int
+    parent: uuid.UUID
+    id: uuid.UUID
+    kind: str
+    content: str | None = Field(description="null: forgotten.")
+    status: str | None
+
+
+class BelieveOut(BaseModel):
+    id: uuid.UUID
+    chain: list[BeliefOut] = Field(description="What the memory was derived from, step by step.")
+
+
 _WHY = {
     400: "The body cannot be read (not UTF-8).",
     401: "Missing, malformed, unknown or revoked bearer token.",
@@ -386,6 +492,54 @@ def create_app(settings: Settings, *, embeddings: Embeddings | None = None) -> F
     @app.delete("/v1/items/{item_id}", responses=_errors(401, 403, 404, 422, 503))
     async def forget(item_id: uuid.UUID, who: Who, namespace: NamespaceQuery = None) -> ForgetOut:
         return ForgetOut(forgotten=item_id, removed=await archive().forget(own_scope(who, namespace), item_id))
+
+    @app.get("/v1/memories", responses=_errors(401, 403, 422, 503))
+    async def memories(
+        who: Who,
+        namespace: NamespaceQuery = None,
+        limit: Annotated[int, Query(ge=1, le=listing.MAX_PAGE, description="Page size.")] = 50,
+        cursor: Annotated[uuid.UUID | None, Query(description="The previous page's next_cursor.")] = None,
+    ) -> MemoriesOut:
+        """Your memories (any status), newest first, a page at a time; empty when the scope holds nothing."""
+        rows, following = await listing.memories(
+            archive().runtime, own_scope(who, namespace), limit=limit, cursor=cursor
+        )
+        return MemoriesOut(items=[ListedMemoryOut.model_validate(r) for r in rows], next_cursor=following)
+
+    @app.get("/v1/items/{item_id}", responses=_errors(401, 403, 404, 422, 503))
+    async def item(item_id: uuid.UUID, who: Who, namespace: NamespaceQuery = None) -> ItemOut:
+        """One turn or memory of your scope (404 when your scope holds no such item)."""
+        return ItemOut.model_validate(await listing.item(archive().runtime, own_scope(who, namespace), item_id))
+
+    @app.get("/v1/memories/{memory_id}/why", responses=_errors(401, 403, 404, 422, 503))
+    async def why(memory_id: uuid.UUID, who: Who, namespace: NamespaceQuery = None) -> WhyOut:
+        """A memory's weight history from the audit log."""
+        return WhyOut.model_validate(to_jsonable(await archive().why(own_scope(who, namespace), memory_id)))
+
+    @app.get("/v1/memories/{memory_id}/believe", responses=_errors(401, 403, 404, 422, 503))
+    async def believe(memory_id: uuid.UUID, who: Who, namespace: NamespaceQuery = None) -> BelieveOut:
+        """The chain an insight, narrative or fact was derived from, down to the turns."""
+        chain = await archive().why_do_i_believe(own_scope(who, namespace), memory_id)
+        return BelieveOut(id=memory_id, chain=[BeliefOut.model_validate(to_jsonable(b)) for b in chain])
+
+    @app.get("/v1/facts/{entity}", responses=_errors(401, 403, 404, 422, 503))
+    async def facts(
+        entity: Annotated[OneLine, Path(min_length=1, max_length=512, description="Who or what the facts are about.")],
+        who: Who,
+        namespace: NamespaceQuery = None,
+    ) -> FactsOut:
+        """Current and past facts, and triples, about one entity (extracted by the night cycle)."""
+        return FactsOut.model_validate(to_jsonable(await archive().facts(own_scope(who, namespace), entity)))
+
+    @app.get("/v1/grants", responses=_errors(401, 403, 422, 503))
+    async def grantees(who: Who, namespace: NamespaceQuery = None) -> GrantsOut:
+        """The entities that may read your scope."""
+        scope = own_scope(who, namespace)
+        try:
+            names = await archive().grants(scope)
+        except UnknownScopeError:
+            names = []  # a scope that holds nothing yet has no grants: not an error
+        return GrantsOut(scope=str(scope), grantees=names)
 
     @app.post("/v1/grants", status_code=201, responses=_WRITE)
     async def grant(body: GrantIn, who: Who) -> GrantOut:

@@ -128,10 +128,19 @@ class _TokenVerifier:
 
 
 def build_server(
-    settings: Settings, scope: Scope, *, max_k: int = 50, auth: bool = False, url: str = "http://127.0.0.1:8765"
+    settings: Settings,
+    scope: Scope,
+    *,
+    max_k: int | None = None,
+    auth: bool = False,
+    url: str = "http://127.0.0.1:8765",
 ) -> MCPServer[Any]:
     """An MCP server bound to ``scope`` (the archive opens in the background when the server starts);
-    with ``auth`` (HTTP only), bound to each request's token instead (see the module docstring)."""
+    with ``auth`` (HTTP only), bound to each request's token instead (see the module docstring).
+
+    ``recall``'s ``k`` is limited to ``settings.max_k`` (the archive's own limit), or to ``max_k``
+    when that is lower."""
+    limit = settings.max_k if max_k is None else min(max_k, settings.max_k)
     opening = _Opening(settings)
 
     @asynccontextmanager
@@ -168,8 +177,8 @@ def build_server(
     async def recall(query: str, k: int = 5) -> dict[str, Any]:
         """Search long-term memory. Returns hits (content, kind, time, score, id) best first, or
         refused=true with the refusal message when nothing reliable is stored."""
-        if not 1 <= k <= max_k:
-            raise ToolError(f"k must be between 1 and {max_k}")
+        if not 1 <= k <= limit:
+            raise ToolError(f"k must be an integer between 1 and {limit}, not {k!r}")
         try:
             result = await (await archive()).recall(current(), query, k)
         except MnemoError as exc:

@@ -39,29 +39,25 @@ async def _call(archive: AsyncArchive | Archive, method: str, *args: Any, **kwar
 
 
 async def memory_toolset(
-    archive: AsyncArchive | Archive, scope: Scope, *, max_k: int = 20
+    archive: AsyncArchive | Archive, scope: Scope, *, max_k: int | None = None
 ) -> FunctionToolset[Any] | None:
     """Tools bound to ``scope``: ``query_archive``, ``remember`` and ``context``.
+
+    ``query_archive`` clamps its ``k`` (a model's guess, not an error) to ``settings.max_k``, the
+    archive's own limit, or to ``max_k`` when that is lower.
 
     Returns None (and logs why) when the embedder is not healthy, so an agent never
     searches a memory it cannot read correctly.
     """
+    limit = archive.settings.max_k if max_k is None else max(1, min(max_k, archive.settings.max_k))
     problem = await _call(archive, "health")
     if problem is not None:
         _log.warning("no memory tools for %s: %s", scope, problem)
         return None
     toolset: FunctionToolset[Any] = FunctionToolset()
 
-    @toolset.tool_plain
     async def query_archive(query: str, k: int = 5) -> list[dict[str, Any]] | str:
-        """Search your long-term memory. Returns the best matching memories and past exchanges
-        (content, kind, time, score), or a sentence saying memory holds nothing reliable.
-
-        Args:
-            query: what to look for, in natural language.
-            k: how many results (1-20).
-        """
-        k = max(1, min(int(k), max_k))
+        k = max(1, min(int(k), limit))
         try:
             result = await _call(archive, "recall", scope, query, k)
         except MnemoError as exc:
@@ -78,6 +74,15 @@ async def memory_toolset(
             }
             for h in result.hits
         ]
+
+    query_archive.__doc__ = f"""Search your long-term memory. Returns the best matching memories and past exchanges
+        (content, kind, time, score), or a sentence saying memory holds nothing reliable.
+
+        Args:
+            query: what to look for, in natural language.
+            k: how many results (1-{limit}).
+        """
+    toolset.tool_plain(query_archive)
 
     @toolset.tool_plain
     async def remember(content: str, kind: str = "semantic") -> str:

@@ -20,10 +20,12 @@ __all__ = [
     "bump_co_access",
     "co_access_edges",
     "delete_co_access",
+    "duplicate_memory",
     "insert_safety_events",
     "insert_weight_changes",
     "mark_superseded",
     "memory_count",
+    "memory_record",
     "memory_states",
     "save_accesses",
     "save_weights",
@@ -256,3 +258,61 @@ async def mark_superseded(
                WHERE entity_id = %s AND id = ANY(%s)""",
             (str(by), entity_id, list(ids)),
         )
+
+
+async def duplicate_memory(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, kind: str, content: str, *, anchored: bool
+) -> uuid.UUID | None:
+    """A live (candidate or active, not superseded) memory of the scope with exactly this content,
+    kind and anchoring.
+
+    Serialises writers of the same text first (a transaction-level advisory lock), so two concurrent
+    identical writes cannot both miss each other; must run inside a transaction. Locks the row found.
+    """
+    await conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended('mnemo.remember.' || %s || '/' || %s || '/' || %s, 0))",
+        (entity_id, namespace, content),
+    )
+    cur = await conn.execute(
+        """SELECT id FROM mnemo.memories
+           WHERE entity_id = %s AND namespace = %s AND kind = %s AND content = %s AND anchored = %s
+             AND status IN ('candidate', 'active') AND NOT metadata ? 'superseded_by'
+           ORDER BY created_at, id LIMIT 1 FOR UPDATE""",
+        (entity_id, namespace, kind, content, anchored),
+    )
+    row = await cur.fetchone()
+    return None if row is None else row[0]
+
+
+_RECORD_COLUMNS = (
+    "id",
+    "kind",
+    "content",
+    "created_at",
+    "alpha",
+    "beta",
+    "status",
+    "anchored",
+    "compressed",
+    "source_tag",
+    "source_confidence",
+    "provenance",
+    "event_time",
+    "access_count",
+    "last_accessed",
+    "token_count",
+    "metadata",
+)
+
+
+async def memory_record(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, memory_id: uuid.UUID
+) -> dict[str, Any] | None:
+    """One memory's fields, as :class:`~mnemo.models.Memory` names them (without its scope)."""
+    cur = await conn.execute(
+        f"SELECT {', '.join(_RECORD_COLUMNS)} FROM mnemo.memories "  # noqa: S608  (fixed column list)
+        "WHERE entity_id = %s AND namespace = %s AND id = %s",
+        (entity_id, namespace, memory_id),
+    )
+    row = await cur.fetchone()
+    return None if row is None else dict(zip(_RECORD_COLUMNS, row, strict=True))

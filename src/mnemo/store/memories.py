@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
-__all__ = ["MemoryRow", "insert_memory"]
+__all__ = ["LISTED_COLUMNS", "MemoryRow", "find_item", "insert_memory", "list_memories"]
 
 MemoryRow = dict[str, Any]
 
@@ -28,3 +29,57 @@ async def insert_memory(conn: psycopg.AsyncConnection, row: MemoryRow) -> dateti
     created = await cur.fetchone()
     assert created is not None
     return created[0]
+
+
+LISTED_COLUMNS = ("id", "kind", "status", "content", "created_at", "event_time", "anchored", "alpha", "beta")
+
+
+async def list_memories(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, *, limit: int, before: uuid.UUID | None = None
+) -> list[MemoryRow]:
+    """Up to ``limit`` memories of the scope (any status), newest id first (ids are UUIDv7), keyset-paged:
+    only ids below ``before`` when given."""
+    cur = await conn.execute(
+        """SELECT id, kind, status, content, created_at, event_time, anchored, alpha, beta
+           FROM mnemo.memories
+           WHERE entity_id = %(e)s AND namespace = %(ns)s AND (%(before)s::uuid IS NULL OR id < %(before)s::uuid)
+           ORDER BY id DESC
+           LIMIT %(limit)s""",
+        {"e": entity_id, "ns": namespace, "before": before, "limit": limit},
+    )
+    return [dict(zip(LISTED_COLUMNS, r, strict=True)) for r in await cur.fetchall()]
+
+
+async def find_item(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, item: uuid.UUID) -> MemoryRow | None:
+    """One turn or memory of the scope (any status), or None; ``type`` says which."""
+    cur = await conn.execute(
+        """SELECT 'memory', id, content, created_at, kind, status, event_time, anchored, alpha, beta,
+                  NULL::text, NULL::integer, NULL::text, NULL::text
+           FROM mnemo.memories WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = %(id)s
+           UNION ALL
+           SELECT 'turn', id, content, created_at, NULL, NULL, NULL, NULL, NULL, NULL,
+                  session_id, turn_number, role, speaker
+           FROM mnemo.turns WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = %(id)s
+           LIMIT 1""",
+        {"e": entity_id, "ns": namespace, "id": item},
+    )
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    names = (
+        "type",
+        "id",
+        "content",
+        "created_at",
+        "kind",
+        "status",
+        "event_time",
+        "anchored",
+        "alpha",
+        "beta",
+        "session",
+        "turn",
+        "role",
+        "speaker",
+    )
+    return {k: v for k, v in zip(names, row, strict=True) if v is not None}

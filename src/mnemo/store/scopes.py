@@ -14,6 +14,7 @@ import psycopg
 __all__ = [
     "create_grant",
     "ensure_scope",
+    "entity_namespaces",
     "list_grants",
     "list_scopes",
     "read_access",
@@ -69,6 +70,14 @@ async def list_scopes(conn: psycopg.AsyncConnection) -> list[tuple[str, str]]:
     """Every scope (administration: status, re-embedding)."""
     cur = await conn.execute("SELECT entity_id, namespace FROM mnemo.scopes ORDER BY entity_id, namespace")
     return [(r[0], r[1]) for r in await cur.fetchall()]
+
+
+async def entity_namespaces(conn: psycopg.AsyncConnection, entity_id: str) -> list[str]:
+    """The namespaces of ``entity_id``'s scopes, sorted, their rows locked (inside a transaction)."""
+    cur = await conn.execute(
+        "SELECT namespace FROM mnemo.scopes WHERE entity_id = %s ORDER BY namespace FOR UPDATE", (entity_id,)
+    )
+    return [r[0] for r in await cur.fetchall()]
 
 
 async def list_grants(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> list[str]:

@@ -16,7 +16,7 @@ from mnemo.models import Scope
 from mnemo.store import forget as forget_rows
 from mnemo.store import scopes as scope_rows
 
-__all__ = ["forget", "purge"]
+__all__ = ["forget", "purge", "purge_entity"]
 
 
 async def forget(rt: Runtime, scope: Scope, item_id: uuid.UUID | str) -> dict[str, int]:
@@ -36,3 +36,18 @@ async def purge(rt: Runtime, scope: Scope) -> dict[str, int]:
         if not exists:
             raise UnknownScopeError(f"scope {scope} does not exist")
         return await forget_rows.purge_scope(conn, scope.entity_id, scope.namespace)
+
+
+async def purge_entity(rt: Runtime, entity_id: str) -> dict[str, int]:
+    """Remove every scope of ``entity_id`` (all its namespaces) in one transaction; rows removed
+    per place, summed over the scopes (``scopes`` counts the namespaces purged)."""
+    entity = Scope(entity_id).entity_id  # validated as a scope validates it
+    removed: dict[str, int] = {}
+    async with rt.store.transaction() as conn:
+        namespaces = await scope_rows.entity_namespaces(conn, entity)
+        if not namespaces:
+            raise UnknownScopeError(f"entity {entity!r} has no scope")
+        for namespace in namespaces:
+            for place, n in (await forget_rows.purge_scope(conn, entity, namespace)).items():
+                removed[place] = removed.get(place, 0) + n
+    return removed

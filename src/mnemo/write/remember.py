@@ -80,6 +80,14 @@ async def remember(
 
     ``supersedes`` names memories this one updates: each is contradicted (its weight
     lowers, audited with the reason ``superseded``), never deleted.
+
+    De-duplication: when the scope already holds a candidate or active memory, not itself
+    superseded, with exactly this (validated, not stripped) content, kind and ``anchored`` flag,
+    and this call supersedes nothing, no copy
+    is stored: that memory is reinforced through the audited weight function (reason
+    ``remembered again``) and returned as it now stands. A differing ``anchored`` flag
+    makes a new memory; the other fields (metadata, provenance, status, ...) of the new
+    call are not merged into the existing one.
     """
     text = check_content(content, max_chars=rt.settings.max_content_chars)
     check_kind(kind)
@@ -119,6 +127,12 @@ async def remember(
     )
     async with rt.store.transaction() as conn:
         await ensure_scope(conn, rt, scope)
+        if not old_ids:
+            same = await dynamic_rows.duplicate_memory(
+                conn, scope.entity_id, scope.namespace, kind, text, anchored=anchored
+            )
+            if same is not None:
+                return await _remembered_again(conn, rt, scope, same, source_tag)
         created = await store_memory(conn, rt, scope, row, vector)
         await supersede(conn, rt, scope, old_ids, item_id, reason="superseded")
     await note_writes(rt, 1 + len(old_ids))
@@ -139,6 +153,25 @@ async def remember(
         event_time=when,
         token_count=row["token_count"],
         metadata=row["metadata"],
+    )
+
+
+async def _remembered_again(
+    conn: psycopg.AsyncConnection, rt: Runtime, scope: Scope, memory_id: uuid.UUID, source_tag: str | None
+) -> Memory:
+    """Reinforce an existing identical memory instead of storing a copy; returns it as it now stands."""
+    evidence = {"source_tag": source_tag} if source_tag else {}
+    await dynamics.change_weights(
+        conn,
+        rt.settings,
+        scope,
+        [dynamics.WeightRequest(memory_id, "reinforce", rt.settings.gate_reinforce_gain, "remembered again", evidence)],
+    )
+    found = await dynamic_rows.memory_record(conn, scope.entity_id, scope.namespace, memory_id)
+    assert found is not None  # locked by duplicate_memory in this transaction
+    return Memory(
+        scope=scope,
+        **{**found, "provenance": tuple(found["provenance"] or ()), "metadata": dict(found["metadata"] or {})},
     )
 
 

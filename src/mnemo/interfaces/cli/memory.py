@@ -335,16 +335,20 @@ def forget(
 def purge(
     entity: EntityOpt = "default",
     namespace: NamespaceOpt = "default",
+    all_namespaces: Annotated[
+        bool, typer.Option("--all-namespaces", help="Purge every namespace of the entity (ignores --namespace).")
+    ] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Confirm: this deletes the whole scope.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Remove a whole scope (entity/namespace) from every chamber. Needs --yes."""
-    scope = Scope(entity, namespace)
+    """Remove a whole scope (entity/namespace), or with --all-namespaces every scope of the entity,
+    from every chamber. Needs --yes."""
+    target = f"every namespace of {Scope(entity).entity_id}" if all_namespaces else str(Scope(entity, namespace))
     if not yes:
-        raise typer.BadParameter(f"purging {scope} deletes all of it; add --yes to confirm", param_hint="--yes")
+        raise typer.BadParameter(f"purging {target} deletes all of it; add --yes to confirm", param_hint="--yes")
     with open_archive() as archive:
-        removed = archive.purge(scope)
+        removed = archive.purge_entity(entity) if all_namespaces else archive.purge(Scope(entity, namespace))
     if as_json:
-        print_json({"purged": str(scope), "removed": removed})
+        print_json({"purged": target if not all_namespaces else f"{entity}/*", "removed": removed})
         return
-    out.print(f"purged {scope}: " + ", ".join(f"{k} {v}" for k, v in removed.items() if v))
+    out.print(f"purged {target}: " + ", ".join(f"{k} {v}" for k, v in removed.items() if v))

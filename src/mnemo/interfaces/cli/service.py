@@ -170,14 +170,31 @@ def serve(
     port: Annotated[int, typer.Option(help="Port.")] = 8080,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs); every request needs a token from `mnemo token create`."""
+    import copy
+
     import uvicorn
+    import uvicorn.config
 
     from mnemo.config import load_settings
     from mnemo.interfaces.http import create_app
 
     logging.basicConfig(level=logging.WARNING, format="mnemo: %(message)s", stream=sys.stderr)
+    shown = f"[{host}]" if ":" in host else host  # an IPv6 address goes in brackets in a URL
+    err.print(
+        f"mnemo serving on http://{shown}:{port} (OpenAPI at /docs)", markup=False, highlight=False, soft_wrap=True
+    )
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"  # stdout stays clean, as for every command
     with _stops_on_signals():  # uvicorn shuts down gracefully first, then hands the signal on
-        uvicorn.run(create_app(load_settings()), host=host, port=port, log_level="warning")
+        # info: uvicorn's access log, one line per request (and its start/stop lines), on stderr
+        uvicorn.run(
+            create_app(load_settings()),
+            host=host,
+            port=port,
+            log_level="info",
+            access_log=True,
+            log_config=log_config,
+        )
 
 
 @fail_cleanly
