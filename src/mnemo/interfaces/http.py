@@ -27,7 +27,6 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from starlette.exceptions import HTTPException
 
 from mnemo.archive import AsyncArchive
-from mnemo.cognition.patterns import FactKind
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.errors import (
@@ -42,7 +41,20 @@ from mnemo.errors import (
     UnknownScopeError,
 )
 from mnemo.interfaces import auth as tokens
-from mnemo.models import Hit, MemoryKind, MemoryStatus, Refusal, Role, Scope, Timestamp, Track, to_jsonable
+from mnemo.models import (
+    Belief,
+    EntityFacts,
+    Hit,
+    MemoryHistory,
+    MemoryKind,
+    MemoryStatus,
+    Refusal,
+    Role,
+    Scope,
+    Timestamp,
+    Track,
+    to_jsonable,
+)
 from mnemo.recall import listing
 
 __all__ = ["MAX_BODY_BYTES", "NAME_PATTERN", "create_app"]
@@ -264,66 +276,9 @@ class GrantsOut(BaseModel):
     grantees: list[str] = Field(description="Sorted; empty when the scope holds nothing yet.")
 
 
-class FactOut(BaseModel):
-    attribute: str
-    value: str
-    kind: FactKind
-    confidence: float
-    mention_count: int
-    valid_from: Timestamp | None
-    valid_to: Timestamp | None = Field(description="null: still current.")
-    source: str
-    provenance: list[uuid.UUID]
-
-
-class FactsOut(BaseModel):
-    name: str
-    mention_count: int
-    facts: list[FactOut]
-    triples: list[tuple[str, str, int]] = Field(description="Open (predicate, object, mentions) triples.")
-
-
-class WeightChangeOut(BaseModel):
-    at: Timestamp
-    operation: Literal["reinforce", "contradict", "create"]
-    gain: float
-    old: tuple[float, float] | None = Field(description="(alpha, beta) before; null at creation.")
-    new: tuple[float, float]
-    reason: str
-    evidence: dict[str, Any]
-    blocked: bool
-    ceilings: list[str]
-
-
-class WhyOut(BaseModel):
-    """A memory's current state and every audited change to its weight, oldest first."""
-
-    id: uuid.UUID
-    scope: str
-    content: str
-    kind: MemoryKind
-    status: MemoryStatus
-    anchored: bool
-    alpha: float
-    beta: float
-    access_count: int
-    last_accessed: Timestamp | None
-    created_at: Timestamp
-    changes: list[WeightChangeOut]
-
-
-class BeliefOut(BaseModel):
-    depth: int
-    parent: uuid.UUID
-    id: uuid.UUID
-    kind: str
-    content: str | None = Field(description="null: forgotten.")
-    status: str | None
-
-
 class BelieveOut(BaseModel):
     id: uuid.UUID
-    chain: list[BeliefOut] = Field(description="What the memory was derived from, step by step.")
+    chain: list[Belief] = Field(description="What the memory was derived from, step by step.")
 
 
 _WHY = {
@@ -512,24 +467,24 @@ def create_app(settings: Settings, *, embeddings: Embeddings | None = None) -> F
         return ItemOut.model_validate(await listing.item(archive().runtime, own_scope(who, namespace), item_id))
 
     @app.get("/v1/memories/{memory_id}/why", responses=_errors(401, 403, 404, 422, 503))
-    async def why(memory_id: uuid.UUID, who: Who, namespace: NamespaceQuery = None) -> WhyOut:
+    async def why(memory_id: uuid.UUID, who: Who, namespace: NamespaceQuery = None) -> MemoryHistory:
         """A memory's weight history from the audit log."""
-        return WhyOut.model_validate(to_jsonable(await archive().why(own_scope(who, namespace), memory_id)))
+        return await archive().why(own_scope(who, namespace), memory_id)
 
     @app.get("/v1/memories/{memory_id}/believe", responses=_errors(401, 403, 404, 422, 503))
     async def believe(memory_id: uuid.UUID, who: Who, namespace: NamespaceQuery = None) -> BelieveOut:
         """The chain an insight, narrative or fact was derived from, down to the turns."""
         chain = await archive().why_do_i_believe(own_scope(who, namespace), memory_id)
-        return BelieveOut(id=memory_id, chain=[BeliefOut.model_validate(to_jsonable(b)) for b in chain])
+        return BelieveOut(id=memory_id, chain=list(chain))
 
     @app.get("/v1/facts/{entity}", responses=_errors(401, 403, 404, 422, 503))
     async def facts(
         entity: Annotated[OneLine, Path(min_length=1, max_length=512, description="Who or what the facts are about.")],
         who: Who,
         namespace: NamespaceQuery = None,
-    ) -> FactsOut:
+    ) -> EntityFacts:
         """Current and past facts, and triples, about one entity (extracted by the night cycle)."""
-        return FactsOut.model_validate(to_jsonable(await archive().facts(own_scope(who, namespace), entity)))
+        return await archive().facts(own_scope(who, namespace), entity)
 
     @app.get("/v1/grants", responses=_errors(401, 403, 422, 503))
     async def grantees(who: Who, namespace: NamespaceQuery = None) -> GrantsOut:
