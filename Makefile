@@ -3,6 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LOCOMO ?= $(error give the LoCoMo file: LOCOMO=path/to/locomo10.json)
 
 .PHONY: venv demo test test-fast lint typecheck bench-locomo bench-perf schema-snapshot clean
 
@@ -35,11 +36,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-bench-locomo: $(STAMP)
-	$(BIN)/mnemo bench locomo ../shared/bench/locomo/locomo-dev.json
+bench-locomo: $(STAMP)  # make bench-locomo LOCOMO=path/to/locomo10.json
+	$(BIN)/mnemo bench locomo $(LOCOMO)
 
-bench-perf: $(STAMP)
-	$(BIN)/mnemo bench perf
+bench-perf: $(STAMP)  # make bench-perf LOCOMO=path/to/locomo10.json
+	$(BIN)/mnemo bench perf --locomo $(LOCOMO)
 
 schema-snapshot: $(STAMP)
 	$(BIN)/python -m tests.schema_snapshot > tests/data/canonical_schema.txt

@@ -1,6 +1,6 @@
 """HTTP recall latency under load: 8 concurrent clients for 60 s against ``mnemo serve`` on 127.0.0.1.
 
-    .venv/bin/python benchmarks/http_load.py ../shared/bench/locomo/locomo-dev.json [--size 10000]
+    .venv/bin/python benchmarks/http_load.py path/to/locomo10.json [--size 10000]
         [--clients 8] [--seconds 60]
 
 Builds a scope of ``--size`` turns (LoCoMo sentences re-attributed to many speakers, as

@@ -6,6 +6,9 @@ ended); run 2 opens it again with a brand-new agent, which recalls it.
     .venv/bin/python examples/agent_memory.py                      # offline, scripted model
     MNEMO_EXAMPLE_MODEL=openai:gpt-4o-mini .venv/bin/python examples/agent_memory.py
 
+Any Pydantic AI model name works for ``MNEMO_EXAMPLE_MODEL``; ``openai:`` models need
+``.venv/bin/pip install "pydantic-ai-slim[openai]"`` and ``OPENAI_API_KEY``.
+
 Without ``MNEMO_EXAMPLE_MODEL`` a small scripted model stands in for the LLM
 (no network, no key): it calls ``remember`` for "Remember ..." messages and
 ``query_archive`` otherwise, then answers with what the tool returned. The

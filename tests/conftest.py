@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 import uuid
 import warnings
 from collections.abc import AsyncIterator, Iterator
@@ -20,6 +21,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 for _key in [k for k in os.environ if k.startswith("MNEMO_")]:
     del os.environ[_key]  # tests must not pick up a developer's configuration
+# The cortex (LanceDB) of a test's database lives under MNEMO_HOME: keep it out of the user's data dir.
+os.environ["MNEMO_HOME"] = tempfile.mkdtemp(prefix="mnemo-test-home-")
 # Tests rank deterministically (expected blend weights, no noise); tests of the stochastic
 # mode ask for it explicitly with a seed.
 os.environ["MNEMO_SCORING"] = "deterministic"

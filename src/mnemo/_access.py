@@ -2,8 +2,9 @@
 
 A token is ``mn1.<base64url(entity_id)>.<43 random characters>``: the entity is
 readable from the token so the lookup is by ``(entity_id, sha256(token))``, and
-only the hash is stored. A token may be limited to one namespace. Verifying a
-token is the adapters' business (:mod:`mnemo.interfaces.auth`).
+only the hash is stored. A token may be limited to one namespace, and may expire
+(``expires_at``, issue 12). Verifying a token is the adapters' business
+(:mod:`mnemo.interfaces.auth`).
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import base64
 import hashlib
 import secrets
 import uuid
+from datetime import UTC, datetime
 
 from mnemo._runtime import Runtime
-from mnemo._validate import check_text
+from mnemo._validate import check_text, to_utc
 from mnemo.errors import InvalidContentError, UnknownScopeError
 from mnemo.models import Scope, ScopeSummary, TokenInfo, uuid7
 from mnemo.store import scopes as scope_rows
@@ -42,17 +44,27 @@ def token_hash(token: str) -> str:
 
 
 async def create(
-    rt: Runtime, entity_id: str, namespace: str | None = None, label: str | None = None
+    rt: Runtime,
+    entity_id: str,
+    namespace: str | None = None,
+    label: str | None = None,
+    expires_at: datetime | None = None,
 ) -> tuple[str, uuid.UUID]:
-    """A new token for ``entity_id`` (validated like a scope); returns ``(token, token_id)``."""
+    """A new token for ``entity_id`` (validated like a scope); returns ``(token, token_id)``.
+    ``expires_at`` (aware, or naive taken as UTC) must lie ahead: :class:`InvalidContentError`
+    otherwise, and nothing is stored."""
     Scope(entity_id, namespace or "default")
     if label is not None:
         label = check_text(label, label="token label")
+    if expires_at is not None:
+        expires_at = to_utc(expires_at, label="expires_at")
+        if expires_at <= datetime.now(UTC):
+            raise InvalidContentError(f"expires_at {expires_at.isoformat()} is not in the future")
     encoded = base64.urlsafe_b64encode(entity_id.encode()).decode().rstrip("=")
     token = f"{PREFIX}.{encoded}.{secrets.token_urlsafe(32)}"
     token_id = uuid7()
     async with rt.store.connection() as conn:
-        await token_rows.create_token(conn, entity_id, token_hash(token), token_id, namespace, label)
+        await token_rows.create_token(conn, entity_id, token_hash(token), token_id, namespace, label, expires_at)
     return token, token_id
 
 
@@ -117,4 +129,7 @@ async def list_tokens(rt: Runtime, entity_id: str) -> list[TokenInfo]:
     Scope(entity_id)  # validates the id
     async with rt.store.connection() as conn:
         rows = await token_rows.list_tokens(conn, entity_id)
-    return [TokenInfo(r["id"], r["namespace"], r["label"], r["created_at"], r["revoked_at"]) for r in rows]
+    return [
+        TokenInfo(r["id"], r["namespace"], r["label"], r["created_at"], r["revoked_at"], r["expires_at"], r["expired"])
+        for r in rows
+    ]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mnemo.config import Settings
+from mnemo.cortex.store import Cortex
 from mnemo.embed import Embeddings
 from mnemo.store import Store
 
@@ -35,6 +36,7 @@ class Runtime:
     llm: Any = None  # a Pydantic AI model (or model name) for the optional LLM steps
     tally: WriteTally = field(default_factory=WriteTally)
     extra_embeddings: dict[str, Embeddings] = field(default_factory=dict)  # second vector spaces, loaded on use
+    cortex: Cortex | None = None  # the long-term tier (LanceDB), connected on first use
 
     def child_rng(self) -> random.Random:
         """A generator for one operation, drawn from the archive's seeded stream."""

@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mnemo._runtime import Runtime
 from mnemo.config import Settings, load_settings
+from mnemo.cortex.store import Cortex
 from mnemo.embed import Embeddings, load_embedder
-from mnemo.store import Store
+from mnemo.store import Store, tiers
 from mnemo.store import vectors as vector_rows
 from mnemo.write import gates, reembed
 
@@ -44,7 +46,15 @@ async def start(
     try:
         async with store.connection() as conn:
             table = await vector_rows.ensure_space(conn, settings.vector_space, embeddings.dim)
-        runtime = Runtime(settings, store, embeddings, table, random.Random(settings.seed), llm or settings.llm)
+        runtime = Runtime(
+            settings,
+            store,
+            embeddings,
+            table,
+            random.Random(settings.seed),
+            llm or settings.llm,
+            cortex=Cortex(settings.cortex_uri or _cortex_locator(settings, store)),
+        )
         pending = await reembed.note_active_slug(runtime)
         recovered = await gates.recover(runtime)
     except BaseException:
@@ -60,6 +70,20 @@ async def start(
             embeddings.slug,
         )
     return runtime, pending
+
+
+def _cortex_locator(settings: Settings, store: Store) -> Callable[[], Awaitable[str]]:
+    """The default cortex: ``home/cortex/<the database's cortex id>``, the id made on first use, so
+    two databases (or a database and its restored copy elsewhere) never share one directory."""
+
+    async def locate() -> str:
+        async with store.transaction() as conn:
+            cortex_id = await tiers.cortex_id(conn)
+        path = settings.home / "cortex" / str(cortex_id)
+        path.mkdir(parents=True, exist_ok=True)
+        return str(path)
+
+    return locate
 
 
 def _settings(settings: Settings | None, overrides: dict[str, Any]) -> Settings:

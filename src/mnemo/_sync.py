@@ -109,6 +109,7 @@ class Archive:
     # reads
     recall = _blocking(AsyncArchive.recall)
     context = _blocking(AsyncArchive.context)
+    cortex_tree = _blocking(AsyncArchive.cortex_tree)
     why = _blocking(AsyncArchive.why)
     # night cycle
     night_cycle = _blocking(AsyncArchive.night_cycle)

@@ -34,6 +34,7 @@ from mnemo import _status as status_path
 from mnemo._runtime import Runtime
 from mnemo._validate import check_id
 from mnemo.config import Settings
+from mnemo.cortex import tree as cortex_tree
 from mnemo.embed import Embeddings
 from mnemo.models import (
     Belief,
@@ -52,6 +53,7 @@ from mnemo.models import (
     ScopeSummary,
     Status,
     TokenInfo,
+    TreeNode,
     Turn,
 )
 from mnemo.night import api as night_api
@@ -224,13 +226,20 @@ class AsyncArchive:
         cues: Mapping[str, object] | None = None,
         seed: int | None = None,
         hops: int | None = None,
+        expand: bool = False,
+        level: int | None = None,
     ) -> RecallResult | Refusal:
         """Hybrid recall in ``scope`` with cognitive scoring; a :class:`Refusal` when nothing is similar enough.
 
+        One recall searches both tiers: the hippocampus (turns, memories, recent blocks) and the
+        cortex (blocks that migrated to the long-term tier); every hit says its ``tier``.
         ``read_only`` promises no retrieval side effects (no reinforcement, no co-access links);
         ``query_vector`` skips embedding the query; ``cues`` penalise mismatching kinds or metadata;
         ``seed`` fixes this recall's stochastic draws; ``hops=2`` spreads activation two links
-        deep over co-access links (default ``spreading_hops``, 1).
+        deep over co-access links (default ``spreading_hops``, 1). A block hit quotes the block's
+        lines that match the query (``Hit.excerpt``; its gist in ``Hit.gist``); ``expand=True`` returns whole
+        blocks. ``level`` 1, 2 or 3 retrieves the nodes of the cortex's tree at that level (branch,
+        trunk, canopy) instead: their summaries, read-only.
         """
         return await recall_path.recall(
             self._rt,
@@ -245,7 +254,15 @@ class AsyncArchive:
             cues=cues,
             seed=seed,
             hops=hops,
+            expand=expand,
+            level=level,
         )
+
+    async def cortex_tree(self, scope: Scope) -> list[TreeNode]:
+        """``scope``'s RAPTOR tree in the cortex (``mnemo cortex tree``), top levels first; empty
+        until a night has migrated blocks and clustered them."""
+        await night_api.owned(self._rt, scope)
+        return await cortex_tree.read_tree(self._rt, scope)
 
     async def context(
         self,
@@ -342,18 +359,24 @@ class AsyncArchive:
 
     # --- tokens for the HTTP service -------------------------------------------------
     async def create_token(
-        self, entity_id: str, *, namespace: str | None = None, label: str | None = None
+        self,
+        entity_id: str,
+        *,
+        namespace: str | None = None,
+        label: str | None = None,
+        expires_at: datetime | None = None,
     ) -> tuple[str, uuid.UUID]:
-        """A bearer token for ``entity_id`` (optionally one namespace): ``(token, id)``; shown once."""
-        return await access.create(self._rt, entity_id, namespace, label)
+        """A bearer token for ``entity_id`` (optionally one namespace): ``(token, id)``; shown once.
+        ``expires_at``: when it stops working (must lie ahead; naive is UTC); None: never."""
+        return await access.create(self._rt, entity_id, namespace, label, expires_at)
 
     async def revoke_token(self, entity_id: str, token_id: uuid.UUID | str) -> bool:
         """Revoke a token; False when there is no active token with that id."""
         return await access.revoke(self._rt, entity_id, check_id(token_id, label="token id"))
 
     async def tokens(self, entity_id: str) -> list[TokenInfo]:
-        """``entity_id``'s tokens, oldest first, revoked ones included (``mnemo token list``); never
-        the tokens themselves, which only their holders have."""
+        """``entity_id``'s tokens, oldest first, revoked and expired ones included (``mnemo token
+        list``); never the tokens themselves, which only their holders have."""
         return await access.list_tokens(self._rt, entity_id)
 
     # --- forgetting ----------------------------------------------------------------

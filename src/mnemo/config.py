@@ -196,6 +196,42 @@ class Settings(BaseSettings):
     )
     retention_cycle_hours: float = Field(default=24.0, gt=0, description="Length of one cycle.")
     retention: bool = Field(default=True, description="Remove raw turns that a block covers once they expire.")
+
+    # --- the long-term tier (cortex, memory-architecture §5-7) -----------------------------
+    cortex: bool = Field(
+        default=True, description="The night cycle migrates blocks to the cortex (LanceDB) and clusters them."
+    )
+    cortex_uri: str | None = Field(
+        default=None,
+        description="A LanceDB URI (a directory, or an object store such as 's3://bucket/path'); unset: "
+        "a directory under `home`/cortex named after the database's cortex id.",
+    )
+    cortex_gain_threshold: float = Field(
+        default=0.3, description="Blocks whose coherence gain is above this migrate to the cortex (§5.3)."
+    )
+    cortex_age_days: float = Field(
+        default=7.0, ge=0, description="Blocks made this many days ago migrate whatever their tier (§5.3)."
+    )
+    cortex_clustering: Literal["gmm", "hdbscan"] = Field(
+        default="gmm", description="RAPTOR tree clustering: Gaussian mixture chosen by BIC, or HDBSCAN (§5.4)."
+    )
+    cortex_cluster_size: int = Field(default=5, ge=2, le=1000, description="Smallest cluster of the tree.")
+    chain_seeds: int = Field(
+        default=5,
+        ge=0,
+        le=100,
+        description="Recall follows the structural links (cites, continues, derived_from, thematic) of this many "
+        "best memories; their linked items join the candidates (memory-architecture §7.4). 0: off.",
+    )
+    excerpt_lines: int = Field(
+        default=2, ge=1, le=50, description="A block hit quotes at most this many of its lines (bifocal hit, §6)."
+    )
+    excerpt_margin: float = Field(
+        default=0.1,
+        ge=0,
+        le=2,
+        description="Lines after the best one are quoted when their similarity is within this of the best.",
+    )
     surprisal_endpoint: str | None = Field(
         default=None,
         description="Base URL of an OpenAI-compatible API (e.g. 'http://localhost:8000/v1') whose /completions "

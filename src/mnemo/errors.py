@@ -12,6 +12,7 @@ before anything is written, so a failed call leaves the archive unchanged.
     │   ├── DatabaseUnavailableError    cannot connect / start the embedded server
     │   ├── ExtensionMissingError       pgvector missing, too old or not installable
     │   └── MigrationError              schema migrations cannot be applied
+    ├── CortexError                 the long-term tier (LanceDB) cannot be opened, read or written
     ├── EmbedderError               the embedding model cannot be loaded or used
     ├── EndpointError               an optional model endpoint (surprisal log-probabilities) failed
     ├── WorkerError                 a background task cannot run (outside ``mnemo worker``)
@@ -42,6 +43,7 @@ __all__ = [
     "AuthenticationError",
     "ConfigurationError",
     "ContentTooLargeError",
+    "CortexError",
     "DatabaseError",
     "DatabaseUnavailableError",
     "DimensionMismatchError",
@@ -152,3 +154,8 @@ class AuthenticationError(MnemoError):
 
 class AccessDeniedError(MnemoError):
     """A read crossed into another entity's scope without a grant."""
+
+
+class CortexError(MnemoError):
+    """The long-term tier (a LanceDB directory or object store) cannot be opened, read or written:
+    check ``MNEMO_CORTEX_URI`` and the disk. A night run that stopped on it resumes where it stopped."""

@@ -35,6 +35,7 @@ __all__ = [
     "ContextItem",
     "Curation",
     "EntityFacts",
+    "ExcerptLine",
     "Fact",
     "FlushReport",
     "GateAction",
@@ -57,6 +58,7 @@ __all__ = [
     "Timestamp",
     "TokenInfo",
     "Track",
+    "TreeNode",
     "Turn",
     "Verdict",
     "WeightChange",
@@ -80,7 +82,8 @@ Role = Literal["user", "assistant", "system", "tool"]
 MEMORY_KINDS: tuple[MemoryKind, ...] = get_args(MemoryKind)
 MEMORY_STATUSES: tuple[MemoryStatus, ...] = get_args(MemoryStatus)
 ROLES: tuple[Role, ...] = get_args(Role)
-ItemKind = Literal["turn", "memory"]
+ItemKind = Literal["turn", "memory", "node"]  # node: a cortex tree node (recall at a level)
+MemoryTier = Literal["hippocampus", "cortex"]  # where an item's vector lives: PostgreSQL or LanceDB
 Track = Literal["anchored", "identity", "situational"]
 GateAction = ExitAction | Literal["expired"]  # an exit-gate outcome; "expired": past its TTL unflushed
 
@@ -201,6 +204,19 @@ class Memory:
 
 
 @dataclass(frozen=True, slots=True)
+class ExcerptLine:
+    """One verbatim line a block hit quotes: the turn it was, and how similar it is to the query."""
+
+    turn_id: uuid.UUID
+    turn_number: int
+    role: Role
+    speaker: str | None
+    content: str
+    created_at: Timestamp
+    similarity: float
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     """One recalled item with every score that put it where it is."""
 
@@ -231,6 +247,15 @@ class Hit:
     noise: float = 0.0  # exploration noise (0.5 in deterministic mode)
     compressed: str | None = None
     event_time: Timestamp | None = None  # when what a memory tells happened (its source turns' time); None: created_at
+    tier: MemoryTier = "hippocampus"
+    """Where the item's vector lives: the hippocampus (PostgreSQL) or the cortex (LanceDB)."""
+    level: int = 0
+    """0: a turn, memory or block; 1-3: a node of the cortex's tree (branch, trunk, canopy)."""
+    excerpt: tuple[ExcerptLine, ...] = ()
+    """A block hit's quoted lines (bifocal hit): the block's verbatim lines that match the query.
+    ``content`` is then these lines (time, speaker, text), unless recall was asked to ``expand``."""
+    gist: str | None = None
+    """A block or tree node's one-line summary."""
 
     def components(self) -> dict[str, float | int | None]:
         """The scores behind this hit, for display and traces: ``score`` is the blend of
@@ -251,6 +276,21 @@ class Hit:
             "lexical_score": self.lexical_score,
             "neighbour_boost": self.neighbour_boost,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class TreeNode:
+    """A node of a scope's RAPTOR tree in the cortex (memory-architecture §5.4): level 1 a branch
+    (a cluster of blocks), 2 a trunk, 3 a canopy; ``summary`` describes its members."""
+
+    id: str
+    level: int
+    parent_id: str | None
+    summary: str
+    member_ids: tuple[str, ...]
+    """Block ids (level 1) or node ids (levels above)."""
+    block_count: int
+    """How many blocks are under the node."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -455,13 +495,20 @@ class ScopeSummary:
 @dataclass(frozen=True, slots=True)
 class TokenInfo:
     """A bearer token as ``mnemo token list`` shows it: never the token itself, nor its hash.
-    ``namespace`` None: any namespace of the entity; ``revoked_at`` None: still valid."""
+    ``namespace`` None: any namespace of the entity; ``revoked_at`` None: not revoked. A token
+    is valid while it is neither revoked nor expired."""
 
     id: uuid.UUID
     namespace: str | None
     label: str | None
     created_at: Timestamp
     revoked_at: Timestamp | None
+    expires_at: Timestamp | None = None
+    """When the token stops working (``create_token(expires_at=...)``, ``mnemo token create
+    --expires 30d``); None: it never expires."""
+    expired: bool = False
+    """Whether ``expires_at`` had passed when the list was read (by the database's clock): an
+    expired token is refused like an unknown one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -616,6 +663,13 @@ class NightReport:
     verdicts: dict[str, int] = field(default_factory=dict)
     decayed_light: int = 0
     decayed_deep: int = 0
+    blocks_migrated: int = 0
+    """Blocks this night moved to the cortex (long-term tier), with ``lines_migrated`` verbatim lines."""
+    lines_migrated: int = 0
+    cortex_versions: dict[str, int] = field(default_factory=dict)
+    """The cortex table versions the run ended at (a backup restores the cortex at these)."""
+    tree_nodes: int = 0
+    """Nodes of the cortex's RAPTOR tree after this night (levels 1 and up)."""
     turns_removed: int = 0
     blocks_archived: int = 0
     turns_kept: int = 0

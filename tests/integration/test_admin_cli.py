@@ -1,18 +1,26 @@
 """Administration of scopes, grants and tokens: the archive's listings and the ``mnemo scopes``,
-``grant``, ``revoke``, ``grants`` and ``token list`` commands, against a real test database."""
+``grant``, ``revoke``, ``grants`` and ``token list`` commands, and token expiry (``create_token(
+expires_at=...)``, ``token create --expires``), against a real test database."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import json
+import secrets
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any, cast
 
+import httpx
+import psycopg
 import pytest
 
 from mnemo import (
     Archive,
     AsyncArchive,
+    AuthenticationError,
     InvalidContentError,
     InvalidScopeError,
     Scope,
@@ -20,8 +28,17 @@ from mnemo import (
     TokenInfo,
     UnknownScopeError,
 )
+from mnemo._access import token_hash
+from mnemo.config import Settings
+from mnemo.embed import Embeddings
+from mnemo.interfaces import auth
+from mnemo.interfaces.http import create_app
+from mnemo.interfaces.mcp import _Opening, _TokenVerifier
+from mnemo.store import migrate
+from mnemo.store import tokens as token_rows
 from tests.conftest import snapshot
 from tests.integration.test_cli import run
+from tests.integration.test_http import serve
 
 ALICE = Scope("alice", "private")
 
@@ -127,7 +144,7 @@ def test_cli_grant_grants_revoke(env: dict[str, str], sync_archive: Archive, dat
     code, out, _ = run(env, "grant", "bob", "-e", "alice", "-n", "private")
     assert code == 0 and "granted bob read access to alice/private" in out
     code, out, _ = run(env, "grant", "bob", "-e", "alice", "-n", "private", "--json")
-    assert code == 0 and json.loads(out) == {"scope": "alice/private", "grantee": "bob", "granted": False}
+    assert code == 0 and json.loads(out) == {"grantee": "bob", "created": False}
     assert run(env, "grant", "b[o]b", "-e", "alice", "-n", "private")[0] == 1  # refused: invalid id
     assert run(env, "grant", "a.b+c@d", "-e", "alice", "-n", "private")[0] == 0
     code, out, _ = run(env, "grants", "-e", "alice", "-n", "private")
@@ -177,7 +194,8 @@ def test_cli_token_list_never_prints_secrets(env: dict[str, str], sync_archive: 
     code, out, _ = run(env, "token", "list", "dave", "--json")
     rows = json.loads(out)
     assert code == 0 and [r["id"] for r in rows] == [created["id"], second["id"]]
-    assert set(rows[0]) == {"id", "namespace", "label", "created_at", "revoked_at"}
+    assert set(rows[0]) == {"id", "namespace", "label", "created_at", "revoked_at", "expires_at", "expired"}
+    assert (rows[0]["expires_at"], rows[0]["expired"]) == (None, False)
     assert rows[0]["label"] == "[red]laptop[/red]" and rows[0]["revoked_at"] is not None
     assert rows[1]["namespace"] == "work" and rows[1]["revoked_at"] is None
     assert created["token"] not in out and second["token"] not in out
@@ -191,3 +209,155 @@ def test_cli_token_list_never_prints_secrets(env: dict[str, str], sync_archive: 
     code, _, err = run(env, "token", "list", "bad entity")
     assert code == 1 and "invalid entity_id" in err
     assert uuid.UUID(created["id"])
+
+
+# --- token expiry (issue 12, "expiry on create") ----------------------------------------
+
+
+def expire_now(url: str, token_id: uuid.UUID | str) -> None:
+    """Move a token's expiry into the past, as time passing would (no sleeping)."""
+    with psycopg.connect(url) as conn:
+        done = conn.execute(
+            "UPDATE mnemo.tokens SET expires_at = now() - interval '1 second' WHERE id = %s", (str(token_id),)
+        )
+        assert done.rowcount == 1
+
+
+def forged(entity: str) -> str:
+    """A well-formed token for ``entity`` that was never issued."""
+    encoded = base64.urlsafe_b64encode(entity.encode()).decode().rstrip("=")
+    return f"mn1.{encoded}.{secrets.token_urlsafe(32)}"
+
+
+class _Ready:
+    """The MCP verifier's archive source, already open (the test's own archive)."""
+
+    def __init__(self, archive: AsyncArchive) -> None:
+        self.archive = archive
+
+    async def get(self) -> AsyncArchive:
+        return self.archive
+
+
+async def test_an_expired_token_is_refused_like_an_unknown_one(archive: AsyncArchive, database_url: str) -> None:
+    soon = datetime.now(UTC) + timedelta(hours=1)
+    token, token_id = await archive.create_token("dave", label="ci", expires_at=soon)
+    lasting, _ = await archive.create_token("dave")
+    who = await auth.verify(archive.runtime, token)
+    assert (who.entity_id, who.namespace, who.token_id) == ("dave", None, token_id)
+    verifier = _TokenVerifier(cast(_Opening, _Ready(archive)))
+    granted = await verifier.verify_token(token)
+    assert granted is not None and granted.client_id == "dave"
+    [listed, forever] = await archive.tokens("dave")
+    assert listed.expires_at == soon and listed.expired is False
+    assert (forever.expires_at, forever.expired) == (None, False)
+
+    expire_now(database_url, token_id)
+    with pytest.raises(AuthenticationError) as expired:
+        await auth.verify(archive.runtime, token)
+    with pytest.raises(AuthenticationError) as unknown:
+        await auth.verify(archive.runtime, forged("dave"))
+    assert str(expired.value) == str(unknown.value) == "unknown or expired bearer token"
+    assert await verifier.verify_token(token) is None  # MCP refuses it too
+    assert (await auth.verify(archive.runtime, lasting)).entity_id == "dave"  # the other token still works
+    [listed, forever] = await archive.tokens("dave")
+    assert listed.expired is True and listed.expires_at is not None and listed.expires_at < datetime.now(UTC)
+    assert forever.expired is False
+
+
+async def test_an_expiry_in_the_past_is_refused_at_create(archive: AsyncArchive, database_url: str) -> None:
+    before = snapshot(database_url)
+    for when in (datetime.now(UTC) - timedelta(seconds=1), datetime(2001, 1, 1)):  # naive: taken as UTC
+        with pytest.raises(InvalidContentError, match="is not in the future"):
+            await archive.create_token("dave", expires_at=when)
+    with pytest.raises(InvalidContentError, match="expires_at must be a datetime"):
+        await archive.create_token("dave", expires_at=cast(Any, 30))
+    assert snapshot(database_url) == before
+    # naive future times are UTC, as every time mnemo takes
+    _, token_id = await archive.create_token("dave", expires_at=datetime(2999, 1, 1, 12))
+    [info] = await archive.tokens("dave")
+    assert info.id == token_id and info.expires_at == datetime(2999, 1, 1, 12, tzinfo=UTC)
+
+
+def test_http_answers_an_expired_token_exactly_as_an_unknown_one(
+    settings: Settings, embeddings: Embeddings, sync_archive: Archive, database_url: str
+) -> None:
+    live, _ = sync_archive.create_token("erin", expires_at=datetime.now(UTC) + timedelta(minutes=5))
+    stale = forged("erin")  # issued through the store layer with an expiry already past
+
+    async def store_expired() -> None:
+        async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+            await token_rows.create_token(
+                conn, "erin", token_hash(stale), uuid.uuid4(), None, None, datetime.now(UTC) - timedelta(days=1)
+            )
+
+    asyncio.run(store_expired())
+    with serve(create_app(settings, embeddings=embeddings)) as url, httpx.Client(base_url=url, timeout=30) as c:
+
+        def status(token: str) -> httpx.Response:
+            return c.get("/v1/status", headers={"Authorization": f"Bearer {token}"})
+
+        assert status(live).status_code == 200 and status(live).json()["entity"] == "erin"
+        expired, unknown = status(stale), status(forged("erin"))
+        assert expired.status_code == unknown.status_code == 401
+        assert expired.json() == unknown.json() and expired.json()["error"]["code"] == "unauthenticated"
+        assert expired.headers.get("www-authenticate") == unknown.headers.get("www-authenticate")
+
+
+def test_cli_token_create_expires_and_list_marks_expired(
+    env: dict[str, str], sync_archive: Archive, database_url: str
+) -> None:
+    start = datetime.now(UTC)
+    code, out, _ = run(env, "token", "create", "dave", "--expires", "30d", "--json")
+    month = json.loads(out)
+    end = datetime.now(UTC)
+    expires = datetime.fromisoformat(month["expires_at"])
+    assert code == 0 and start + timedelta(days=30) <= expires <= end + timedelta(days=30)
+    code, out, err = run(env, "token", "create", "dave", "--expires", "90m", "--label", "short")
+    assert code == 0 and out.startswith("mn1.") and "valid until" in err
+    code, out, _ = run(env, "token", "create", "dave", "--json")
+    assert code == 0 and json.loads(out)["expires_at"] is None
+
+    before = snapshot(database_url)
+    for bad, reason in (
+        ("0", "is zero"),
+        ("0d", "is zero"),
+        ("12", "has no unit"),
+        ("-1d", "is negative"),
+        ("2 weeks", "not a duration"),
+        ("soon", "not a duration"),
+        ("9999w", "longer than 100 years"),
+    ):
+        code, out, err = run(env, "token", "create", "dave", "--expires", bad)
+        assert code == 2 and out == "" and "--expires" in err and reason in err, (bad, err)
+    assert snapshot(database_url) == before  # nothing created
+
+    expire_now(database_url, month["id"])
+    code, out, _ = run(env, "token", "list", "dave", "--json")
+    rows = {r["id"]: r for r in json.loads(out)}
+    assert code == 0 and len(rows) == 3
+    assert rows[month["id"]]["expired"] is True
+    assert datetime.fromisoformat(rows[month["id"]]["expires_at"]) < datetime.now(UTC)
+    [short] = [r for r in rows.values() if r["label"] == "short"]
+    assert short["expired"] is False and datetime.fromisoformat(short["expires_at"]) > datetime.now(UTC)
+    code, out, _ = run(env, "token", "list", "dave")
+    assert code == 0 and "expires" in out and out.count("EXPIRED") == 1 and out.count("never") == 1
+    [expired_line] = [line for line in out.splitlines() if month["id"] in line]
+    assert "EXPIRED" in expired_line
+
+
+async def test_a_database_migrated_before_0008_gains_token_expiry(
+    empty_database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Databases made by the previous release have 0009 (turn arrival) but not 0008: it still applies.
+    every = migrate.load_migrations()
+    monkeypatch.setattr(migrate, "load_migrations", lambda: [m for m in every if m.version != 8])
+    async with await psycopg.AsyncConnection.connect(empty_database_url, autocommit=True) as conn:
+        assert 9 in await migrate.apply_migrations(conn)
+        monkeypatch.setattr(migrate, "load_migrations", lambda: every)
+        assert await migrate.apply_migrations(conn) == [8]
+        cur = await conn.execute(
+            """SELECT is_nullable FROM information_schema.columns
+               WHERE table_name = 'tokens' AND column_name = 'expires_at'"""
+        )
+        assert await cur.fetchall() == [("YES",)]

@@ -27,7 +27,8 @@ def test_remember_record_recall_status_json(env: dict[str, str]) -> None:
     code, out, _ = run(env, "remember", "The spare key is under the blue flowerpot", "--kind", "semantic", "--json")
     assert code == 0 and json.loads(out)["scope"] == "cli/default"
     code, out, _ = run(env, "record", "I water the ferns on Sundays", "--session", "s1", "--json")
-    assert code == 0 and json.loads(out) == {"id": json.loads(out)["id"], "session": "s1", "turn": 0}
+    turn = json.loads(out)  # the whole Turn record, as POST /v1/turns answers
+    assert code == 0 and (turn["session_id"], turn["turn_number"], turn["scope"]) == ("s1", 0, "cli/default")
     code, out, _ = run(env, "recall", "where is the spare key?", "-k", "2", "--json")
     data = json.loads(out)
     assert code == 0 and data["refused"] is False
@@ -146,3 +147,24 @@ def test_night_stages_match_the_cycle() -> None:
     from mnemo.night.cycle import STAGES
 
     assert CLI_STAGES == STAGES
+
+
+def test_observe_and_curate_json_are_their_records(env: dict[str, str]) -> None:
+    from dataclasses import fields
+
+    from mnemo.models import Curation, FlushReport, GateOutcome, Observation
+
+    code, out, err = run(env, "observe", "My daughter's school play is on Friday evening", "--flush", "--json")
+    seen = json.loads(out)
+    assert code == 0 and set(seen) == {f.name for f in fields(Observation)}, err
+    flushed = seen["flushed"]  # --flush ran the exit gate: its report is the observation's
+    assert set(flushed) == {f.name for f in fields(FlushReport)} and flushed["scope"] == "cli/default"
+    assert flushed["outcomes"] and all(set(o) == {f.name for f in fields(GateOutcome)} for o in flushed["outcomes"])
+    assert seen["item_id"] in {o["item_id"] for o in flushed["outcomes"]}
+    assert run(env, "remember", "The ferns need water on Sundays", "--candidate")[0] == 0
+    code, out, err = run(env, "curate", "--dry-run", "--json")
+    plan = json.loads(out)
+    assert code == 0 and set(plan) == {f.name for f in fields(Curation)}, err
+    change = plan["changes"][0]  # the candidate: the curator decides about it
+    assert change["content"] == "The ferns need water on Sundays" and change["from_status"] == "candidate"
+    assert {"verdict", "score", "reasons"} == set(change["classification"])

@@ -37,8 +37,8 @@ def test_night_facts_curate_and_believe(env: dict[str, str], tmp_path: Path) -> 
 
     code, out, _ = run(env, "facts", "Dana", "--json")
     facts = json.loads(out)
-    current = {(f["attribute"], f["value"]) for f in facts["facts"] if f["current"]}
-    past = {(f["attribute"], f["value"]) for f in facts["facts"] if not f["current"]}
+    current = {(f["attribute"], f["value"]) for f in facts["facts"] if f["valid_to"] is None}
+    past = {(f["attribute"], f["value"]) for f in facts["facts"] if f["valid_to"] is not None}
     assert code == 0 and ("lives in", "Porto") in current and ("lives in", "Lisbon") in past
     code, out, _ = run(env, "facts", "Dana")
     assert code == 0 and "Porto" in out and "Lisbon" in out
@@ -62,7 +62,7 @@ def test_night_facts_curate_and_believe(env: dict[str, str], tmp_path: Path) -> 
     top = json.loads(out)["hits"][0]
     assert code == 0 and top["content"] == "Dana lives in Porto"
     code, out, _ = run(env, "believe", top["id"], "--json")
-    chain = json.loads(out)
+    chain = json.loads(out)["chain"]
     # The raw turns arrived today, so retention kept them (one cycle from arrival, whatever their
     # event dates): the chain ends at the source turn itself.
     assert code == 0 and [b["kind"] for b in chain] == ["turn"] and chain[0]["content"] == "I moved to Porto last week."

@@ -196,7 +196,7 @@ def test_concurrent_http_turns_all_201_and_gapless(server: str, token: str, data
             for i in range(per_client):
                 session = HOT if w < WRITERS // 2 else f"w{w}"
                 r = c.post("/v1/turns", json={"session": session, "role": "user", "content": f"client {w} says {i}"})
-                out.append((r.status_code, session, r.json().get("turn", -1) if r.status_code == 201 else -1))
+                out.append((r.status_code, session, r.json().get("turn_number", -1) if r.status_code == 201 else -1))
         return out
 
     with ThreadPoolExecutor(WRITERS) as pool:

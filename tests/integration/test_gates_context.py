@@ -327,10 +327,14 @@ def test_cli_context_why_observe(database_url: str, tmp_path: Path) -> None:
     block = json.loads(out)
     assert code == 0 and block["tokens"] <= 50 and "Deploys happen on Tuesdays" in block["text"]
     code, out = run("observe", "Standup moved to 9:30 on Mondays", "--entity", "cli", "--flush", "--json")
-    seen = json.loads(out)
+    seen = json.loads(out)  # an Observation record, with --flush's report as "flushed"
     # Alone in the buffer and no attention: the gate's permissive default relevance (core), novel: persisted.
-    assert code == 0 and seen["entry"] == "buffer" and seen["exit"][0]["action"] == "persist"
-    assert seen["exit"][0]["reason"] == "core x novel"
+    assert code == 0 and seen["action"] == "buffer" and seen["flushed"]["scope"] == "cli/default"
+    [outcome] = seen["flushed"]["outcomes"]
+    assert outcome["item_id"] == seen["item_id"] and outcome["action"] == "persist"
+    assert outcome["reason"] == "core x novel" and outcome["memory_id"] is not None
+    code, out = run("why", outcome["memory_id"], "--entity", "cli", "--json")
+    assert code == 0 and json.loads(out)["content"] == "Standup moved to 9:30 on Mondays"  # the memory it made
     code, out = run("why", "not-a-uuid", "--entity", "cli")
     assert code == 1 and "must be a UUID" in out
 

@@ -73,12 +73,14 @@ def test_remember_recall_context_forget_over_http(server: str, tokens: dict[str,
         made = c.post("/v1/memories", json={"content": "Alice's favourite tea is oolong", "kind": "preference"})
         assert made.status_code == 201 and made.json()["scope"] == "alice/default"
         turn = c.post("/v1/turns", json={"session": "s1", "role": "user", "content": "I brewed oolong today"})
-        assert turn.status_code == 201 and turn.json()["turn"] == 0
+        assert turn.status_code == 201 and turn.json()["turn_number"] == 0 and turn.json()["session_id"] == "s1"
         found = c.post("/v1/recall", json={"query": "which tea does Alice like?", "k": 2}).json()
         assert found["refused"] is False and found["hits"][0]["content"] == "Alice's favourite tea is oolong"
-        assert {"search", "activation", "weight"} <= set(found["hits"][0]["components"])
+        assert found["hits"][0]["memory_kind"] == "preference" and found["hits"][0]["item_kind"] == "memory"
+        assert {"search", "activation", "weight"} <= set(found["hits"][0])  # a Hit's scores, as in the record
         refused = c.post("/v1/recall", json={"query": "orbital mechanics of Saturn's rings"}).json()
-        assert refused == {"refused": True, "message": "The archive contains nothing reliable about this.", "hits": []}
+        assert refused["refused"] is True and refused["message"] == "The archive contains nothing reliable about this."
+        assert refused["query"] == "orbital mechanics of Saturn's rings" and refused["scope"] == "alice/default"
         block = c.post("/v1/context", json={"text": "make Alice a tea", "budget": 80}).json()
         assert "oolong" in block["text"] and block["tokens"] <= 80
         gone = c.delete(f"/v1/items/{made.json()['id']}")

@@ -11,9 +11,9 @@ import httpx
 import pytest
 from starlette.exceptions import HTTPException
 
-from mnemo import Archive, DatabaseUnavailableError, Settings
+from mnemo import Archive, DatabaseUnavailableError, Scope, Settings
 from mnemo.embed import Embeddings
-from mnemo.interfaces.http import MAX_BODY_BYTES, create_app
+from mnemo.interfaces.http import MAX_BODY_BYTES, MAX_IMPORT_TURNS, create_app
 from mnemo.models import _NAME_RE, MEMORY_KINDS, ROLES
 from tests.conftest import snapshot
 from tests.integration.test_http import auth, serve, server, tokens  # noqa: F401  (fixtures)
@@ -128,6 +128,7 @@ def test_the_openapi_spec_states_the_contract(server: str) -> None:  # noqa: F81
         ("get", "/v1/status"): {"401", "503"},
         ("post", "/v1/memories"): {"400", "401", "403", "404", "413", "422", "503"},
         ("post", "/v1/turns"): {"400", "401", "403", "404", "413", "422", "503"},
+        ("post", "/v1/import"): {"400", "401", "403", "404", "413", "422", "503"},
         ("post", "/v1/recall"): {"400", "401", "403", "413", "422", "503"},
         ("post", "/v1/context"): {"400", "401", "403", "413", "422", "503"},
         ("delete", "/v1/items/{item_id}"): {"401", "403", "404", "422", "503"},
@@ -166,6 +167,7 @@ def test_the_openapi_spec_states_the_contract(server: str) -> None:  # noqa: F81
         ("/v1/recall", ["namespace", "owner"]),
         ("/v1/context", ["namespace", "owner"]),
         ("/v1/grants", ["namespace", "grantee"]),
+        ("/v1/import", ["namespace"]),
     ):
         body = _body(spec, path)
         assert body["additionalProperties"] is False, f"{path} accepts unknown fields"
@@ -183,6 +185,10 @@ def test_the_openapi_spec_states_the_contract(server: str) -> None:  # noqa: F81
         "/v1/memories/{memory_id}/believe",
     ):
         assert _parameter(spec, path, "get", "namespace")["pattern"] == NAME_PATTERN, path
+    imported = _body(spec, "/v1/import")
+    assert _resolve(spec, imported["properties"]["turns"])["maxItems"] == MAX_IMPORT_TURNS
+    assert _resolve(spec, imported["properties"]["turns"]["items"])["additionalProperties"] is False
+    assert _resolve(spec, _body(spec, "/v1/recall")["properties"]["k"])["maximum"] == Settings().max_k
     for path, name in (("/v1/memories", "content"), ("/v1/turns", "content"), ("/v1/turns", "session")):
         assert "maxLength" in _strings(spec, _body(spec, path)["properties"][name]), (path, name)
     for path, name in (("/v1/recall", "query"), ("/v1/context", "text"), ("/v1/turns", "speaker")):
@@ -242,12 +248,27 @@ def test_a_new_tokens_first_reads_are_refusals(server: str, settings: Settings, 
     with httpx.Client(base_url=server, headers=auth(token), timeout=30) as c:
         recalled = c.post("/v1/recall", json={"query": "what do you know about me?"})
         assert recalled.status_code == 200, recalled.text
-        assert recalled.json() == {
-            "refused": True,
-            "message": "The archive contains nothing reliable about this.",
-            "hits": [],
-        }
+        refusal = recalled.json()  # a Refusal record: nothing stored, so no near misses either
+        assert refusal["refused"] is True and refusal["message"] == "The archive contains nothing reliable about this."
+        assert refusal["scope"] == "newcomer/default" and refusal["candidates"] == []
+        assert refusal["best_similarity"] is None and refusal["query"] == "what do you know about me?"
         block = c.post("/v1/context", json={"text": "what do you know about me?", "budget": 100})
         assert block.status_code == 200, block.text
         assert block.json()["refused"] is True and block.json()["text"] == "" and block.json()["items"] == []
         assert block.json()["scope"] == "newcomer/default"
+
+
+def test_k_is_limited_by_the_servers_max_k(settings: Settings, embeddings: Embeddings) -> None:
+    """One k limit everywhere: the HTTP service follows ``settings.max_k`` like the CLI, MCP and tools."""
+    with Archive(settings, embeddings=embeddings) as archive:
+        archive.remember(Scope("alice"), "Alice's favourite tea is oolong")
+        token, _ = archive.create_token("alice")
+    narrow = settings.model_copy(update={"max_k": 7})
+    with serve(create_app(narrow, embeddings=embeddings)) as url, httpx.Client(base_url=url, timeout=60) as c:
+        k = _resolve(c.get("/openapi.json").json(), {"$ref": "#/components/schemas/RecallIn"})["properties"]["k"]
+        assert k["maximum"] == 7 and k["default"] <= 7
+        over = _is_error(c.post("/v1/recall", json={"query": "tea", "k": 8}, headers=auth(token)), 422)
+        assert over["code"] == "invalid_request" and "7" in over["message"], over
+        for body in ({"query": "tea", "k": 7}, {"query": "tea"}):  # the default fits under the limit too
+            found = c.post("/v1/recall", json=body, headers=auth(token))
+            assert found.status_code == 200 and found.json()["hits"][0]["content"] == "Alice's favourite tea is oolong"

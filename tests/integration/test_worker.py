@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,6 +29,7 @@ from mnemo.interfaces.cli import app
 from mnemo.interfaces.worker import NIGHT_PERIODIC_ID, STALLED_PERIODIC_ID, create_app, defer_night, run_worker
 from mnemo.models import to_jsonable
 from mnemo.store import queue as queue_rows
+from mnemo.store.pool import redact
 from mnemo.write import ingest
 from mnemo.write.ingest import embed_turns
 from tests.conftest import snapshot
@@ -375,3 +378,132 @@ async def test_night_schedule_is_registered_and_fans_out_per_scope(
             "SELECT entity_id, namespace FROM mnemo.night_runs WHERE finished_at IS NOT NULL ORDER BY 1, 2"
         ).fetchall()
     assert done == [("ana", "default"), ("ana", "work"), ("ben", "default"), ("cleo", "default")]
+
+
+# --- what the worker reports (issue 12: "the worker reports what it did") ---------------------
+
+
+def worker_lines(caplog: pytest.LogCaptureFixture, level: int = logging.INFO) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "mnemo.worker" and r.levelno >= level]
+
+
+def block_count(url: str, scope: Scope) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM mnemo.blocks WHERE entity_id = %s AND namespace = %s",
+            (scope.entity_id, scope.namespace),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def test_worker_reports_each_job_it_finishes(
+    async_settings: Settings,
+    embeddings: Embeddings,
+    database_url: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="mnemo.worker")
+    other = Scope("worker", "other")
+    path = tmp_path / "chat.jsonl"
+    lines = [
+        {"session": "s", "role": "user", "content": "We planted three apple trees along the north wall"},
+        {"session": "s", "role": "assistant", "content": "Apple trees need a sunny spot and some shelter"},
+        {"session": "s", "role": "user", "content": "The north wall gets the afternoon sun"},
+    ]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    async with await AsyncArchive.open(async_settings, embeddings=embeddings) as archive:
+        await archive.record_turn(SCOPE, "s1", "user", "The boiler service is booked for Thursday")
+        assert (await archive.import_file(other, path)).turns == 3  # one job for the three turns
+        await run_worker(async_settings, embeddings=embeddings, wait=False, install_signal_handlers=False)
+
+        banner, schedules = worker_lines(caplog)[0].getMessage(), worker_lines(caplog)[1:3]
+        assert banner.startswith(f"worker on {redact(database_url)} (MNEMO_DATABASE_URL); ")
+        assert "queues: ingest, maintenance, night; 1 job at once" in banner
+        assert [r.getMessage().split(" at cron")[0] for r in schedules] == [
+            "periodic: mnemo.night_cycle",
+            "periodic: mnemo.retry_stalled",
+        ]
+        jobs_done = [r.getMessage() for r in worker_lines(caplog) if r.getMessage().startswith("job ")]
+        assert len(jobs_done) == 2  # one line per job; an idle stalled-job check says nothing at INFO
+        assert re.fullmatch(r"job \d+ mnemo\.embed_turns worker/test: embedded 1 turn in \d+\.\d\d s", jobs_done[0])
+        assert re.fullmatch(r"job \d+ mnemo\.embed_turns worker/other: embedded 3 turns in \d+\.\d\d s", jobs_done[1])
+
+        caplog.clear()
+        assert await defer_night(archive.runtime) == 2
+        await run_worker(
+            async_settings, embeddings=embeddings, queues=["night"], wait=False, install_signal_handlers=False
+        )
+    nights = {
+        r.getMessage().split(":")[0]: r.getMessage() for r in worker_lines(caplog) if "night_scope" in r.getMessage()
+    }
+    assert len(nights) == 2 and jobs(database_url) == []
+    for scope, turns in ((SCOPE, "1 turn"), (other, "3 turns")):
+        [line] = [v for k, v in nights.items() if k.endswith(f"mnemo.night_scope {scope}")]
+        blocks = block_count(database_url, scope)
+        assert re.search(rf"night ran: \d+ stages, {turns}, {blocks} blocks?, \d+ memor", line), line
+    # the queue-only banner names the one queue, and the schedules it leaves to other workers
+    banner = worker_lines(caplog)[0].getMessage()
+    assert "queues: night;" in banner
+    assert "run by a worker of queue maintenance, not this one" in worker_lines(caplog)[2].getMessage()
+
+
+async def test_a_failing_job_logs_its_error(
+    async_settings: Settings, embeddings: Embeddings, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="mnemo.worker")
+    archive = await AsyncArchive.open(async_settings, embeddings=embeddings)
+    try:
+        async with archive.runtime.store.transaction() as conn:
+            # a night for an entity id mnemo refuses (mnemo's own error), and a job with a broken argument
+            bad_scope = {"entity_id": "bad entity", "namespace": "default"}
+            await queue_rows.enqueue(conn, queue_rows.NIGHT, queue_rows.NIGHT_SCOPE, bad_scope)
+            broken = {"entity_id": "worker", "namespace": "test", "turn_ids": ["not-a-uuid"]}
+            await queue_rows.enqueue(conn, queue_rows.INGEST, queue_rows.EMBED_TURNS, broken)
+    finally:
+        await archive.close()
+    await run_worker(async_settings, embeddings=embeddings, wait=False, install_signal_handlers=False)
+
+    [night] = [r for r in worker_lines(caplog) if queue_rows.NIGHT_SCOPE in r.getMessage()]
+    assert night.levelno == logging.ERROR and night.exc_info is None  # an expected error: no traceback
+    assert "mnemo.night_scope bad entity/default: failed after " in night.getMessage()
+    assert "invalid entity_id 'bad entity'" in night.getMessage()
+    embed = [r for r in worker_lines(caplog) if queue_rows.EMBED_TURNS in r.getMessage()]
+    assert embed and embed[0].levelno == logging.WARNING  # retried later (EMBED_RETRY)
+    assert re.search(
+        r"mnemo\.embed_turns worker/test: failed after \S+ s \(attempt 1, it runs again\)", embed[0].getMessage()
+    )
+    assert "ValueError: badly formed hexadecimal UUID string" in embed[0].getMessage()
+    assert embed[0].exc_info is not None  # not mnemo's own error: the traceback helps
+    statuses = {j["task"]: j["status"] for j in jobs(database_url)}
+    assert statuses == {queue_rows.NIGHT_SCOPE: "failed", queue_rows.EMBED_TURNS: "todo"}
+
+
+def test_cli_worker_logs_its_start_and_each_job_on_stderr(
+    async_settings: Settings, embeddings: Embeddings, worker_env: dict[str, str], database_url: str
+) -> None:
+    async def write(text: str) -> None:
+        async with await AsyncArchive.open(async_settings, embeddings=embeddings) as archive:
+            await archive.record_turn(SCOPE, "s1", "user", text)
+
+    env = {k: v for k, v in worker_env.items() if k.startswith("MNEMO_")}
+    asyncio.run(write("The boiler service is booked for Thursday"))
+    done = runner.invoke(app, ["worker", "--no-wait", "-q", "ingest"], env=env)
+    assert done.exit_code == 0 and done.stdout == ""
+    err = done.stderr
+    assert f"INFO mnemo.worker: worker on {redact(database_url)}" in err
+    assert "periodic: mnemo.night_cycle at cron" in err
+    assert "mnemo.embed_turns worker/test: embedded 1 turn in " in err
+    assert "ended with status" not in err and "Starting job" not in err  # procrastinate's own job lines
+    assert err.rstrip().endswith("worker stopped")
+
+    asyncio.run(write("The plumber comes on Friday"))
+    quiet = runner.invoke(app, ["worker", "--no-wait", "--quiet"], env=env)
+    assert quiet.exit_code == 0 and quiet.stderr.strip() == "worker stopped" and jobs(database_url) == []
+    verbose = runner.invoke(app, ["worker", "--no-wait", "--verbose"], env=env)
+    assert verbose.exit_code == 0 and "procrastinate" in verbose.stderr  # its start/stop lines too
+
+    for args in (["--quiet", "--log-level", "info"], ["--log-level", "loud"], ["--quiet", "-v"]):
+        refused = runner.invoke(app, ["worker", "--no-wait", *args], env=env)
+        assert refused.exit_code == 2 and ("--log-level" in refused.stderr or "--quiet" in refused.stderr), args

@@ -1,6 +1,6 @@
 """``mnemo bench locomo``: retrieval quality on a LoCoMo-format file, with baselines.
 
-Protocol (LoCoMo paper, Table 3, "dialog" unit; see shared/bench/locomo/README):
+Protocol (LoCoMo paper, Table 3, "dialog" unit):
 every conversation goes into a fresh scope through the real write path; every
 question runs the real recall path read-only and ranks that conversation's
 turns; recall@k is the share of the question's evidence dia_ids in the top k
@@ -28,6 +28,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -143,22 +144,20 @@ async def run_mnemo(
     progress: Progress | None = None,
     *,
     night: bool = False,
+    name: str = "mnemo",
 ) -> SystemRun:
-    run = SystemRun("mnemo")
+    run = SystemRun(name)
     archive = await AsyncArchive.open(settings, embeddings=embeddings)
     kinds = ("turn", "memory") if night else ("turn",)
     try:
         total = sum(len(c.questions) for c in conversations)
         done = 0
         for conv in conversations:
-            scope = Scope("locomo", conv.sample_id)
+            scope = Scope("locomo-night" if night else "locomo", conv.sample_id)
             turns = await import_turns(archive.runtime, scope, conv.turns)
+            dia = {str(t.id): str(t.metadata.get("dia_id")) for t in turns}
             if night:
-                dia = {str(t.id): str(t.metadata.get("dia_id")) for t in turns}
-                report = await archive.night_cycle(scope)
-                for key in ("blocks", "arcs", "facts_new", "insights", "turns_removed"):
-                    run.night[key] = run.night.get(key, 0) + getattr(report, key)
-                run.night["seconds"] = run.night.get("seconds", 0.0) + report.seconds
+                await _nights(archive, scope, run)
                 async with archive.runtime.store.connection() as conn:
                     provenance = await night_rows.memory_provenance(conn, scope.entity_id, scope.namespace)
                 for memory_id, (sources, count) in provenance.items():
@@ -170,19 +169,44 @@ async def run_mnemo(
                 result = await archive.recall(scope, q.text, max(KS), read_only=True, threshold=-1.0, kinds=kinds)
                 run.latencies_ms.append((time.perf_counter() - started) * 1000)
                 hits = result.hits if result.hits else getattr(result, "candidates", ())
-                run.rows.append(
-                    (
-                        q.category,
-                        q.evidence,
-                        [str(h.metadata.get("dia_id")) if h.item_kind == "turn" else str(h.id) for h in hits],
-                    )
-                )
+                run.rows.append((q.category, q.evidence, [_ranked(run, h, rank, dia) for rank, h in enumerate(hits)]))
                 done += 1
                 if progress is not None:
                     progress("mnemo", done, total)
     finally:
         await archive.close()
     return run
+
+
+# The second night of a --night run: a week and a day later, when the first night's raw turns have
+# expired (retention) and its blocks are old enough to migrate to the cortex (memory-architecture §5.3).
+LATER = timedelta(days=8)
+
+
+async def _nights(archive: AsyncArchive, scope: Scope, run: SystemRun) -> None:
+    """The night cycle as a user lives it: tonight, then again a week later (retention, migration)."""
+    first = await archive.night_cycle(scope)
+    later = await archive.night_cycle(scope, as_of=first.as_of + LATER)
+    for report in (first, later):
+        for key in ("blocks", "arcs", "facts_new", "insights", "turns_removed", "blocks_migrated", "tree_nodes"):
+            run.night[key] = run.night.get(key, 0) + getattr(report, key)
+        run.night["seconds"] = run.night.get("seconds", 0.0) + report.seconds
+    run.night["turns"] = run.night.get("turns", 0) + first.turns
+    run.night["first_night_seconds"] = run.night.get("first_night_seconds", 0.0) + first.seconds
+    run.night["turns_per_second"] = round(run.night["turns"] / max(run.night["first_night_seconds"], 1e-9), 1)
+
+
+def _ranked(run: SystemRun, hit: Any, rank: int, dia: Mapping[str, str]) -> str:
+    """A hit's key in the ranking: a turn's dia_id; a block hit's excerpt, which stands for the
+    turns it quotes and costs its own tokens; any other memory, its id (covered by its provenance)."""
+    if hit.item_kind == "turn":
+        return str(hit.metadata.get("dia_id"))
+    if hit.excerpt:
+        key = f"{hit.id}#{rank}"
+        run.cover[key] = tuple(dia[str(line.turn_id)] for line in hit.excerpt if str(line.turn_id) in dia)
+        run.item_tokens[key] = hit.token_count
+        return key
+    return str(hit.id)
 
 
 def _dia_ids(
@@ -278,7 +302,11 @@ async def run_locomo(
         started = time.perf_counter()
         mnemo_run = await run_mnemo(conversations, settings, embeddings, progress, night=night)
         seconds = time.perf_counter() - started
+        # --night: the turn-only run beside it, in the same invocation (another entity, same database)
+        turn_run = await run_mnemo(conversations, settings, embeddings, progress, name="mnemo turns") if night else None
     systems = {"mnemo": score(mnemo_run, tokens, sample_of)}
+    if turn_run is not None:
+        systems["mnemo turns only"] = score(turn_run, tokens, sample_of)
     if baselines:
         bm25_run = run_bm25(conversations)
         dense_run = await run_dense(conversations, embeddings)

@@ -18,7 +18,9 @@ from mnemo.errors import AuthenticationError, MnemoError
 from mnemo.models import Scope
 from mnemo.store import tokens as token_rows
 
-__all__ = ["Principal", "verify"]
+__all__ = ["UNKNOWN", "Principal", "verify"]
+
+UNKNOWN = "unknown or expired bearer token"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +33,9 @@ class Principal:
 
 
 async def verify(rt: Runtime, token: str) -> Principal:
-    """The principal behind ``token``; :class:`AuthenticationError` otherwise."""
+    """The principal behind ``token``; :class:`AuthenticationError` otherwise. An unknown and an
+    expired token get the same error (HTTP: the same 401 body), so a stolen expired token tells
+    nothing."""
     parts = token.split(".")
     if len(parts) != 3 or parts[0] != PREFIX:
         raise AuthenticationError("malformed bearer token")
@@ -42,8 +46,8 @@ async def verify(rt: Runtime, token: str) -> Principal:
         raise AuthenticationError("malformed bearer token") from exc
     async with rt.store.connection() as conn:
         found = await token_rows.find_token(conn, entity_id, token_hash(token))
-    if found is None:
-        raise AuthenticationError("unknown bearer token")
+    if found is None or found["expired"]:  # an expired token says no more than an unknown one
+        raise AuthenticationError(UNKNOWN)
     if found["revoked_at"] is not None:
         raise AuthenticationError("this bearer token was revoked")
     return Principal(entity_id, found["namespace"], found["id"])

@@ -10,10 +10,23 @@ The contract is the OpenAPI spec (``/openapi.json``): the bearer scheme, every r
 can answer. Every error, whatever raised it (mnemo, validation, the framework, a bug), is JSON
 ``{"error": {"code": ..., "message": ...}}`` with a stable code. A foreign scope read without a
 grant is a 403 whether or not the scope exists; a read of one's own scope that holds nothing yet is
-a refusal (200), not an error.
+a refusal (200), not an error. ``k`` is limited by ``settings.max_k``, the limit every interface
+uses, so the request models that carry it are built with the app (:func:`create_app`).
+
+Where an operation has a public record of :mod:`mnemo.models` (``Memory``, ``Turn``,
+``RecallResult`` or ``Refusal``, ``ContextBlock``, ``MemoryHistory``, ``EntityFacts``), that record
+is the response model, so the body is exactly :func:`~mnemo.models.to_jsonable` of it: the JSON that
+``mnemo ... --json`` and the MCP tools give for the same operation.
+
+``POST /v1/import`` is the HTTP face of ``mnemo import`` (archive-adr §4, atomic bulk insert): a
+batch of turns in the JSONL import format, each checked exactly as a line of a JSONL file is
+(:mod:`mnemo.write.formats`), then written by :func:`mnemo.write.importer.import_turns`, all or
+nothing unless ``skip_invalid``.
 """
 
+import json
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -43,25 +56,31 @@ from mnemo.errors import (
 from mnemo.interfaces import auth as tokens
 from mnemo.models import (
     Belief,
+    ContextBlock,
     EntityFacts,
-    Hit,
+    Memory,
     MemoryHistory,
     MemoryKind,
     MemoryStatus,
+    RecallResult,
     Refusal,
     Role,
     Scope,
     Timestamp,
-    Track,
-    to_jsonable,
+    Turn,
 )
 from mnemo.recall import listing
+from mnemo.write import importer
+from mnemo.write.formats import Skipped, TurnInput, VectorSpace, parse_jsonl
 
-__all__ = ["MAX_BODY_BYTES", "NAME_PATTERN", "create_app"]
+__all__ = ["IMPORT_PATH", "MAX_BODY_BYTES", "MAX_IMPORT_BYTES", "MAX_IMPORT_TURNS", "NAME_PATTERN", "create_app"]
 
 _log = logging.getLogger("mnemo")
 
 MAX_BODY_BYTES = 256 * 1024
+IMPORT_PATH = "/v1/import"
+MAX_IMPORT_BYTES = 16 * 1024 * 1024  # the import route's body limit (every other route: MAX_BODY_BYTES)
+MAX_IMPORT_TURNS = 10_000  # turns in one import request; send a longer history in several
 MAX_TEXT_CHARS = 100_000
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,127}$"
 """An entity id or namespace (the rule :class:`mnemo.models.Scope` enforces)."""
@@ -124,9 +143,10 @@ class TurnIn(_In):
     namespace: Name | None = None
 
 
-class RecallIn(_In):
+class _RecallFields(_In):
+    """``RecallIn`` without ``k``, whose maximum is ``settings.max_k`` (the class is made in :func:`create_app`)."""
+
     query: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
-    k: int = Field(default=10, ge=1, le=200)
     namespace: Name | None = None
     owner: Name | None = Field(default=None, description="Read another entity's scope (needs its grant).")
 
@@ -136,6 +156,40 @@ class ContextIn(_In):
     budget: int = Field(default=1000, ge=1, le=100_000)
     namespace: Name | None = None
     owner: Name | None = Field(default=None, description="Read another entity's scope (needs its grant).")
+
+
+class ImportTurnIn(_In):
+    """One turn of the JSONL import format (README, "A JSONL import file"); every value is checked
+    as a line of a JSONL file is, so a bad one is skippable (``skip_invalid``), not a malformed request."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON types as sent: no "1" for 1, no true for 1
+
+    content: str | None = Field(default=None, description="The turn's text (required, here or as `text`).")
+    text: str | None = Field(default=None, description="Another name for `content`.")
+    session: str | int | None = Field(default=None, description='1-200 characters of one line; default "default".')
+    session_id: str | int | None = Field(default=None, description="Another name for `session`.")
+    role: str | None = Field(default=None, description="user (default), assistant, system or tool.")
+    speaker: str | None = Field(default=None, description="Who said it: one line of printable text.")
+    created_at: str | None = Field(default=None, description="ISO-8601 date-time (default: now); naive is UTC.")
+    turn: int | None = Field(
+        default=None, description="Its number in the session, unused there (default: the next free one)."
+    )
+    turn_number: int | None = Field(default=None, description="Another name for `turn`.")
+    metadata: dict[str, Any] | None = None
+    embedding: list[float] | None = Field(
+        default=None, description="A precomputed vector of the active embedder (needs `embedding_model`)."
+    )
+    embedding_model: str | None = Field(
+        default=None, description="The slug of the model that made `embedding` (`GET /v1/status`: embedder)."
+    )
+
+
+class ImportIn(_In):
+    turns: list[ImportTurnIn] = Field(min_length=1, max_length=MAX_IMPORT_TURNS)
+    skip_invalid: bool = Field(
+        default=False, description="Import the valid turns and report the others (default: one bad turn, none)."
+    )
+    namespace: Name | None = Field(default=None, description="One of your namespaces (default: the token's).")
 
 
 class GrantIn(_In):
@@ -168,61 +222,24 @@ class StatusOut(BaseModel):
     embedder: str
 
 
-class MemoryOut(BaseModel):
-    id: uuid.UUID
-    kind: MemoryKind
-    scope: str
-
-
-class TurnOut(BaseModel):
-    id: uuid.UUID
-    session: str
-    turn: int
-
-
-class HitOut(BaseModel):
-    id: uuid.UUID
-    content: str
-    kind: MemoryKind | Literal["turn"]
-    speaker: str | None
-    time: Timestamp
-    score: float
-    components: dict[str, float | int | None]
-
-
-class RecallOut(BaseModel):
-    refused: Literal[False]
-    hits: list[HitOut]
-
-
-class RefusalOut(BaseModel):
-    """Nothing in memory is reliable enough: say you do not know."""
-
-    refused: Literal[True]
-    message: str
-    hits: list[HitOut] = Field(max_length=0)
-
-
-class ContextItemOut(BaseModel):
-    id: uuid.UUID
-    track: Track
-    mode: Literal["full", "compressed"]
-    text: str
-    tokens: int
-
-
-class ContextOut(BaseModel):
-    scope: str
-    text: str
-    tokens: int
-    budget: int
-    items: list[ContextItemOut]
-    refused: bool
-
-
 class ForgetOut(BaseModel):
     forgotten: uuid.UUID
     removed: dict[str, int]
+
+
+class SkippedOut(BaseModel):
+    index: int = Field(description="The turn's position in the request's `turns`, counting from 0.")
+    reason: str
+
+
+class ImportOut(BaseModel):
+    """What an import wrote (the fields of ``mnemo import --json``)."""
+
+    scope: str
+    turns: int = Field(description="Turns written.")
+    sessions: int = Field(description="Sessions they went to.")
+    seconds: float
+    skipped: list[SkippedOut] = Field(description="The turns left out (with skip_invalid), in request order.")
 
 
 class GrantOut(BaseModel):
@@ -299,18 +316,36 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 _READ = _errors(400, 401, 403, 413, 422, 503)
 _WRITE = _errors(400, 401, 403, 404, 413, 422, 503)  # 404: the scope does not exist and auto_create_scopes is off
+_IMPORT = {
+    **_WRITE,
+    413: {"model": ErrorBody, "description": f"The request body is over {MAX_IMPORT_BYTES} bytes."},
+    422: {
+        "model": ErrorBody,
+        "description": f"The request is invalid (unknown field, wrong type, over {MAX_IMPORT_TURNS} turns), or a "
+        "turn is (without skip_invalid; nothing was imported), or none is, or an explicit turn number is taken.",
+    },
+}
 
 
-def _hit(h: Hit) -> HitOut:
-    return HitOut(
-        id=h.id,
-        content=h.content,
-        kind=h.memory_kind or "turn",
-        speaker=h.speaker,
-        time=h.created_at,
-        score=h.score,
-        components=h.components(),
-    )
+def _import_batch(body: ImportIn, max_chars: int, space: VectorSpace) -> tuple[list[TurnInput], list[SkippedOut]]:
+    """The valid turns of ``body`` and the skipped ones, every turn checked as a line of a JSONL import
+    (line ``i + 1`` is ``turns[i]``). Without ``skip_invalid`` one bad turn refuses the whole batch."""
+    lines = "\n".join(json.dumps(turn.model_dump(exclude_unset=True)) for turn in body.turns)
+    problems: list[Skipped] = []
+    turns = parse_jsonl(lines, max_chars=max_chars, path="turns", skipped=problems, space=space)
+    skipped = [SkippedOut(index=(line or 1) - 1, reason=reason) for line, reason in problems]
+    if skipped and not body.skip_invalid:
+        more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+        raise InvalidInputError(
+            f"turns[{skipped[0].index}]: {skipped[0].reason}{more}; nothing was imported "
+            "(send skip_invalid: true to import the valid turns)"
+        )
+    if not turns:
+        raise InvalidInputError(
+            f"no valid turns: all {len(skipped)} were skipped (first: turns[{skipped[0].index}]: "
+            f"{skipped[0].reason}); nothing was imported"
+        )
+    return turns, skipped
 
 
 def _install_guards(app: FastAPI) -> None:
@@ -318,13 +353,15 @@ def _install_guards(app: FastAPI) -> None:
 
     @app.middleware("http")
     async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        limit = MAX_IMPORT_BYTES if request.url.path == IMPORT_PATH else MAX_BODY_BYTES
+        too_large = _error(413, "too_large", f"request bodies here are limited to {limit} bytes")
         length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
-            return _error(413, "too_large", f"request bodies are limited to {MAX_BODY_BYTES} bytes")
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            return too_large
         if length is None and request.method in ("POST", "PUT", "PATCH"):
             body = await request.body()
-            if len(body) > MAX_BODY_BYTES:
-                return _error(413, "too_large", f"request bodies are limited to {MAX_BODY_BYTES} bytes")
+            if len(body) > limit:
+                return too_large
         try:
             return await call_next(request)
         except Exception:
@@ -392,6 +429,17 @@ def create_app(settings: Settings, *, embeddings: Embeddings | None = None) -> F
         return await tokens.verify(archive().runtime, credentials.credentials.strip())
 
     Who = Annotated[tokens.Principal, Depends(principal)]
+
+    class RecallIn(_RecallFields):
+        """Made here: ``k`` is limited by ``settings.max_k``, and the spec shows that maximum."""
+
+        k: int = Field(
+            default=min(10, settings.max_k),
+            ge=1,
+            le=settings.max_k,
+            description=f"How many hits, at most {settings.max_k} (the server's max_k).",
+        )
+
     NamespaceQuery = Annotated[Name | None, Query(description="One of your namespaces (default: the token's).")]
 
     def own_scope(who: tokens.Principal, namespace: str | None) -> Scope:
@@ -415,34 +463,48 @@ def create_app(settings: Settings, *, embeddings: Embeddings | None = None) -> F
         return StatusOut(entity=who.entity_id, namespace=who.namespace, embedder=rt.slug)
 
     @app.post("/v1/memories", status_code=201, responses=_WRITE)
-    async def remember(body: RememberIn, who: Who) -> MemoryOut:
-        memory = await archive().remember(own_scope(who, body.namespace), body.content, kind=body.kind)
-        return MemoryOut(id=memory.id, kind=memory.kind, scope=str(memory.scope))
+    async def remember(body: RememberIn, who: Who) -> Memory:
+        """The memory stored (or, for an identical one already there, reinforced)."""
+        return await archive().remember(own_scope(who, body.namespace), body.content, kind=body.kind)
 
     @app.post("/v1/turns", status_code=201, responses=_WRITE)
-    async def record(body: TurnIn, who: Who) -> TurnOut:
-        turn = await archive().record_turn(
+    async def record(body: TurnIn, who: Who) -> Turn:
+        """The turn recorded, with its number in the session."""
+        return await archive().record_turn(
             own_scope(who, body.namespace), body.session, body.role, body.content, speaker=body.speaker
         )
-        return TurnOut(id=turn.id, session=turn.session_id, turn=turn.turn_number)
+
+    @app.post(IMPORT_PATH, status_code=201, responses=_IMPORT)
+    async def import_turns(body: ImportIn, who: Who) -> ImportOut:
+        """Import a batch of turns (the JSONL import format) into your own scope: all or nothing, unless
+        ``skip_invalid``, which imports the valid turns and reports each one left out with its reason.
+        Everything is embedded first; the rows are then written in one short transaction."""
+        scope = own_scope(who, body.namespace)
+        started = time.perf_counter()
+        rt = archive().runtime
+        turns, skipped = _import_batch(body, rt.settings.max_content_chars, (rt.slug, rt.embeddings.dim))
+        await importer.import_turns(rt, scope, turns)
+        return ImportOut(
+            scope=str(scope),
+            turns=len(turns),
+            sessions=len({t.session_id for t in turns}),
+            seconds=round(time.perf_counter() - started, 3),
+            skipped=skipped,
+        )
 
     @app.post("/v1/recall", responses=_READ)
-    async def recall(body: RecallIn, who: Who) -> RecallOut | RefusalOut:
+    async def recall(body: RecallIn, who: Who) -> RecallResult | Refusal:
         """Hits best first, or a refusal when nothing stored is reliable (also in a scope that holds
         nothing yet). A foreign scope without a grant is a 403, whether or not it exists."""
         scope, reader = read_scope(who, body.namespace, body.owner)
-        result = await archive().recall(scope, body.query, body.k, as_entity=reader)
-        if isinstance(result, Refusal):
-            return RefusalOut(refused=True, message=result.message, hits=[])
-        return RecallOut(refused=False, hits=[_hit(h) for h in result.hits])
+        return await archive().recall(scope, body.query, body.k, as_entity=reader)
 
     @app.post("/v1/context", responses=_READ)
-    async def context(body: ContextIn, who: Who) -> ContextOut:
+    async def context(body: ContextIn, who: Who) -> ContextBlock:
         """The memory block to prepend for ``text``; empty with ``refused`` when memory holds nothing
         reliable (also in a scope that holds nothing yet)."""
         scope, reader = read_scope(who, body.namespace, body.owner)
-        block = await archive().context(scope, body.text, body.budget, as_entity=reader)
-        return ContextOut.model_validate(to_jsonable(block))
+        return await archive().context(scope, body.text, body.budget, as_entity=reader)
 
     @app.delete("/v1/items/{item_id}", responses=_errors(401, 403, 404, 422, 503))
     async def forget(item_id: uuid.UUID, who: Who, namespace: NamespaceQuery = None) -> ForgetOut:

@@ -5,12 +5,19 @@ from its configuration, and a client can never name another; "The Mentat
 Refusal": below the threshold ``recall`` answers with the refusal sentence).
 
 Tools: ``recall(query, k)``, ``remember(content, kind)``, ``context(text, budget)``
-and ``forget(item_id)``. Transport: stdio (default) or streamable HTTP
-(``--http``). The archive opens once, in the background when the server starts
-(so MCP's ``initialize`` is answered at once), then the embedding model loads in
-a worker thread; a tool call waits for the archive to be open, and the first
-embedding for the model. The archive closes (flushing the scratch buffer) when
-the server stops. If it cannot open, every tool call answers with that error.
+and ``forget(item_id)``. Each answers (as structured content, and as JSON text) with
+the public record of :mod:`mnemo.models` as :func:`~mnemo.models.to_jsonable` makes
+it: the field names, nesting and ISO 8601 times that the HTTP service and ``mnemo
+... --json`` give for the same operation (``recall``: a ``RecallResult`` or a
+``Refusal``; ``remember``: the ``Memory``; ``context``: the ``ContextBlock``;
+``forget``: ``{"forgotten", "removed"}``).
+
+Transport: stdio (default) or streamable HTTP (``--http``). The archive opens once,
+in the background when the server starts (so MCP's ``initialize`` is answered at
+once), then the embedding model loads in a worker thread; a tool call waits for the
+archive to be open, and the first embedding for the model. The archive closes
+(flushing the scratch buffer) when the server stops. If it cannot open, every tool
+call answers with that error.
 
 Over HTTP with ``auth=True`` (``mnemo mcp --http --auth``) every request needs a
 bearer token from ``mnemo token create`` (the SDK's own bearer-auth middleware
@@ -34,9 +41,10 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from mnemo._validate import check_id
 from mnemo.config import Settings
 from mnemo.errors import MnemoError
-from mnemo.models import MEMORY_KINDS, Refusal, Scope
+from mnemo.models import MEMORY_KINDS, Scope, to_jsonable
 
 if TYPE_CHECKING:
     from mnemo.archive import AsyncArchive
@@ -97,6 +105,13 @@ class _Opening:
         except (Exception, asyncio.CancelledError):  # it never opened: nothing to close
             return
         await archive.close()
+
+
+def _record(record: object) -> dict[str, Any]:
+    """A tool's answer: the public record as :func:`~mnemo.models.to_jsonable` makes it, the shape
+    the HTTP service and ``mnemo … --json`` give for the same operation."""
+    data: dict[str, Any] = to_jsonable(record)
+    return data
 
 
 def _quiet(task: asyncio.Task[None]) -> None:
@@ -175,59 +190,48 @@ def build_server(
 
     @server.tool()
     async def recall(query: str, k: int = 5) -> dict[str, Any]:
-        """Search long-term memory. Returns hits (content, kind, time, score, id) best first, or
-        refused=true with the refusal message when nothing reliable is stored."""
+        """Search long-term memory. Returns ``hits`` (each with ``content``, ``memory_kind`` or
+        ``item_kind`` "turn", ``speaker``, ``created_at``, ``event_time``, ``score``, ``id``) best
+        first, or ``refused`` true with the refusal ``message`` when nothing reliable is stored."""
         if not 1 <= k <= limit:
             raise ToolError(f"k must be an integer between 1 and {limit}, not {k!r}")
         try:
             result = await (await archive()).recall(current(), query, k)
         except MnemoError as exc:
             raise ToolError(str(exc)) from exc
-        if isinstance(result, Refusal):
-            return {"refused": True, "message": result.message, "hits": []}
-        return {
-            "refused": False,
-            "hits": [
-                {
-                    "id": str(h.id),
-                    "content": h.content,
-                    "kind": h.memory_kind or "turn",
-                    "speaker": h.speaker,
-                    "time": h.created_at.isoformat(),
-                    "score": round(h.score, 4),
-                }
-                for h in result.hits
-            ],
-        }
+        return _record(result)
 
     @server.tool()
     async def remember(content: str, kind: str = "semantic") -> dict[str, Any]:
         """Store a memory worth keeping across conversations (kind: episodic, semantic, procedural,
-        preference, reflection, correction, narrative, tension or insight)."""
+        preference, reflection, correction, narrative, tension or insight). Returns the memory."""
         if kind not in MEMORY_KINDS:
             raise ToolError(f"kind must be one of {', '.join(MEMORY_KINDS)}")
         try:
             memory = await (await archive()).remember(current(), content, kind=kind)
         except MnemoError as exc:
             raise ToolError(str(exc)) from exc
-        return {"id": str(memory.id), "kind": memory.kind}
+        return _record(memory)
 
     @server.tool()
-    async def context(text: str, budget: int = 1000) -> str:
-        """The block of memory to prepend for ``text`` (the current request), within ``budget`` tokens."""
+    async def context(text: str, budget: int = 1000) -> dict[str, Any]:
+        """The block of memory to prepend for ``text`` (the current request), within ``budget``
+        tokens: ``text`` is the block (empty, with ``refused`` true, when nothing reliable is
+        stored), ``items`` what went into it."""
         try:
             block = await (await archive()).context(current(), text, budget)
         except MnemoError as exc:
             raise ToolError(str(exc)) from exc
-        return block.text or "The archive contains nothing reliable about this."
+        return _record(block)
 
     @server.tool()
     async def forget(item_id: str) -> dict[str, Any]:
         """Delete one memory or turn (by the id recall returned) from every part of memory."""
         try:
-            removed = await (await archive()).forget(current(), item_id)
+            wanted = check_id(item_id, label="item id")
+            removed = await (await archive()).forget(current(), wanted)
         except MnemoError as exc:
             raise ToolError(str(exc)) from exc
-        return {"forgotten": item_id, "removed": removed}
+        return {"forgotten": str(wanted), "removed": removed}
 
     return server

@@ -45,30 +45,56 @@ every ``stalled_after`` seconds, procrastinate's own periodic scheduler, one
 run per tick however many workers) does it while workers run, so the job runs
 again (every task is idempotent). A worker started with ``--queue`` lists
 without ``maintenance`` leaves that check to the workers that have it.
+
+**What a worker reports** (issue 12, "the worker reports what it did"). At start, one
+line names the database (password redacted, :func:`mnemo.store.pool.redact`), the
+queues and the periodic schedules (:func:`startup_lines`). Every task returns a
+:class:`JobSummary` built from what the archive call gave back, and the worker
+middleware :func:`report_job` logs one line per finished job on ``mnemo.worker``
+(INFO): job id, task, scope, the summary and the duration, e.g. ``job 7
+mnemo.embed_turns ana/work: embedded 12 turns in 0.41 s``. A failed job logs its error
+message instead: WARNING when it will be retried, ERROR when it stays failed; the
+traceback only for errors that are not mnemo's own (a :class:`~mnemo.errors.MnemoError`
+is an expected refusal, its message says it all). The periodic stalled-job check
+logs at DEBUG when it found nothing, so an idle worker stays quiet.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import procrastinate
 import psycopg
 from procrastinate import JobContext, exceptions
+from procrastinate.worker import Worker
 
 from mnemo._runtime import Runtime
 from mnemo.archive import AsyncArchive
 from mnemo.config import Settings, load_settings
 from mnemo.embed import Embeddings
-from mnemo.errors import ConfigurationError, WorkerError
-from mnemo.models import Scope
+from mnemo.errors import ConfigurationError, MnemoError, WorkerError
+from mnemo.models import NightReport, Scope
 from mnemo.store import queue as queue_rows
+from mnemo.store.pool import redact
 from mnemo.write import ingest
 
-__all__ = ["create_app", "defer_night", "defer_night_scope", "retry_stalled", "run_worker"]
+__all__ = [
+    "JobSummary",
+    "create_app",
+    "defer_night",
+    "defer_night_scope",
+    "report_job",
+    "retry_stalled",
+    "run_worker",
+    "startup_lines",
+]
 
 _log = logging.getLogger("mnemo.worker")
 
@@ -122,6 +148,18 @@ def every(seconds: float) -> str:
 # --- tasks ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class JobSummary:
+    """What one job did, in words (``embedded 12 turns``): a task's return value, which
+    :func:`report_job` logs. ``quiet``: nothing worth an INFO line happened (logged at DEBUG)."""
+
+    text: str
+    quiet: bool = False
+
+    def __str__(self) -> str:
+        return self.text
+
+
 def _archive(context: JobContext) -> AsyncArchive:
     archive = context.additional_context.get("archive")
     if not isinstance(archive, AsyncArchive):
@@ -131,22 +169,31 @@ def _archive(context: JobContext) -> AsyncArchive:
     return archive
 
 
-async def embed_turns(context: JobContext, entity_id: str, namespace: str, turn_ids: list[str]) -> int:
-    """Embed turns stored by asynchronous ingestion; how many needed it."""
+def _plural(n: int, word: str, words: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
+async def embed_turns(context: JobContext, entity_id: str, namespace: str, turn_ids: list[str]) -> JobSummary:
+    """Embed turns stored by asynchronous ingestion (those still lacking a vector)."""
     rt = _archive(context).runtime
-    return await ingest.embed_turns(rt, Scope(entity_id, namespace), [uuid.UUID(i) for i in turn_ids])
+    done = await ingest.embed_turns(rt, Scope(entity_id, namespace), [uuid.UUID(i) for i in turn_ids])
+    skipped = len(turn_ids) - done
+    return JobSummary(
+        f"embedded {_plural(done, 'turn')}" + (f" ({skipped} already embedded or forgotten)" if skipped else "")
+    )
 
 
-async def reembed(context: JobContext) -> int:
+async def reembed(context: JobContext) -> JobSummary:
     """Embed every item lacking a vector of the active model (after a model change)."""
-    return await _archive(context).reembed()
+    archive = _archive(context)
+    done = await archive.reembed()
+    return JobSummary(f"embedded {_plural(done, 'item')} with {archive.embeddings.slug}")
 
 
-async def night_cycle(context: JobContext, timestamp: int) -> int:
-    """The scheduled night: queue one ``night_scope`` job per scope with turns or memories; how many."""
+async def night_cycle(context: JobContext, timestamp: int) -> JobSummary:
+    """The scheduled night: queue one ``night_scope`` job per scope with turns or memories."""
     queued = await defer_night(_archive(context).runtime)
-    _log.info("night cycle %s: queued %d scopes", timestamp, queued)
-    return queued
+    return JobSummary(f"queued the night of {_plural(queued, 'scope')}")
 
 
 async def defer_night(rt: Runtime) -> int:
@@ -167,10 +214,89 @@ async def defer_night_scope(conn: psycopg.AsyncConnection, scope: Scope) -> int 
     return await queue_rows.enqueue(conn, queue_rows.NIGHT, queue_rows.NIGHT_SCOPE, args, lock=lock, queueing_lock=lock)
 
 
-async def night_scope(context: JobContext, entity_id: str, namespace: str) -> str:
+async def night_scope(context: JobContext, entity_id: str, namespace: str) -> JobSummary:
     """Run the night cycle of one scope."""
     report = await _archive(context).night_cycle(Scope(entity_id, namespace))
-    return str(report)
+    return JobSummary(night_summary(report))
+
+
+def night_summary(report: NightReport) -> str:
+    """One line for a night's report: the stages that ran and what they made and removed."""
+    ran = [s for s in report.stage_seconds if s not in report.skipped]
+    made = report.facts_new + report.insights + report.narratives
+    text = (
+        f"night ran: {_plural(len(ran), 'stage')}, {_plural(report.turns, 'turn')}, "
+        f"{_plural(report.blocks, 'block')}, {_plural(made, 'memory', 'memories')} "
+        f"({report.facts_new} facts, {report.insights} insights, {report.narratives} narratives), "
+        f"{report.turns_removed} raw turns removed"
+    )
+    return text + (" (resumed an unfinished run)" if report.resumed else "")
+
+
+# --- reports -------------------------------------------------------------------------------
+
+
+def _job_scope(kwargs: dict[str, Any]) -> str:
+    """The scope a job works on, as given (a job with bad arguments is still named), or ``all scopes``."""
+    if "entity_id" in kwargs:
+        return f"{kwargs['entity_id']}/{kwargs.get('namespace', 'default')}"
+    return "all scopes"
+
+
+async def report_job(call_next: Callable[[], Awaitable[Any]], context: JobContext, worker: Worker) -> Any:
+    """procrastinate worker middleware: one ``mnemo.worker`` log line per finished job (see the
+    module's "What a worker reports"). The job's outcome is procrastinate's as before: an error
+    is logged here and raised on."""
+    job = context.job
+    where = f"job {job.id} {job.task_name} {_job_scope(job.task_kwargs)}"
+    started = time.perf_counter()
+    try:
+        result = await call_next()
+    except asyncio.CancelledError:  # aborted (procrastinate's abort, or a stop that ran out of time)
+        _log.warning("%s: interrupted after %.2f s", where, time.perf_counter() - started)
+        raise
+    except Exception as exc:
+        _log_failure(context, where, exc, time.perf_counter() - started)
+        raise
+    seconds = time.perf_counter() - started
+    quiet = isinstance(result, JobSummary) and result.quiet
+    _log.log(logging.DEBUG if quiet else logging.INFO, "%s: %s in %.2f s", where, result, seconds)
+    return result
+
+
+def _log_failure(context: JobContext, where: str, exc: Exception, seconds: float) -> None:
+    """WARNING when the job will run again, ERROR when it stays failed; a traceback only for an
+    error that is not mnemo's own."""
+    task = context.app.tasks.get(context.job.task_name) if context.app else None
+    retry = task is not None and task.get_retry_exception(exception=exc, job=context.job) is not None
+    expected = isinstance(exc, MnemoError)
+    message = str(exc) if expected else f"{type(exc).__name__}: {exc}"
+    again = f" (attempt {context.job.attempts + 1}, it runs again)" if retry else ""
+    _log.log(
+        logging.WARNING if retry else logging.ERROR,
+        "%s: failed after %.2f s%s: %s",
+        where,
+        seconds,
+        again,
+        message,
+        exc_info=None if expected else exc,
+    )
+
+
+def startup_lines(
+    app: procrastinate.App, url: str, *, embedded: bool, queues: Sequence[str] | None, concurrency: int = 1
+) -> list[str]:
+    """What a starting worker says: the database it uses (password never shown), its queues, and
+    the periodic schedules it defers (every worker defers them; a worker of their queue runs them)."""
+    mine = list(queues) if queues else list(queue_rows.QUEUES)
+    source = "embedded PostgreSQL" if embedded else "MNEMO_DATABASE_URL"
+    lines = [f"worker on {redact(url)} ({source}); queues: {', '.join(mine)}; {_plural(concurrency, 'job')} at once"]
+    for periodic in sorted(app.periodic_registry.periodic_tasks.values(), key=lambda p: p.task.name):
+        runs = "" if periodic.task.queue in mine else f"; run by a worker of queue {periodic.task.queue}, not this one"
+        lines.append(
+            f"periodic: {periodic.task.name} at cron '{periodic.cron}' (UTC) into queue {periodic.task.queue}{runs}"
+        )
+    return lines
 
 
 # --- the worker ------------------------------------------------------------------------------
@@ -190,10 +316,11 @@ async def retry_stalled(app: procrastinate.App, stalled_after: float) -> int:
     return retried
 
 
-async def retry_stalled_jobs(context: JobContext, timestamp: int) -> int:
+async def retry_stalled_jobs(context: JobContext, timestamp: int) -> JobSummary:
     """The periodic check: re-queue the jobs of workers silent for ``stalled_after`` seconds."""
-    stalled_after = context.additional_context.get("stalled_after", 30.0)
-    return await retry_stalled(context.app, float(stalled_after))
+    stalled_after = float(context.additional_context.get("stalled_after", 30.0))
+    retried = await retry_stalled(context.app, stalled_after)
+    return JobSummary(f"re-queued {_plural(retried, 'stalled job')}", quiet=retried == 0)
 
 
 async def run_worker(
@@ -231,6 +358,9 @@ async def run_worker(
         app = create_app(
             archive.settings, archive.runtime.store.url, pool_max_size=concurrency + 3, stalled_after=stalled_after
         )
+        store = archive.runtime.store
+        for line in startup_lines(app, store.url, embedded=store.embedded, queues=queues, concurrency=concurrency):
+            _log.info("%s", line)
         async with app.open_async():
             recovered = await retry_stalled(app, stalled_after)
             options: dict[str, Any] = {
@@ -243,6 +373,7 @@ async def run_worker(
                 "additional_context": {"archive": archive, "stalled_after": stalled_after},
                 "install_signal_handlers": install_signal_handlers,
                 "listen_notify": listen_notify,
+                "worker_middleware": [report_job],
             }
             await app.run_worker_async(**options)
     finally:

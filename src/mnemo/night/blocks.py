@@ -5,7 +5,8 @@ Seeds: memory-architecture §3.2 (flux arcs over per-turn surprisal), §3.3-3.5
 levels, coherence gain, merge weight), §4.2-4.4 (a session that ends inside an
 unresolved arc sets the continuity flag; a session of the same cycle that opens
 on the same question continues it, and both join a metablock), §7 (links:
-``continues``, and ``thematic`` between similar blocks of one night), §8.2
+``continues``, ``thematic`` between similar blocks of one night, ``cites`` from a
+block to an earlier one whose rare subject it names), §8.2
 stages 1-6, §9 (dual embedding: with ``block_embedder`` set, every block is also
 embedded in a second vector space, sealed with that model's slug).
 
@@ -30,6 +31,7 @@ import psycopg
 
 from mnemo import llm
 from mnemo._runtime import Runtime
+from mnemo.cognition.citations import cite, subjects
 from mnemo.cognition.extraction import TurnText, extract, find_times
 from mnemo.cognition.flux import FluxArc, FluxParams, detect_arcs, flux_states, open_at_end
 from mnemo.cognition.salience import Zone, coherence_gain, detect_zones, score_block, ties_weight, unit_vector
@@ -39,6 +41,7 @@ from mnemo.config import Settings
 from mnemo.embed import Embeddings, load_embedder
 from mnemo.models import Scope, uuid7
 from mnemo.store import night as night_rows
+from mnemo.store import tiers
 from mnemo.store import vectors as vector_rows
 from mnemo.write.remember import memory_row, store_memory
 
@@ -159,6 +162,7 @@ async def _session(
     async with rt.store.transaction() as conn:
         block_ids = await _store_blocks(rt, conn, scope, run_id, session, rendered, embedded)
         await _thematic(rt, conn, scope, run_id, block_ids, embedded.vectors)
+        await _cites(conn, scope, session, rendered, block_ids)
         if continued is not None and block_ids:
             await _continue(conn, rt, scope, run_id, continued, block_ids[0], best)
             stats.continuations += 1
@@ -249,6 +253,7 @@ class _ZoneTexts:
     dead_zones: list[dict[str, Any]]
     rendered: list[str]  # the block's content, zone by zone
     live_turns: int
+    verbatim: list[int]  # indices (in the block) of the turns its content quotes whole: its lines
 
 
 async def _zone_texts(
@@ -260,6 +265,7 @@ async def _zone_texts(
     dead_zones: list[dict[str, Any]] = []
     rendered: list[str] = []
     live_turns = 0
+    verbatim: list[int] = []
     for zone in zones:
         zone_lines = lines[zone.start : zone.end + 1]
         first, last = part[zone.start]["turn_number"], part[zone.end]["turn_number"]
@@ -268,6 +274,7 @@ async def _zone_texts(
             live_turns += zone.end - zone.start + 1
             live_zones.append({"start": first, "end": last, "content": text, "reasons": list(zone.reasons)})
             rendered.append(text)
+            verbatim.extend(range(zone.start, zone.end + 1))
             continue
         tokens = count(text)
         if tokens <= cfg.night_verbatim_tokens:
@@ -277,7 +284,9 @@ async def _zone_texts(
             summary = await _summary(rt, zone_lines, vv[zone.start : zone.end + 1], budget)
         dead_zones.append({"start": first, "end": last, "summary": summary, "reasons": list(zone.reasons)})
         rendered.append(summary if summary == text else f"[summary] {summary}")
-    return _ZoneTexts(live_zones, dead_zones, rendered, live_turns)
+        if summary == text:
+            verbatim.extend(range(zone.start, zone.end + 1))
+    return _ZoneTexts(live_zones, dead_zones, rendered, live_turns, verbatim)
 
 
 def _metrics(levels: _Levels, arc: FluxArc | None, seg: Segment, turns: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -325,6 +334,7 @@ async def _render(rt: Runtime, session: _Session, seg: Segment) -> dict[str, Any
         "coherence_gain": gain,
         "ties_weight": ties_weight(salience, gain),
         "live_turns": texts.live_turns,
+        "verbatim": texts.verbatim,
     }
 
 
@@ -402,6 +412,7 @@ async def _store_blocks(
         await store_memory(conn, rt, scope, row, vector)
         is_last = index == len(session.segments) - 1
         await night_rows.insert_block(conn, _block_row(scope, run_id, session, seg, info, block_id, memory_id, is_last))
+        await tiers.insert_lines(conn, _line_rows(rt, scope, session, seg, info["verbatim"], block_id))
     second, second_vectors = embedded.second, embedded.second_vectors
     if second is not None and second_vectors is not None:
         table = await vector_rows.ensure_space(conn, rt.settings.block_space, second.dim)
@@ -414,6 +425,29 @@ async def _store_blocks(
             ],
         )
     return block_ids
+
+
+def _line_rows(
+    rt: Runtime, scope: Scope, session: _Session, seg: Segment, verbatim: Sequence[int], block_id: uuid.UUID
+) -> list[dict[str, Any]]:
+    """The block's verbatim lines with their turns' vectors: what a block hit quotes (§6)."""
+    rows = []
+    for i in verbatim:
+        turn = session.turns[seg.start + i]
+        rows.append({
+            "entity_id": scope.entity_id,
+            "namespace": scope.namespace,
+            "block_id": block_id,
+            "turn_id": turn["id"],
+            "turn_number": turn["turn_number"],
+            "role": turn["role"],
+            "speaker": turn.get("speaker"),
+            "content": turn["content"],
+            "created_at": turn["created_at"],
+            "slug": rt.slug,
+            "vector": session.vectors[seg.start + i],
+        })  # fmt: skip
+    return rows
 
 
 def _block_row(
@@ -529,3 +563,31 @@ async def _thematic(
             if sim >= rt.settings.night_thematic_similarity:
                 links.append((block_id, other, "thematic", round(float(sim), 6)))
     await night_rows.insert_links(conn, scope.entity_id, scope.namespace, links)
+
+
+async def _cites(
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    session: _Session,
+    rendered: Sequence[dict[str, Any]],
+    block_ids: Sequence[uuid.UUID],
+) -> None:
+    """``cites`` links (§7.2): a new block naming a rare subject of an earlier block of another
+    session cites it (:mod:`mnemo.cognition.citations`); the block's ``citations`` list them."""
+    if not block_ids:
+        return
+    first = session.turns[0]["created_at"]
+    earlier = await night_rows.earlier_blocks(conn, scope.entity_id, scope.namespace, session.id, first, 500)
+    if not earlier:
+        return
+    speakers = {str(t.get("speaker")) for t in session.turns if t.get("speaker")}
+    old = [subjects(text, speakers) for _, text in earlier]
+    new = [subjects(r["content"], speakers) for r in rendered]
+    links: list[tuple[uuid.UUID, uuid.UUID, str, float | None]] = []
+    cited: list[tuple[uuid.UUID, list[str]]] = []
+    for block_id, found in zip(block_ids, cite(new, old), strict=True):
+        if found:
+            links += [(block_id, earlier[i][0], "cites", float(n)) for i, n in found]
+            cited.append((block_id, [str(earlier[i][0]) for i, _ in found]))
+    await night_rows.insert_links(conn, scope.entity_id, scope.namespace, links)
+    await night_rows.set_citations(conn, scope.entity_id, cited)

@@ -1,7 +1,7 @@
 """The night cycle: offline consolidation of a scope's day table.
 
-Seeds: memory-architecture §8 (pipeline stages 1-6 and 9; the long-term tier's
-stages 7-8 come with the cortex), archive-adr §9 (curator), cognitive-plan
+Seeds: memory-architecture §8 (pipeline stages 1-9; stages 7-8, migration to
+the cortex and its RAPTOR tree, live in :mod:`mnemo.cortex`), archive-adr §9 (curator), cognitive-plan
 §4.1-4.4 (decay, insights, reconsolidation). DESIGN §4: every stage commits on
 its own and is idempotent; a crash at any point loses nothing and a re-run
 continues where it stopped.
@@ -13,7 +13,7 @@ How that holds:
   the interrupted one would have;
 * per-turn and per-session stages (surprisal, blocks, knowledge) commit each
   batch or session together with its progress mark;
-* scope-wide stages (insights, curation, decay, retention) commit their work
+* scope-wide stages (insights, curation, decay, migrate, cluster, retention) commit their work
   together with their name in the run's ``stages_done``;
 * ``dry_run`` plans instead (:mod:`mnemo.night.plan`): every stage's work, nothing written;
 * one run per scope at a time (a session-level advisory lock).
@@ -32,6 +32,8 @@ import psycopg
 
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
+from mnemo.cortex.migrate import migrate
+from mnemo.cortex.tree import build_tree
 from mnemo.errors import ConfigurationError, InvalidContentError
 from mnemo.models import NightReport, Scope, to_jsonable, uuid7
 from mnemo.night import curator
@@ -47,7 +49,7 @@ from mnemo.store import night as night_rows
 
 __all__ = ["STAGES", "NightReport", "run_night"]
 
-STAGES = ("surprisal", "blocks", "knowledge", "insights", "curate", "decay", "retention")
+STAGES = ("surprisal", "blocks", "knowledge", "insights", "curate", "decay", "migrate", "cluster", "retention")
 
 #: ``progress(stage, done, total)``: work units done so far in a stage (turns, or 1 for scope-wide ones).
 Progress = Callable[[str, int, int], None]
@@ -214,6 +216,12 @@ async def _scope_stages(run: _Run) -> None:
     report.curation_applied = bool(c.get("applied"))
     d = await run.scope_stage("decay", lambda conn: decay(rt, conn, scope, as_of))
     report.decayed_light, report.decayed_deep = d.get("light", 0), d.get("deep", 0)
+    m = await run.scope_stage("migrate", lambda conn: migrate(rt, conn, scope, run.run_id, as_of))
+    report.blocks_migrated, report.lines_migrated = m.get("migrated", 0), m.get("lines", 0)
+    report.cortex_versions = dict(m.get("versions", {}))
+    t = await run.scope_stage("cluster", lambda conn: build_tree(rt, conn, scope, run.run_id, as_of))
+    report.tree_nodes = t.get("nodes", 0)
+    report.cortex_versions |= dict(t.get("versions", {}))
     r = await run.scope_stage("retention", lambda conn: retain(conn, rt.settings, scope, as_of, run.run_id))
     report.turns_removed, report.blocks_archived = r.get("turns_removed", 0), r.get("blocks_archived", 0)
     report.turns_kept = r.get("turns_kept", 0)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from mnemo._runtime import Runtime
+from mnemo.cortex.migrate import migration_plan
 from mnemo.models import NightReport, Scope, uuid7
 from mnemo.night import curator
 from mnemo.night.decay import decay
@@ -38,7 +39,9 @@ async def plan_night(rt: Runtime, scope: Scope, as_of: datetime, stages: tuple[s
         report = NightReport(scope=scope, run_id=run_id or uuid7(), as_of=as_of, resumed=unfinished is not None)
         report.dry_run = True
         report.skipped = tuple(s for s in ("surprisal", "blocks", "knowledge") if s not in stages) + tuple(
-            s for s in ("insights", "curate", "decay", "retention") if s not in stages or s in done
+            s
+            for s in ("insights", "curate", "decay", "migrate", "cluster", "retention")
+            if s not in stages or s in done
         )
         todo = [s for s in stages if s not in report.skipped]
         report.turns = await night_rows.count_turns(conn, e, ns, as_of)
@@ -66,6 +69,8 @@ async def plan_night(rt: Runtime, scope: Scope, as_of: datetime, stages: tuple[s
         if "decay" in todo:
             decayed = await decay(rt, conn, scope, as_of, dry_run=True)
             report.decayed_light, report.decayed_deep = decayed.light, decayed.deep
+        if "migrate" in todo and rt.settings.cortex:
+            plan["blocks_to_migrate"] = len(await migration_plan(rt, conn, scope, as_of))
         if "retention" in todo:
             kept = await retain(conn, rt.settings, scope, as_of, run_id, dry_run=True)
             report.turns_removed, report.blocks_archived, report.turns_kept = (

@@ -70,6 +70,8 @@ async def recall(
     now: datetime | None = None,
     seed: int | None = None,
     hops: int | None = None,
+    expand: bool = False,
+    level: int | None = None,
 ) -> RecallResult | Refusal:
     """Recall up to ``k`` items of ``scope`` for ``query``; a :class:`Refusal` below the threshold.
 
@@ -80,17 +82,20 @@ async def recall(
     ``spreading_hops``) sets how far activation spreads over co-access links.
     """
     started = time.perf_counter()
+    if level:
+        return await stages.recall_at_level(rt, scope, query, k, level, as_entity=as_entity, threshold=threshold)
     request = stages.check(
         rt, scope, query, k, as_entity=as_entity, read_only=read_only, threshold=threshold, kinds=kinds,
-        trace=trace, query_vector=query_vector, cues=cues, now=now, seed=seed, hops=hops,
+        trace=trace, query_vector=query_vector, cues=cues, now=now, seed=seed, hops=hops, expand=expand,
     )  # fmt: skip
     embedding = stages.start_embedding(rt, request)
     async with rt.store.connection() as conn:
         found = await stages.retrieve(rt, conn, request, embedding)
         await stages.fuse(rt, conn, request, found)
+        await stages.follow_links(rt, conn, request, found)
         await stages.smooth_neighbours(rt, conn, request, found)
         blended = await stages.blend(rt, conn, request, found)
-        decision = stages.decide(rt, request, found, blended, started)
+        decision = await stages.quote(rt, conn, request, found, stages.decide(rt, request, found, blended, started))
         mutated = await stages.trace_and_mutate(rt, conn, request, decision)
     if mutated:
         await note_writes(rt, mutated * 2)  # access/weight rows and their co-access links

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import random
 import time
 import uuid
@@ -50,10 +51,11 @@ from mnemo.cognition.relevance import blend as blend_score
 from mnemo.cognition.spreading import spread
 from mnemo.cognition.weights import DEFAULT
 from mnemo.config import Settings
+from mnemo.cortex import search as cortex_search
 from mnemo.errors import AccessDeniedError, InvalidContentError
 from mnemo.models import Hit, RecallResult, Refusal, Scope, uuid7
 from mnemo.store import dynamics as dynamic_rows
-from mnemo.store import lexicon
+from mnemo.store import lexicon, tiers
 from mnemo.store import scopes as scope_rows
 from mnemo.store import search as search_rows
 from mnemo.store import traces as trace_rows
@@ -68,7 +70,10 @@ __all__ = [
     "blend",
     "check",
     "decide",
+    "follow_links",
     "fuse",
+    "quote",
+    "recall_at_level",
     "result",
     "retrieve",
     "smooth_neighbours",
@@ -101,6 +106,8 @@ class Request:
     now: datetime
     seed: int | None
     """Fixes this recall's stochastic draws (``scoring="stochastic"``)."""
+    expand: bool = False
+    """Block hits come back whole instead of as their excerpt."""
 
     @property
     def owner_reads(self) -> bool:
@@ -162,6 +169,7 @@ def check(
     now: datetime | None,
     seed: int | None,
     hops: int | None,
+    expand: bool = False,
 ) -> Request:
     """Validate every argument; raise :class:`InvalidInputError` before anything is read."""
     cfg = rt.settings
@@ -190,6 +198,7 @@ def check(
         cues=cues,
         now=now or datetime.now(UTC),
         seed=seed,
+        expand=bool(expand),
     )
 
 
@@ -221,6 +230,13 @@ async def retrieve(
         conn, rt.table, rt.embeddings.dim, scope.entity_id, scope.namespace, rt.slug, vector, request.depth
     )
     dense = [d for d in dense if d[1] in request.kinds]
+    if (
+        "memory" in request.kinds
+        and rt.settings.cortex
+        and await tiers.has_cortex(conn, scope.entity_id, scope.namespace)
+    ):
+        deep = await cortex_search.cortex_neighbours(rt, scope, vector, request.depth)
+        dense = sorted([*dense, *((i, "memory", sim) for i, sim in deep)], key=lambda d: (-d[2], str(d[0])))
     kind_of = {d[0]: d[1] for d in dense} | {x[0]: x[1] for x in lexical}
     return Candidates(
         vector=vector,
@@ -272,12 +288,22 @@ async def _score_exactly(
 ) -> None:
     """Fill in both retrievers' exact scores for ``ids`` (candidates one retriever did not return)."""
     scope = request.scope
-    found.similarity |= await vector_rows.similarities(
-        conn, rt.table, scope.entity_id, rt.slug, found.vector, [i for i in ids if i not in found.similarity]
-    )
+    await _similarities(rt, conn, request, found, [i for i in ids if i not in found.similarity])
     found.lexical_score |= await _lexical_scores(
         rt, conn, scope, request.text, [i for i in ids if i not in found.lexical_score]
     )
+
+
+async def _similarities(
+    rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates, ids: list[uuid.UUID]
+) -> None:
+    """Exact cosine similarities of ``ids``: from the hippocampus, then from the cortex for the
+    memories whose vectors migrated there (the retrieval chain, memory-architecture §1.3)."""
+    scope = request.scope
+    found.similarity |= await vector_rows.similarities(conn, rt.table, scope.entity_id, rt.slug, found.vector, ids)
+    deep = [i for i in ids if i not in found.similarity and found.kind_of.get(i) == "memory"]
+    if deep and rt.settings.cortex:
+        found.similarity |= await cortex_search.cortex_similarities(rt, scope, found.vector, deep)
 
 
 # --- 4. fuse ---------------------------------------------------------------------------------------
@@ -293,6 +319,32 @@ async def fuse(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, fou
     else:
         fused = rrf({"vector": found.dense_order, "lexical": found.lexical_order}, k=cfg.rrf_k)
         found.base = {item.key: item.score for item in fused}  # type: ignore[misc]
+    found.final = dict(found.base)
+
+
+# --- 4b. structural links ------------------------------------------------------------------------
+async def follow_links(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates) -> None:
+    """The retrieval chain's structural step (memory-architecture §1.3, §7.4): the items linked to the
+    best ``chain_seeds`` memories (``cites``, ``continues``, ``derived_from``, ``thematic``) join the
+    candidates, scored on their own by both retrievers, whichever tier holds them."""
+    seeds = [i for i in sorted(found.base, key=lambda i: -found.base[i]) if found.kind_of[i] == "memory"]
+    seeds = seeds[: rt.settings.chain_seeds]
+    if not seeds or rt.settings.fusion != "zscore":
+        return
+    scope = request.scope
+    linked = await tiers.linked_items(conn, scope.entity_id, scope.namespace, seeds)
+    new = [(i, kind) for i, kind in linked if i not in found.kind_of and kind in request.kinds]
+    if not new:
+        return
+    found.kind_of |= dict(new)
+    ids = [i for i, _ in new]
+    await _score_exactly(rt, conn, request, found, ids)
+    found.ids.extend(ids)
+    found.base = zscore_fuse(
+        {"vector": found.similarity, "lexical": found.lexical_score},
+        weights={"lexical": rt.settings.lexical_weight},
+        reference=found.ids,
+    )
     found.final = dict(found.base)
 
 
@@ -338,8 +390,7 @@ async def blend(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, fo
     head = sorted(final, key=lambda i: (-final[i], str(i)))[: max(cfg.blend_depth, request.k * 2)]
     searched = minmax({i: final[i] for i in head})
     activated = await _spread(rt, conn, request, found, head, searched)
-    missing = [i for i in head if i not in found.similarity]
-    found.similarity |= await vector_rows.similarities(conn, rt.table, scope.entity_id, rt.slug, found.vector, missing)
+    await _similarities(rt, conn, request, found, [i for i in head if i not in found.similarity])
     turn_rows = await search_rows.hydrate_turns(
         conn, scope.entity_id, scope.namespace, [i for i in head if found.kind_of[i] == "turn"]
     )
@@ -517,7 +568,16 @@ def _hit(
         noise=parts["noise"],
         compressed=row.get("compressed"),
         event_time=row.get("event_time"),
+        tier="cortex" if row.get("tier") == "cortex" else "hippocampus",
     )
+
+
+async def quote(
+    rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates, decision: Decision
+) -> Decision:
+    """Bifocal hits (memory-architecture §6): each block hit quotes its lines that match the query."""
+    hits = await cortex_search.bifocal(rt, conn, request.scope, found.vector, decision.hits, expand=request.expand)
+    return dataclasses.replace(decision, hits=hits)
 
 
 # --- 8. trace and mutate ---------------------------------------------------------------------------
@@ -550,6 +610,38 @@ async def trace_and_mutate(rt: Runtime, conn: psycopg.AsyncConnection, request: 
             conn, rt.settings, scope, memories, decision.near_misses, query=request.text, now=request.now
         )
     return len(memories)
+
+
+# --- recall at a level of the cortex tree -------------------------------------------------------
+async def recall_at_level(
+    rt: Runtime,
+    scope: Scope,
+    query: object,
+    k: int,
+    level: int,
+    *,
+    as_entity: str | None,
+    threshold: float | None,
+) -> RecallResult | Refusal:
+    """``retrieve_at_level`` (memory-architecture §5.4): the tree nodes of ``level`` nearest to the
+    query, read-only, under the same access rules and refusal threshold as any recall."""
+    if not isinstance(level, int) or isinstance(level, bool) or not 0 <= level <= 3:
+        raise InvalidContentError(f"level must be 0 (items), 1 (branch), 2 (trunk) or 3 (canopy), not {level!r}")
+    started = time.perf_counter()
+    request = check(
+        rt, scope, query, k, as_entity=as_entity, read_only=True, threshold=threshold, kinds=ITEM_KINDS,
+        trace=False, query_vector=None, cues=None, now=None, seed=None, hops=None,
+    )  # fmt: skip
+    async with rt.store.connection() as conn:
+        await _check_access(conn, scope, request.reader)
+        deep = rt.settings.cortex and await tiers.has_cortex(conn, scope.entity_id, scope.namespace)
+    vector = await rt.embeddings.embed_query(request.text)
+    hits = tuple(await cortex_search.at_level(rt, scope, vector, level, k)) if deep else ()
+    best = max((h.similarity or 0.0 for h in hits), default=None)
+    latency = (time.perf_counter() - started) * 1000
+    if best is None or best < request.threshold:
+        return Refusal(request.text, scope, best, request.threshold, latency, candidates=hits)
+    return RecallResult(request.text, scope, hits, best, latency, weights={})
 
 
 # --- 9. result ------------------------------------------------------------------------------------

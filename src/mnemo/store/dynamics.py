@@ -51,6 +51,7 @@ STATE_COLUMNS = (
     "last_accessed",
     "token_count",
     "metadata",
+    "tier",
 )
 _STATE_SQL = ", ".join(STATE_COLUMNS)
 

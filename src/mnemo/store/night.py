@@ -24,6 +24,7 @@ __all__ = [
     "create_metablock",
     "decay_candidates",
     "derivation",
+    "earlier_blocks",
     "extend_metablock",
     "finish_run",
     "get_state",
@@ -45,6 +46,7 @@ __all__ = [
     "run_blocks",
     "scored_texts",
     "session_turns",
+    "set_citations",
     "set_flux_states",
     "set_session_progress",
     "set_surprisal",
@@ -450,7 +452,8 @@ async def retention_turns(
 _EXPIRED_BLOCKS = sql.SQL("""
            FROM mnemo.blocks b
            WHERE b.entity_id = %(e)s AND b.namespace = %(ns)s AND m.entity_id = b.entity_id AND m.id = b.memory_id
-             AND m.status IN ('candidate', 'active') AND NOT m.anchored AND coalesce(b.run_id <> %(run)s, true)
+             AND m.status IN ('candidate', 'active') AND m.tier = 'hippocampus' AND NOT m.anchored
+             AND coalesce(b.run_id <> %(run)s, true)
              AND b.created_at < CASE b.user_tier WHEN 'elder' THEN %(elder)s WHEN 'meso' THEN %(meso)s
                                                  ELSE %(normal)s END""")
 
@@ -602,3 +605,27 @@ async def run_blocks(
         (entity_id, namespace, run_id, list(exclude)),
     )
     return [(r[0], r[1]) for r in await cur.fetchall()]
+
+
+async def earlier_blocks(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, session_id: str, before: datetime, limit: int
+) -> list[tuple[uuid.UUID, str]]:
+    """``(block_id, content)`` of the newest ``limit`` blocks of other sessions that ended by ``before``."""
+    cur = await conn.execute(
+        """SELECT id, content FROM mnemo.blocks
+           WHERE entity_id = %s AND namespace = %s AND session_id IS DISTINCT FROM %s AND arc_end_time <= %s
+           ORDER BY arc_end_time DESC, id LIMIT %s""",
+        (entity_id, namespace, session_id, before, limit),
+    )
+    return [(r[0], r[1]) for r in await cur.fetchall()]
+
+
+async def set_citations(
+    conn: psycopg.AsyncConnection, entity_id: str, cited: Sequence[tuple[uuid.UUID, list[str]]]
+) -> None:
+    """Each block's ``citations`` (the block ids it cites, memory-architecture §7.2)."""
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "UPDATE mnemo.blocks SET citations = %s WHERE entity_id = %s AND id = %s",
+            [(Jsonb(ids), entity_id, block_id) for block_id, ids in cited],
+        )

@@ -21,7 +21,11 @@ async def chamber_counts(conn: psycopg.AsyncConnection) -> dict[str, int]:
                   (SELECT count(*) FROM pg_tables WHERE schemaname = 'queue'),
                   (SELECT count(*) FROM mnemo.blocks), (SELECT count(*) FROM mnemo.entities),
                   (SELECT count(*) FROM mnemo.facts WHERE valid_to IS NULL),
-                  (SELECT count(*) FROM mnemo.night_runs WHERE finished_at IS NOT NULL)"""
+                  (SELECT count(*) FROM mnemo.night_runs WHERE finished_at IS NOT NULL),
+                  (SELECT count(*) FROM mnemo.blocks WHERE migrated_at IS NOT NULL),
+                  (SELECT coalesce(sum((r.report -> 'cluster' ->> 'nodes')::int), 0) FROM (
+                      SELECT DISTINCT ON (entity_id, namespace) report FROM mnemo.night_runs
+                      WHERE report ? 'cluster' ORDER BY entity_id, namespace, started_at DESC) r)"""
     )
     row = await cur.fetchone()
     assert row is not None
@@ -36,6 +40,8 @@ async def chamber_counts(conn: psycopg.AsyncConnection) -> dict[str, int]:
         "entities",
         "facts",
         "night_runs",
+        "cortex_blocks",  # blocks in the long-term tier (LanceDB), as the hippocampus records them
+        "tree_nodes",  # nodes of the cortex's RAPTOR trees, as each scope's last clustering left them
     )
     return dict(zip(names, (int(v) for v in row), strict=True))
 

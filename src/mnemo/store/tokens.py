@@ -1,4 +1,5 @@
-"""Bearer tokens of the HTTP service: stored hashed, revocable (archive-adr §7)."""
+"""Bearer tokens of the HTTP service: stored hashed, revocable, optionally expiring (archive-adr §7;
+migrations 0005, 0008)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,14 @@ async def create_token(
     token_id: uuid.UUID,
     namespace: str | None,
     label: str | None,
+    expires_at: datetime | None = None,
 ) -> datetime:
+    """Store a token's hash; its creation time. ``expires_at`` None: it never expires (no check
+    here that it lies ahead: :func:`mnemo._access.create` refuses a past expiry)."""
     cur = await conn.execute(
-        """INSERT INTO mnemo.tokens (entity_id, token_hash, id, namespace, label) VALUES (%s, %s, %s, %s, %s)
-           RETURNING created_at""",
-        (entity_id, token_hash, token_id, namespace, label),
+        """INSERT INTO mnemo.tokens (entity_id, token_hash, id, namespace, label, expires_at)
+           VALUES (%s, %s, %s, %s, %s, %s) RETURNING created_at""",
+        (entity_id, token_hash, token_id, namespace, label, expires_at),
     )
     row = await cur.fetchone()
     assert row is not None
@@ -30,12 +34,17 @@ async def create_token(
 
 
 async def find_token(conn: psycopg.AsyncConnection, entity_id: str, token_hash: str) -> dict[str, Any] | None:
+    """The token with this hash: its id, namespace, revocation and whether it has expired (by the
+    database's clock, the one that wrote ``created_at``)."""
     cur = await conn.execute(
-        "SELECT id, namespace, revoked_at FROM mnemo.tokens WHERE entity_id = %s AND token_hash = %s",
+        """SELECT id, namespace, revoked_at, coalesce(expires_at <= now(), false) FROM mnemo.tokens
+           WHERE entity_id = %s AND token_hash = %s""",
         (entity_id, token_hash),
     )
     row = await cur.fetchone()
-    return None if row is None else {"id": row[0], "namespace": row[1], "revoked_at": row[2]}
+    if row is None:
+        return None
+    return {"id": row[0], "namespace": row[1], "revoked_at": row[2], "expired": bool(row[3])}
 
 
 async def revoke_token(conn: psycopg.AsyncConnection, entity_id: str, token_id: uuid.UUID) -> bool:
@@ -47,11 +56,11 @@ async def revoke_token(conn: psycopg.AsyncConnection, entity_id: str, token_id: 
 
 
 async def list_tokens(conn: psycopg.AsyncConnection, entity_id: str) -> list[dict[str, Any]]:
-    """Every token of ``entity_id``, oldest first; never the hash."""
+    """Every token of ``entity_id``, oldest first; never the hash. ``expired``: by the database's clock."""
     cur = await conn.execute(
-        "SELECT id, namespace, label, created_at, revoked_at FROM mnemo.tokens "
-        "WHERE entity_id = %s ORDER BY created_at",
+        """SELECT id, namespace, label, created_at, revoked_at, expires_at, coalesce(expires_at <= now(), false)
+           FROM mnemo.tokens WHERE entity_id = %s ORDER BY created_at""",
         (entity_id,),
     )
-    cols = ("id", "namespace", "label", "created_at", "revoked_at")
+    cols = ("id", "namespace", "label", "created_at", "revoked_at", "expires_at", "expired")
     return [dict(zip(cols, r, strict=True)) for r in await cur.fetchall()]

@@ -24,6 +24,7 @@ __all__ = [
     "count_missing",
     "ensure_space",
     "insert_vectors",
+    "other_spaces",
     "search",
     "table_name",
     "vectors_of",
@@ -191,7 +192,8 @@ async def count_missing(conn: psycopg.AsyncConnection, table: str, slug: str) ->
         """SELECT
              (SELECT count(*) FROM mnemo.turns t WHERE NOT EXISTS (
                  SELECT 1 FROM {v} v WHERE v.entity_id = t.entity_id AND v.item_id = t.id AND v.slug = %(s)s))
-           + (SELECT count(*) FROM mnemo.memories m WHERE m.status <> 'pruned' AND NOT EXISTS (
+           + (SELECT count(*) FROM mnemo.memories m WHERE m.status <> 'pruned' AND m.tier = 'hippocampus'
+               AND NOT EXISTS (
                  SELECT 1 FROM {v} v WHERE v.entity_id = m.entity_id AND v.item_id = m.id AND v.slug = %(s)s))"""
     ).format(v=_ident(table))
     cur = await conn.execute(stmt, {"s": slug})
@@ -213,7 +215,8 @@ async def missing_batch(
             ORDER BY t.id LIMIT %(n)s)
            UNION ALL
            (SELECT m.id, 'memory', m.content, m.kind, NULL::text FROM mnemo.memories m
-            WHERE m.entity_id = %(e)s AND m.namespace = %(ns)s AND m.status <> 'pruned' AND NOT EXISTS (
+            WHERE m.entity_id = %(e)s AND m.namespace = %(ns)s AND m.status <> 'pruned' AND m.tier = 'hippocampus'
+               AND NOT EXISTS (
               SELECT 1 FROM {v} v WHERE v.entity_id = m.entity_id AND v.item_id = m.id AND v.slug = %(s)s)
             ORDER BY m.id LIMIT %(n)s)
            LIMIT %(n)s"""
@@ -259,3 +262,20 @@ async def turns_missing(
     ).format(v=_ident(table), lock=sql.SQL("FOR SHARE OF t" if lock else ""))
     cur = await conn.execute(stmt, {"e": entity_id, "ns": namespace, "ids": list(ids), "s": slug})
     return [(r[0], r[1], r[2]) for r in await cur.fetchall()]
+
+
+async def other_spaces(
+    conn: psycopg.AsyncConnection, entity_id: str, exclude: str, ids: Sequence[uuid.UUID]
+) -> list[tuple[str, str]]:
+    """``(table, slug)`` of every vector space but ``exclude`` holding a vector of one of ``ids``."""
+    if not ids:
+        return []
+    cur = await conn.execute("SELECT table_name FROM vectors.spaces WHERE table_name <> %s ORDER BY 1", (exclude,))
+    found: list[tuple[str, str]] = []
+    for (table,) in await cur.fetchall():
+        rows = await conn.execute(
+            sql.SQL("SELECT DISTINCT slug FROM {t} WHERE entity_id = %s AND item_id = ANY(%s)").format(t=_ident(table)),
+            (entity_id, list(ids)),
+        )
+        found.extend((table, str(r[0])) for r in await rows.fetchall())
+    return found

@@ -2,7 +2,8 @@
 
 Seed: archive-adr §7 ("Sigil Scope": the owner controls their memory) and
 memory-architecture §9 (nothing derived from a forgotten item survives it: the
-blocks, facts and traces that copied it go too).
+blocks, facts and traces that copied it go too), DESIGN §9 (forgetting reaches
+the cortex, old LanceDB versions included).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from mnemo.errors import UnknownItemError, UnknownScopeError
 from mnemo.models import Scope
 from mnemo.store import forget as forget_rows
 from mnemo.store import scopes as scope_rows
+from mnemo.store import tiers
 
 __all__ = ["forget", "purge", "purge_entity"]
 
@@ -26,7 +28,14 @@ async def forget(rt: Runtime, scope: Scope, item_id: uuid.UUID | str) -> dict[st
         if not await forget_rows.item_kinds(conn, scope.entity_id, scope.namespace, [item]):
             raise UnknownItemError(f"no turn or memory {item} in scope {scope}")
         items = await forget_rows.derived_items(conn, scope.entity_id, scope.namespace, [item])
-        return await forget_rows.forget_items(conn, scope.entity_id, scope.namespace, items)
+        migrated = await tiers.migrated_blocks_of(conn, scope.entity_id, scope.namespace, items)
+        removed = await forget_rows.forget_items(conn, scope.entity_id, scope.namespace, items)
+    if migrated and rt.cortex is not None:
+        # After the commit: a crash here leaves cortex rows no hippocampus row names, which no
+        # recall can hydrate and the next night's migrate stage removes (cortex.migrate.reconcile).
+        await rt.cortex.delete_ids(scope, [str(b) for b in migrated])
+        removed["cortex_blocks"] = len(migrated)
+    return removed
 
 
 async def purge(rt: Runtime, scope: Scope) -> dict[str, int]:
@@ -35,7 +44,17 @@ async def purge(rt: Runtime, scope: Scope) -> dict[str, int]:
         exists, _ = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, scope.entity_id)
         if not exists:
             raise UnknownScopeError(f"scope {scope} does not exist")
-        return await forget_rows.purge_scope(conn, scope.entity_id, scope.namespace)
+        removed = await forget_rows.purge_scope(conn, scope.entity_id, scope.namespace)
+    await _purge_cortex(rt, [scope])
+    return removed
+
+
+async def _purge_cortex(rt: Runtime, scopes: list[Scope]) -> None:
+    """The scopes' rows leave the cortex and its old versions (no deleted text stays on disk)."""
+    if rt.cortex is None:
+        return
+    for scope in scopes:
+        await rt.cortex.delete(scope)
 
 
 async def purge_entity(rt: Runtime, entity_id: str) -> dict[str, int]:
@@ -50,4 +69,5 @@ async def purge_entity(rt: Runtime, entity_id: str) -> dict[str, int]:
         for namespace in namespaces:
             for place, n in (await forget_rows.purge_scope(conn, entity, namespace)).items():
                 removed[place] = removed.get(place, 0) + n
+    await _purge_cortex(rt, [Scope(entity, ns) for ns in namespaces])
     return removed

@@ -4,6 +4,10 @@ Stored text is printed literally: it reaches rich only as :class:`~rich.text.Tex
 :func:`lit`, never as markup, so ``[summary]`` or ``a[/i]`` in a memory print as typed. Piped
 stdout gets whole lines (no terminal width to fit): nothing is cropped or folded.
 
+``--json`` prints the public record a command produced, as :func:`mnemo.models.to_jsonable` makes
+it (ids as strings, times in ISO 8601): the same field names and nesting as the HTTP service and
+the MCP tools answer for the same operation.
+
 Nothing here imports the archive (the database, the night cycle, the embedder): commands import
 it through :func:`open_archive` once their input is checked, so ``--help``, ``--version`` and bad
 input answer at once.
@@ -28,7 +32,7 @@ from rich.text import Text
 
 from mnemo.config import Settings, load_settings
 from mnemo.errors import MnemoError
-from mnemo.models import Hit, RecallResult, Refusal
+from mnemo.models import RecallResult, Refusal, to_jsonable
 
 if TYPE_CHECKING:
     from mnemo._sync import Archive
@@ -40,7 +44,6 @@ __all__ = [
     "NamespaceOpt",
     "err",
     "fail_cleanly",
-    "hit_json",
     "lit",
     "open_archive",
     "out",
@@ -137,34 +140,11 @@ def print_json(data: Any) -> None:
     out.print_json(json.dumps(data, default=str))
 
 
-def hit_json(hit: Hit) -> dict[str, Any]:
-    return {
-        "id": str(hit.id),
-        "item_kind": hit.item_kind,
-        "content": hit.content,
-        "created_at": hit.created_at.isoformat(),
-        "session_id": hit.session_id,
-        "turn_number": hit.turn_number,
-        "speaker": hit.speaker,
-        "memory_kind": hit.memory_kind,
-        **hit.components(),
-    }
-
-
 def print_recall(result: RecallResult | Refusal, as_json: bool) -> None:
+    """A recall as a table (or the refusal sentence); with ``as_json``, the record itself
+    (:func:`~mnemo.models.to_jsonable`: the shape ``POST /v1/recall`` and MCP ``recall`` answer)."""
     if as_json:
-        print_json(
-            {
-                "query": result.query,
-                "scope": str(result.scope),
-                "refused": result.refused,
-                "best_similarity": result.best_similarity,
-                "latency_ms": round(result.latency_ms, 2),
-                "weights": dict(getattr(result, "weights", {})),
-                "hits": [hit_json(h) for h in result.hits],
-                **({"message": result.message, "threshold": result.threshold} if isinstance(result, Refusal) else {}),
-            }
-        )
+        print_json(to_jsonable(result))
         return
     if isinstance(result, Refusal):
         best = "none" if result.best_similarity is None else f"{result.best_similarity:.3f}"

@@ -16,7 +16,6 @@ from mnemo.interfaces.cli._common import (
     NamespaceOpt,
     err,
     fail_cleanly,
-    hit_json,
     open_archive,
     out,
     print_json,
@@ -120,9 +119,7 @@ def demo(as_json: JsonOpt = False) -> None:
     if as_json:
         print_json(
             {
-                "recalls": [
-                    {"query": r.query, "refused": r.refused, "hits": [hit_json(h) for h in r.hits]} for r in results
-                ],
+                "recalls": [to_jsonable(r) for r in results],
                 "context": to_jsonable(block),
                 "night": to_jsonable(night),
             }
@@ -185,13 +182,14 @@ def grant(
     namespace: NamespaceOpt = "default",
     as_json: JsonOpt = False,
 ) -> None:
-    """Let another entity read a scope (-e, -n: the scope, which must exist)."""
+    """Let another entity read a scope (-e, -n: the scope, which must exist). --json prints grantee
+    and created (false: the grant was there already), as the HTTP service does."""
     scope = Scope(entity, namespace)
     Scope(grantee)
     with open_archive() as archive:
         added = archive.grant(scope, grantee)
     if as_json:
-        print_json({"scope": str(scope), "grantee": grantee, "granted": added})
+        print_json({"grantee": grantee, "created": added})
         return
     out.print(Text(f"granted {grantee} read access to {scope}" if added else f"{grantee} could already read {scope}"))
 
@@ -201,12 +199,17 @@ def revoke(
     grantee: GranteeArg,
     entity: EntityOpt = "default",
     namespace: NamespaceOpt = "default",
+    as_json: JsonOpt = False,
 ) -> None:
-    """Withdraw another entity's read access to a scope."""
+    """Withdraw another entity's read access to a scope. --json prints grantee and revoked (false,
+    with exit status 0: there was no grant), as the HTTP service does."""
     scope = Scope(entity, namespace)
     Scope(grantee)
     with open_archive() as archive:
         done = archive.revoke(scope, grantee)
+    if as_json:
+        print_json({"grantee": grantee, "revoked": done})
+        return
     if not done:
         raise MnemoError(f"{grantee} has no grant on {scope}")
     out.print(Text(f"revoked {grantee}'s read access to {scope}"))

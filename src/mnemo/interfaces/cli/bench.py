@@ -38,7 +38,7 @@ def _overrides(pairs: list[str]) -> dict[str, str]:
 
 @fail_cleanly
 def bench_locomo(
-    path: Annotated[Path, typer.Argument(help="A LoCoMo-format file, e.g. ../shared/bench/locomo/locomo-dev.json.")],
+    path: Annotated[Path, typer.Argument(help="A LoCoMo-format file (e.g. locomo10.json from the LoCoMo repository).")],
     json_out: Annotated[Path | None, typer.Option("--json", help="Write every figure to this JSON file.")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override a setting, KEY=VALUE (repeatable).")] = None,
     baselines: Annotated[bool, typer.Option(help="Also run the BM25 and dense baselines.")] = True,
@@ -151,9 +151,9 @@ def bench_dynamics(
 
 @fail_cleanly
 def bench_perf(
-    locomo: Annotated[Path, typer.Option(help="Source of realistic sentences (LoCoMo format).")] = Path(
-        "../shared/bench/locomo/locomo-dev.json"
-    ),
+    locomo: Annotated[
+        Path, typer.Option(help="Source of realistic sentences: a LoCoMo-format file (required).", exists=True)
+    ],
     scale: Annotated[list[int] | None, typer.Option(help="Memories in one scope (repeatable).")] = None,
     queries: Annotated[int, typer.Option(min=10, help="Recalls timed per scale.")] = 1000,
     ingest_turns: Annotated[int, typer.Option(min=100, help="Turns for the ingest measurement.")] = 2000,

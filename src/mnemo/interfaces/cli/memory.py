@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -81,7 +82,7 @@ def remember(
             scope, text, kind=kind, anchored=anchored, status="candidate" if candidate else "active"
         )
     if as_json:
-        print_json({"id": str(memory.id), "scope": str(scope), "kind": memory.kind})
+        print_json(to_jsonable(memory))
     else:
         out.print(f"remembered {memory.id} in {scope}")
 
@@ -106,7 +107,7 @@ def record(
     with open_archive(config) as archive:
         turn = archive.record_turn(scope, session, role, text, speaker=speaker)
     if as_json:
-        print_json({"id": str(turn.id), "session": turn.session_id, "turn": turn.turn_number})
+        print_json(to_jsonable(turn))
     else:
         out.print(
             f"recorded turn {turn.turn_number} of session {turn.session_id!r} in {scope}", markup=False, highlight=False
@@ -217,34 +218,7 @@ def why(
     with open_archive() as archive:
         h = archive.why(Scope(entity, namespace), memory_id)
     if as_json:
-        print_json(
-            {
-                "id": str(h.id),
-                "content": h.content,
-                "kind": h.kind,
-                "status": h.status,
-                "anchored": h.anchored,
-                "alpha": h.alpha,
-                "beta": h.beta,
-                "center": h.center,
-                "access_count": h.access_count,
-                "changes": [
-                    {
-                        "at": c.at.isoformat(),
-                        "operation": c.operation,
-                        "gain": c.gain,
-                        "old": c.old,
-                        "new": c.new,
-                        "center": c.center,
-                        "reason": c.reason,
-                        "evidence": dict(c.evidence),
-                        "blocked": c.blocked,
-                        "ceilings": list(c.ceilings),
-                    }
-                    for c in h.changes
-                ],
-            }
-        )
+        print_json(to_jsonable(h))
         return
     out.print(
         Text.assemble(
@@ -279,7 +253,9 @@ def observe(
     flush: Annotated[bool, typer.Option(help="Run the exit gate right after.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Offer content to the entry gate (scratch buffer); the exit gate decides what becomes memory."""
+    """Offer content to the entry gate (scratch buffer); the exit gate decides what becomes memory.
+
+    --json: the observation, with the exit gate's report (its own, or --flush's) as ``flushed``."""
     scope = Scope(entity, namespace)
     config = settings()
     check_content(content, max_chars=config.max_content_chars)
@@ -287,28 +263,10 @@ def observe(
     with open_archive(config) as archive:
         seen = archive.observe(scope, content, kind=kind)
         report = seen.flushed or (archive.flush(scope) if flush else None)
-    outcomes = [] if report is None else list(report.outcomes)
     if as_json:
-        print_json(
-            {
-                "item_id": str(seen.item_id),
-                "entry": seen.action,
-                "reason": seen.reason,
-                "exit": [
-                    {
-                        "item_id": str(o.item_id),
-                        "action": o.action,
-                        "reason": o.reason,
-                        "relevance": o.relevance,
-                        "similarity": o.similarity,
-                        "contradiction": o.contradiction,
-                        "memory_id": None if o.memory_id is None else str(o.memory_id),
-                    }
-                    for o in outcomes
-                ],
-            }
-        )
+        print_json(to_jsonable(replace(seen, flushed=report)))
         return
+    outcomes = () if report is None else report.outcomes
     out.print(f"entry gate: {seen.action} ({seen.reason})", markup=False, highlight=False)
     for o in outcomes:
         out.print(f"exit gate: {o.action} ({o.reason}) {o.content[:60]!r}", markup=False, highlight=False)
@@ -322,11 +280,11 @@ def forget(
     as_json: JsonOpt = False,
 ) -> None:
     """Remove one turn or memory from every chamber (rows, vectors, links, traces)."""
-    check_id(item_id, label="item id")
+    wanted = check_id(item_id, label="item id")
     with open_archive() as archive:
-        removed = archive.forget(Scope(entity, namespace), item_id)
+        removed = archive.forget(Scope(entity, namespace), wanted)
     if as_json:
-        print_json({"forgotten": item_id, "removed": removed})
+        print_json({"forgotten": str(wanted), "removed": removed})
         return
     out.print(f"forgot {item_id}: " + ", ".join(f"{k} {v}" for k, v in removed.items() if v), markup=False)
 

@@ -10,7 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from mnemo._validate import to_utc
+from mnemo._validate import check_id, to_utc
 from mnemo.errors import InvalidContentError
 from mnemo.interfaces.cli._common import (
     EntityOpt,
@@ -27,7 +27,7 @@ from mnemo.models import Curation, NightReport, Scope, to_jsonable
 # The night cycle's stages, as in mnemo.night.cycle.STAGES (tests/integration/test_cli.py keeps
 # them equal): importing the cycle here would load the store and every stage before any command
 # has even parsed its arguments.
-STAGES = ("surprisal", "blocks", "knowledge", "insights", "curate", "decay", "retention")
+STAGES = ("surprisal", "blocks", "knowledge", "insights", "curate", "decay", "migrate", "cluster", "retention")
 
 __all__ = ["register", "report_table"]
 
@@ -82,6 +82,8 @@ def _plan_rows(report: NightReport) -> dict[str, str]:
         "insights": f"{report.insights} insights, {report.narratives} narratives (from the memories there are now)",
         "curate": f"{judged} to judge (those there are now)" + (f": {verdicts}" if verdicts else ""),
         "decay": f"{report.decayed_light} light, {report.decayed_deep} deep",
+        "migrate": f"{_n(plan.get('blocks_to_migrate', 0), 'block')} to move to the cortex (long-term tier)",
+        "cluster": "the cortex's tree rebuilt over its blocks",
         "retention": _retention_text(report),
     }
 
@@ -101,6 +103,9 @@ def _result_rows(report: NightReport) -> dict[str, str]:
         "insights": f"{report.insights} insights, {report.narratives} narratives",
         "curate": version + verdicts,
         "decay": f"{report.decayed_light} light, {report.decayed_deep} deep",
+        "migrate": f"{_n(report.blocks_migrated, 'block')} ({report.lines_migrated} verbatim lines) moved to the "
+        "cortex (long-term tier)",
+        "cluster": f"cortex tree: {_n(report.tree_nodes, 'node')}",
         "retention": _retention_text(report),
     }
 
@@ -234,25 +239,7 @@ def curate(
             return
         result = archive.curate(scope, dry_run=dry_run, apply=not stage_only)
     if as_json:
-        print_json(
-            {
-                "version": result.version,
-                "applied": result.applied,
-                "counts": result.counts,
-                "changes": [
-                    {
-                        "memory_id": str(v.memory_id),
-                        "verdict": v.classification.verdict,
-                        "from": v.from_status,
-                        "to": v.to_status,
-                        "score": v.classification.score,
-                        "reasons": list(v.classification.reasons),
-                        "content": v.content,
-                    }
-                    for v in result.changes
-                ],
-            }
-        )
+        print_json(to_jsonable(result))
     else:
         out.print(_curation_table(result, limit))
 
@@ -268,26 +255,7 @@ def facts(
     with open_archive() as archive:
         found = archive.facts(Scope(entity, namespace), name)
     if as_json:
-        print_json(
-            {
-                "name": found.name,
-                "mentions": found.mention_count,
-                "facts": [
-                    {
-                        "attribute": f.attribute,
-                        "value": f.value,
-                        "kind": f.kind,
-                        "current": f.current,
-                        "valid_from": f.valid_from,
-                        "valid_to": f.valid_to,
-                        "mentions": f.mention_count,
-                        "confidence": f.confidence,
-                    }
-                    for f in found.facts
-                ],
-                "triples": [list(t) for t in found.triples],
-            }
-        )
+        print_json(to_jsonable(found))
         return
     table = Table(title=Text(f"{found.name} — {found.mention_count} mentions"))
     for col in ("attribute", "value", "kind", "valid", "mentions", "conf."):
@@ -309,16 +277,12 @@ def believe(
     namespace: NamespaceOpt = "default",
     as_json: JsonOpt = False,
 ) -> None:
-    """Why do I believe this? The chain a memory was derived from."""
+    """Why do I believe this? The chain a memory was derived from (--json: its id and the chain)."""
+    wanted = check_id(memory_id, label="memory id")
     with open_archive() as archive:
-        chain = archive.why_do_i_believe(Scope(entity, namespace), memory_id)
+        chain = archive.why_do_i_believe(Scope(entity, namespace), wanted)
     if as_json:
-        print_json(
-            [
-                {"depth": b.depth, "parent": str(b.parent), "id": str(b.id), "kind": b.kind, "content": b.content}
-                for b in chain
-            ]
-        )
+        print_json({"id": str(wanted), "chain": [to_jsonable(b) for b in chain]})
         return
     if not chain:
         out.print("nothing recorded: this memory was not derived from others")

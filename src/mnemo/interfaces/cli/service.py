@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from datetime import UTC, datetime, timedelta
 from types import FrameType
 from typing import Annotated
 
@@ -37,9 +39,9 @@ from mnemo.interfaces.cli._common import (
     out,
     print_json,
 )
-from mnemo.models import Scope, to_jsonable
+from mnemo.models import Scope, TokenInfo, to_jsonable
 
-__all__ = ["register"]
+__all__ = ["parse_duration", "register"]
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -128,6 +130,55 @@ def mcp(
             server.run("stdio")
 
 
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+# procrastinate's own line per job (start, outcome with its traceback): mnemo.worker reports each job
+_PROCRASTINATE_JOB_LINES = frozenset({"start_job", "job_success", "job_error", "job_error_retry"})
+
+
+def _not_a_job_line(record: logging.LogRecord) -> bool:
+    """Drop procrastinate's own per-job lines: ``mnemo.worker`` reports each job once."""
+    return getattr(record, "action", None) not in _PROCRASTINATE_JOB_LINES
+
+
+@contextmanager
+def _worker_logging(level: int, *, verbose: bool) -> Iterator[None]:
+    """Log ``mnemo.*`` at ``level`` to stderr for the block, and procrastinate's warnings (all of its
+    lines with ``verbose`` or at debug, else without its per-job lines); restored afterwards."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    everything = verbose or level <= logging.DEBUG
+    if not everything:
+        handler.addFilter(_not_a_job_line)
+    levels = {"mnemo": level, "procrastinate": level if everything else max(level, logging.WARNING)}
+    saved = []
+    for name, lvl in levels.items():
+        logger = logging.getLogger(name)
+        saved.append((logger, logger.level, logger.propagate))
+        logger.setLevel(lvl)
+        logger.addHandler(handler)
+        logger.propagate = False  # one line each, whatever the root logger has
+    try:
+        yield
+    finally:
+        for logger, lvl, propagate in saved:
+            logger.removeHandler(handler)
+            logger.setLevel(lvl)
+            logger.propagate = propagate
+
+
+def _log_level(log_level: str | None, quiet: bool, verbose: bool) -> int:
+    """The ``mnemo worker`` log level from its options (INFO by default: one line per job)."""
+    if quiet and (verbose or log_level is not None):
+        raise typer.BadParameter("--quiet cannot be combined with --verbose or --log-level", param_hint="--quiet")
+    if quiet:
+        return logging.WARNING
+    if log_level is None:
+        return logging.INFO
+    if log_level.lower() not in _LOG_LEVELS:
+        raise typer.BadParameter(f"choose one of {', '.join(_LOG_LEVELS)}", param_hint="--log-level")
+    return int(logging.getLevelName(log_level.upper()))
+
+
 @fail_cleanly
 def worker(
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, max=64, help="Jobs run at once.")] = 1,
@@ -139,19 +190,27 @@ def worker(
     stalled_after: Annotated[
         float, typer.Option(min=0.2, help="A worker silent this long is presumed dead; its jobs run again.")
     ] = 30.0,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every job.")] = False,
+    log_level: Annotated[
+        str | None,
+        typer.Option(
+            "--log-level", help="debug, info (default: one line per job), warning or error.", show_default=False
+        ),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="Only warnings and errors (--log-level warning).")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Also procrastinate's own lines (job start, worker start/stop).")
+    ] = False,
 ) -> None:
     """Run background jobs: embeddings of turns stored with MNEMO_INGEST_MODE=async, re-embeds, and the
-    night cycle on its schedule (MNEMO_NIGHT_CRON). Ctrl-C / SIGTERM finish the running jobs, then stop.
-    Run more workers, here or on other machines, to scale out."""
+    night cycle on its schedule (MNEMO_NIGHT_CRON). Logs to stderr what it connects to, then one line
+    per finished job (task, scope, what it did, duration) or its error. Ctrl-C / SIGTERM finish the
+    running jobs, then stop. Run more workers, here or on other machines, to scale out."""
     import asyncio
 
+    level = _log_level(log_level, quiet, verbose)
     from mnemo.interfaces.worker import run_worker
 
-    level = logging.INFO if verbose else logging.WARNING
-    logging.basicConfig(level=level, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
-    logging.getLogger("procrastinate").setLevel(level)
-    with _stops_on_signals():  # procrastinate's own handlers take over once the worker runs
+    with _worker_logging(level, verbose=verbose), _stops_on_signals():  # procrastinate handles signals once it runs
         recovered = asyncio.run(
             run_worker(
                 queues=queue or None,
@@ -197,22 +256,79 @@ def serve(
         )
 
 
+_DURATION = re.compile(r"(-?)([0-9]+)([mhdw]?)")
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_LONGEST = timedelta(days=36500)
+_FORMS = "write a whole number and a unit, e.g. 90m, 12h, 30d or 2w"
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90m``, ``12h``, ``30d``, ``2w``: a positive duration of at most 100 years
+    (``mnemo token create --expires``); :class:`ValueError` with the reason otherwise."""
+    match = _DURATION.fullmatch(text.strip().lower())
+    if match is None:
+        raise ValueError(f"{text!r} is not a duration: {_FORMS}")
+    sign, amount, unit = match.group(1), int(match.group(2)), match.group(3)
+    if amount == 0:
+        raise ValueError(f"{text!r} is zero: a token must live a while (omit --expires for one that never expires)")
+    if sign:
+        raise ValueError(f"{text!r} is negative: the expiry must lie ahead, e.g. 30d")
+    if not unit:
+        raise ValueError(f"{text!r} has no unit: {_FORMS}")
+    try:
+        duration = timedelta(**{_UNITS[unit]: amount})
+    except OverflowError:
+        duration = _LONGEST + _LONGEST
+    if duration > _LONGEST:
+        raise ValueError(f"{text!r} is longer than 100 years (omit --expires for a token that never expires)")
+    return duration
+
+
+def _when(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
 @fail_cleanly
 def token_create(
     entity: Annotated[str, typer.Argument(help="The entity the token speaks for.")],
     namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Limit it to one namespace.")] = None,
     label: Annotated[str | None, typer.Option(help="A note to recognise it by.")] = None,
+    expires: Annotated[
+        str | None,
+        typer.Option(
+            "--expires", help="Stop working after this long: 90m, 12h, 30d, 2w (default: never).", show_default=False
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Create a bearer token (printed once; only its hash is stored)."""
+    expires_at = None
+    if expires is not None:
+        try:
+            expires_at = datetime.now(UTC) + parse_duration(expires)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--expires") from None
     with open_archive() as archive:
-        token, token_id = archive.create_token(entity, namespace=namespace, label=label)
+        token, token_id = archive.create_token(entity, namespace=namespace, label=label, expires_at=expires_at)
     if as_json:
-        print_json({"token": token, "id": str(token_id), "entity": entity, "namespace": namespace})
+        print_json(
+            {
+                "token": token,
+                "id": str(token_id),
+                "entity": entity,
+                "namespace": namespace,
+                "expires_at": None if expires_at is None else expires_at.isoformat(),
+            }
+        )
         return
     out.print(token, markup=False, highlight=False)
+    lasts = "" if expires_at is None else f", valid until {_when(expires_at)}"
     err.print(
-        f"token {token_id} for {entity}{'/' + namespace if namespace else ''}: store it now, it is not shown again"
+        Text(
+            f"token {token_id} for {entity}{'/' + namespace if namespace else ''}{lasts}: "
+            "store it now, it is not shown again"
+        ),
+        soft_wrap=True,
     )
 
 
@@ -234,7 +350,8 @@ def token_list(
     entity: Annotated[str, typer.Argument(help="The tokens' entity.")],
     as_json: JsonOpt = False,
 ) -> None:
-    """List an entity's tokens (ids, namespaces, labels, dates); never the tokens themselves."""
+    """List an entity's tokens (ids, namespaces, labels, dates, expiry; expired ones marked EXPIRED); never
+    the tokens themselves."""
     Scope(entity)  # a bad id is a clean error before the archive opens
     with open_archive() as archive:
         rows = archive.tokens(entity)
@@ -245,7 +362,7 @@ def token_list(
         err.print(Text(f"no tokens for {entity}"))
         return
     table = Table(title=Text(f"tokens of {entity}"))
-    for col in ("id", "namespace", "label", "created", "revoked"):
+    for col in ("id", "namespace", "label", "created", "revoked", "expires"):
         table.add_column(col, no_wrap=col != "label")
     for row in rows:
         table.add_row(
@@ -254,5 +371,14 @@ def token_list(
             Text(row.label or ""),
             row.created_at.strftime("%Y-%m-%d %H:%M"),
             "-" if row.revoked_at is None else row.revoked_at.strftime("%Y-%m-%d %H:%M"),
+            _expiry_cell(row),
         )
     out.print(table)
+
+
+def _expiry_cell(row: TokenInfo) -> Text:
+    """``never``, the expiry time, or the expiry time marked ``EXPIRED`` once it has passed."""
+    if row.expires_at is None:
+        return Text("never")
+    shown = row.expires_at.strftime("%Y-%m-%d %H:%M")
+    return Text.assemble(shown, (" EXPIRED", "bold red")) if row.expired else Text(shown)

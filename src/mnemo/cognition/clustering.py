@@ -1,0 +1,84 @@
+"""RAPTOR clustering of cortex blocks, as pure functions over vectors.
+
+Seed: memory-architecture §5.4 (leaf blocks -> branch -> trunk -> canopy; the
+seed names HDBSCAN). The RAPTOR paper clusters softly with a Gaussian mixture
+after reducing the dimension, choosing the number of clusters by BIC; that is
+the default here (``method="gmm"``): every block gets a branch, which HDBSCAN
+does not promise (its noise points are attached to the nearest cluster here).
+Both take a seed.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Literal
+
+import numpy as np
+
+__all__ = ["Method", "cluster"]
+
+Method = Literal["gmm", "hdbscan"]
+
+
+def _reduce(vectors: np.ndarray, dims: int, seed: int) -> np.ndarray:
+    from sklearn.decomposition import PCA
+
+    n, d = vectors.shape
+    k = min(dims, n - 1, d)
+    if k < 1:
+        return vectors
+    return PCA(n_components=k, random_state=seed).fit_transform(vectors)
+
+
+def _grid(limit: int) -> list[int]:
+    """1, 2, 3, 5, 8, 13, ... up to ``limit`` (and ``limit`` itself): the component counts tried."""
+    out, a, b = [1], 2, 3
+    while a <= limit:
+        out.append(a)
+        a, b = b, a + b
+    return out if out[-1] == limit else [*out, limit] if limit > 1 else out
+
+
+def _gmm(points: np.ndarray, max_clusters: int, seed: int) -> np.ndarray:
+    """The mixture with the lowest BIC over 1..``max_clusters`` components; hard labels."""
+    from sklearn.mixture import GaussianMixture
+
+    best_labels = np.zeros(len(points), dtype=int)
+    best_bic = np.inf
+    for k in _grid(max_clusters):
+        gmm = GaussianMixture(n_components=k, covariance_type="diag", random_state=seed, reg_covar=1e-4)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ConvergenceWarning on tiny inputs: the BIC still ranks it
+            gmm.fit(points)
+        bic = gmm.bic(points)
+        if bic < best_bic:
+            best_bic, best_labels = bic, gmm.predict(points)
+    return best_labels
+
+
+def _hdbscan(points: np.ndarray, min_size: int) -> np.ndarray:
+    from sklearn.cluster import HDBSCAN
+
+    labels = HDBSCAN(min_cluster_size=max(2, min_size), min_samples=2, copy=True).fit_predict(points)
+    if (labels < 0).all():
+        return np.zeros(len(points), dtype=int)
+    centroids = {c: points[labels == c].mean(axis=0) for c in set(labels.tolist()) if c >= 0}
+    for i in np.flatnonzero(labels < 0):  # noise joins the nearest cluster: every block has a branch
+        labels[i] = min(centroids, key=lambda c: float(np.linalg.norm(points[i] - centroids[c])))
+    return labels
+
+
+def cluster(
+    vectors: np.ndarray, *, method: Method = "gmm", min_size: int = 5, seed: int = 0, dims: int = 10
+) -> list[list[int]]:
+    """Groups of row indices of ``vectors``, each at least ``min_size`` strong where the data allows
+    (fewer than ``2 * min_size`` rows make one group), largest first, indices ascending."""
+    n = len(vectors)
+    if n == 0:
+        return []
+    if n < 2 * min_size:
+        return [list(range(n))]
+    points = _reduce(np.asarray(vectors, dtype=np.float64), dims, seed)
+    labels = _hdbscan(points, min_size) if method == "hdbscan" else _gmm(points, max(1, min(n // min_size, 50)), seed)
+    groups = [sorted(np.flatnonzero(labels == c).tolist()) for c in sorted(set(labels.tolist()))]
+    return sorted((g for g in groups if g), key=lambda g: (-len(g), g[0]))

@@ -1,0 +1,204 @@
+"""Recall's long-term stages: the cortex search, and bifocal hits.
+
+Seeds: memory-architecture §1.3 (the retrieval chain: the current moment probes
+the hippocampus, then the cortex; cortical hits return with their live zones
+verbatim), §5.4 (``retrieve_at_level``), §6 (bifocal: prose and vector travel
+together; ``content_type`` excerpt), §7.4 (vector and structural retrieval).
+
+A migrated block keeps its memory row in PostgreSQL (weights, accesses, links,
+lexical postings), so once the cortex has given its similarity it is blended
+like any memory. A block hit then quotes the lines of the block that match the
+query (:func:`mnemo.cognition.bifocal.select_excerpt`) instead of coming back
+whole: its content becomes those lines (the gist rides along in ``Hit.gist``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import UTC
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from mnemo._runtime import Runtime
+from mnemo.cognition.bifocal import select_excerpt
+from mnemo.cortex.store import quoted
+from mnemo.models import ExcerptLine, Hit, Scope
+from mnemo.store import tiers
+
+LINES_PER_BLOCK = 4  # lines searched per block candidate: a block's best lines reach the top
+
+__all__ = ["at_level", "bifocal", "cortex_neighbours", "cortex_similarities", "render_excerpt"]
+
+
+async def cortex_neighbours(rt: Runtime, scope: Scope, vector: np.ndarray, limit: int) -> list[tuple[uuid.UUID, float]]:
+    """The memory ids of the cortex blocks nearest to ``vector`` (active model only), best first.
+    A block's similarity is the best of its own vector's and its verbatim lines' (late interaction:
+    a block about many things matches a question about one of them through that line)."""
+    if rt.cortex is None:
+        return []
+    where = f"slug = '{_slug(rt)}'"
+    blocks = await rt.cortex.search("blocks", rt.embeddings.dim, scope, vector, limit, where=where)
+    lines = await rt.cortex.search("lines", rt.embeddings.dim, scope, vector, limit * LINES_PER_BLOCK, where=where)
+    best: dict[uuid.UUID, float] = {}
+    for row in [*blocks, *lines]:
+        memory_id = uuid.UUID(row["memory_id"])
+        best[memory_id] = max(best.get(memory_id, -1.0), 1.0 - float(row["_distance"]))
+    return sorted(best.items(), key=lambda x: (-x[1], str(x[0])))[:limit]
+
+
+async def at_level(rt: Runtime, scope: Scope, vector: np.ndarray, level: int, k: int) -> list[Hit]:
+    """``retrieve_at_level`` (§5.4): the ``k`` tree nodes of ``level`` (1 branch, 2 trunk, 3 canopy)
+    nearest to ``vector``, as hits whose content is the node's summary."""
+    if rt.cortex is None:
+        return []
+    rows = await rt.cortex.search(
+        "nodes", rt.embeddings.dim, scope, vector, k, where=f"slug = '{_slug(rt)}' AND level = {int(level)}"
+    )
+    hits = []
+    for rank, row in enumerate(rows, start=1):
+        similarity = 1.0 - float(row["_distance"])
+        hits.append(
+            Hit(
+                id=uuid.UUID(row["id"]),
+                item_kind="node",
+                content=row["summary"],
+                score=similarity,
+                similarity=similarity,
+                vector_rank=rank,
+                lexical_rank=None,
+                lexical_score=None,
+                created_at=row["created_at"],
+                scope=scope,
+                token_count=rt.embeddings.count_tokens([row["summary"]])[0],
+                metadata={"block_ids": list(row["block_ids"]), "member_count": int(row["member_count"])},
+                tier="cortex",
+                level=int(row["level"]),
+                gist=row["summary"],
+                search=similarity,
+            )
+        )
+    return hits
+
+
+async def cortex_similarities(
+    rt: Runtime, scope: Scope, vector: np.ndarray, memory_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, float]:
+    """Exact similarity of ``vector`` to cortex blocks named by memory id (lexical-only candidates):
+    the best of the block's vector and its lines', as :func:`cortex_neighbours` scores them."""
+    if rt.cortex is None or not memory_ids:
+        return {}
+    where = f"slug = '{_slug(rt)}' AND memory_id IN ({quoted(memory_ids)})"
+    q = _unit(vector)
+    best: dict[uuid.UUID, float] = {}
+    for family in ("blocks", "lines"):
+        rows = await rt.cortex.rows(family, rt.embeddings.dim, scope, where, columns=["memory_id", "vector"])
+        for r in rows:
+            memory_id = uuid.UUID(r["memory_id"])
+            best[memory_id] = max(best.get(memory_id, -1.0), float(_unit(np.asarray(r["vector"])) @ q))
+    return best
+
+
+async def bifocal(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    vector: np.ndarray,
+    hits: Sequence[Hit],
+    *,
+    expand: bool = False,
+) -> tuple[Hit, ...]:
+    """Block hits with their excerpt (the matching verbatim lines) and gist; with ``expand`` the
+    content stays the whole block, the excerpt is still given."""
+    blocks = {h.id: _block_id(h) for h in hits if h.item_kind == "memory" and _block_id(h) is not None}
+    if not blocks:
+        return tuple(hits)
+    lines = await _lines(rt, conn, scope, hits, blocks)
+    q = _unit(vector)
+    out = []
+    for hit in hits:
+        block_lines = lines.get(blocks.get(hit.id)) if hit.id in blocks else None
+        if not block_lines:
+            out.append(hit)
+            continue
+        sims = [float(_unit(line["vector"]) @ q) for line in block_lines]
+        chosen = select_excerpt(sims, rt.settings.excerpt_lines, rt.settings.excerpt_margin)
+        excerpt = tuple(_excerpt_line(block_lines[i], sims[i]) for i in chosen)
+        gist = hit.compressed
+        if expand:
+            out.append(dataclasses.replace(hit, excerpt=excerpt, gist=gist))
+            continue
+        content = render_excerpt(None, excerpt)  # the gist rides in Hit.gist: a context pays for the lines only
+        tokens = rt.embeddings.count_tokens([content])[0]
+        out.append(dataclasses.replace(hit, excerpt=excerpt, gist=gist, content=content, token_count=tokens))
+    return tuple(out)
+
+
+def render_excerpt(gist: str | None, excerpt: Sequence[ExcerptLine]) -> str:
+    """A bifocal hit's text: each quoted line with its time and speaker, after the block's gist."""
+    quoted_lines = [
+        f"[{line.created_at.astimezone(UTC):%Y-%m-%d %H:%M}] {line.speaker or line.role}: {line.content}"
+        for line in excerpt
+    ]
+    return "\n".join([f"(episode: {gist})", *quoted_lines] if gist else quoted_lines)
+
+
+async def _lines(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    hits: Sequence[Hit],
+    blocks: Mapping[uuid.UUID, uuid.UUID | None],
+) -> dict[uuid.UUID | None, list[dict[str, Any]]]:
+    """The verbatim lines of the hit blocks: from PostgreSQL for hippocampus blocks, from the cortex for the others."""
+    hot: list[uuid.UUID] = [b for h in hits if (b := blocks.get(h.id)) is not None and h.tier == "hippocampus"]
+    cold: list[uuid.UUID] = [b for h in hits if (b := blocks.get(h.id)) is not None and h.tier == "cortex"]
+    found: dict[uuid.UUID | None, list[dict[str, Any]]] = {}
+    for block_id, rows in (await tiers.block_lines(conn, scope.entity_id, scope.namespace, hot)).items():
+        found[block_id] = [r for r in rows if r["slug"] == rt.slug]
+    if cold and rt.cortex is not None:
+        rows = await rt.cortex.rows(
+            "lines",
+            rt.embeddings.dim,
+            scope,
+            f"slug = '{_slug(rt)}' AND block_id IN ({quoted(cold)})",
+            columns=["id", "block_id", "turn_number", "role", "speaker", "content", "created_at", "vector"],
+        )
+        for row in sorted(rows, key=lambda r: (r["block_id"], r["turn_number"])):
+            row["turn_id"] = uuid.UUID(row["id"])
+            row["vector"] = np.asarray(row["vector"], dtype=np.float32)
+            found.setdefault(uuid.UUID(row["block_id"]), []).append(row)
+    return found
+
+
+def _excerpt_line(line: Mapping[str, Any], similarity: float) -> ExcerptLine:
+    return ExcerptLine(
+        turn_id=line["turn_id"],
+        turn_number=int(line["turn_number"]),
+        role=line["role"],
+        speaker=line.get("speaker"),
+        content=line["content"],
+        created_at=line["created_at"],
+        similarity=round(similarity, 6),
+    )
+
+
+def _block_id(hit: Hit) -> uuid.UUID | None:
+    text = (hit.metadata or {}).get("block_id")
+    try:
+        return uuid.UUID(str(text)) if text else None
+    except ValueError:
+        return None
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float64)
+    n = float(np.linalg.norm(v))
+    return v / n if n > 0 else v
+
+
+def _slug(rt: Runtime) -> str:
+    return rt.slug.replace("'", "''")

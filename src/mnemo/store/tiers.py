@@ -1,0 +1,240 @@
+"""The hippocampus side of the long-term tier: which blocks migrate, their lines, the marks.
+
+Seeds: memory-architecture §5.3 (what migrates: coherence gain above a
+threshold, blocks older than 7 days whatever the tier, blocks marked for
+long-term retention), §6.4 (live zones verbatim, vectors at full precision),
+DESIGN §9 (each night run records the cortex table versions it ended at, in the
+same transaction as its progress).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+__all__ = [
+    "block_lines",
+    "cortex_id",
+    "has_cortex",
+    "insert_lines",
+    "linked_items",
+    "mark_migrated",
+    "migrated_blocks",
+    "migrated_blocks_of",
+    "migration_candidates",
+    "record_versions",
+    "tier_counts",
+]
+
+_NEVER = datetime(1, 1, 2, tzinfo=UTC)
+
+
+async def cortex_id(conn: psycopg.AsyncConnection) -> uuid.UUID:
+    """The id naming this database's cortex directory, made on first use."""
+    await conn.execute("INSERT INTO mnemo.cortex (id) VALUES (uuidv7()) ON CONFLICT DO NOTHING")
+    cur = await conn.execute("SELECT id FROM mnemo.cortex")
+    row = await cur.fetchone()
+    assert row is not None
+    return uuid.UUID(str(row[0]))
+
+
+async def insert_lines(conn: psycopg.AsyncConnection, rows: Sequence[Mapping[str, Any]]) -> None:
+    """A block's live-zone lines with their float32 vectors (written with the block)."""
+    if not rows:
+        return
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            """INSERT INTO mnemo.block_lines (entity_id, namespace, block_id, turn_id, turn_number, role, speaker,
+                                              content, created_at, slug, vector)
+               VALUES (%(entity_id)s, %(namespace)s, %(block_id)s, %(turn_id)s, %(turn_number)s, %(role)s,
+                       %(speaker)s, %(content)s, %(created_at)s, %(slug)s, %(vector)s)
+               ON CONFLICT DO NOTHING""",
+            [dict(r) | {"vector": np.asarray(r["vector"], dtype=np.float32).tobytes()} for r in rows],
+        )
+
+
+async def block_lines(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, block_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, list[dict[str, Any]]]:
+    """The lines of ``block_ids``, in turn order, each with ``vector`` as a float32 array."""
+    if not block_ids:
+        return {}
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            """SELECT block_id, turn_id, turn_number, role, speaker, content, created_at, slug, vector
+               FROM mnemo.block_lines WHERE entity_id = %s AND namespace = %s AND block_id = ANY(%s)
+               ORDER BY block_id, turn_number""",
+            (entity_id, namespace, list(block_ids)),
+        )
+        rows = await cur.fetchall()
+    out: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for row in rows:
+        row["vector"] = np.frombuffer(row["vector"], dtype=np.float32)
+        out.setdefault(row["block_id"], []).append(row)
+    return out
+
+
+async def migration_candidates(
+    conn: psycopg.AsyncConnection,
+    entity_id: str,
+    namespace: str,
+    *,
+    gain: float,
+    made_before: datetime,
+    hot_until: Mapping[str, datetime | None],
+    limit: int,
+) -> list[dict[str, Any]]:
+    """Blocks still in the hippocampus that migrate now (§5.3): coherence gain above ``gain``, made
+    before ``made_before``, marked ``long_term`` in their memory's metadata, or past their user
+    tier's hot retention (``hot_until``: made before this, per tier). Live memories only."""
+    params: dict[str, Any] = {k: (v if v is not None else _NEVER) for k, v in hot_until.items()}
+    params |= {"e": entity_id, "ns": namespace, "gain": gain, "before": made_before, "n": limit}
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            """SELECT b.*, m.compressed AS gist, m.anchored, m.status AS memory_status
+               FROM mnemo.blocks b JOIN mnemo.memories m ON m.entity_id = b.entity_id AND m.id = b.memory_id
+               WHERE b.entity_id = %(e)s AND b.namespace = %(ns)s AND b.migrated_at IS NULL
+                 AND m.tier = 'hippocampus' AND m.status IN ('candidate', 'active')
+                 AND (b.coherence_gain > %(gain)s OR b.created_at < %(before)s
+                      OR coalesce(m.metadata ->> 'long_term', 'false') = 'true'
+                      OR b.created_at < CASE b.user_tier WHEN 'elder' THEN %(elder)s WHEN 'meso' THEN %(meso)s
+                                                         ELSE %(normal)s END)
+               ORDER BY b.created_at, b.id LIMIT %(n)s""",
+            params,
+        )
+        return list(await cur.fetchall())
+
+
+async def mark_migrated(
+    conn: psycopg.AsyncConnection,
+    entity_id: str,
+    namespace: str,
+    blocks: Sequence[tuple[uuid.UUID, uuid.UUID]],
+    now: datetime,
+) -> None:
+    """The hippocampus side of a migration, in the caller's transaction: ``(block_id, memory_id)``
+    pairs are marked as in the cortex, and their vectors (every space) and lines leave PostgreSQL."""
+    if not blocks:
+        return
+    block_ids = [b for b, _ in blocks]
+    memory_ids = [m for _, m in blocks]
+    await conn.execute(
+        "UPDATE mnemo.blocks SET migrated_at = %s WHERE entity_id = %s AND namespace = %s AND id = ANY(%s)",
+        (now, entity_id, namespace, block_ids),
+    )
+    await conn.execute(
+        """UPDATE mnemo.memories SET tier = 'cortex', updated_at = now()
+           WHERE entity_id = %s AND namespace = %s AND id = ANY(%s)""",
+        (entity_id, namespace, memory_ids),
+    )
+    cur = await conn.execute("SELECT table_name FROM vectors.spaces ORDER BY table_name")
+    for (table,) in await cur.fetchall():
+        await conn.execute(
+            sql.SQL("DELETE FROM {} WHERE entity_id = %s AND item_id = ANY(%s)").format(
+                sql.Identifier("vectors", table)
+            ),
+            (entity_id, memory_ids),
+        )
+    await conn.execute(
+        "DELETE FROM mnemo.block_lines WHERE entity_id = %s AND namespace = %s AND block_id = ANY(%s)",
+        (entity_id, namespace, block_ids),
+    )
+
+
+async def migrated_blocks(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> set[str]:
+    """The ids of the scope's blocks that live in the cortex (to reconcile the cortex against)."""
+    cur = await conn.execute(
+        "SELECT id FROM mnemo.blocks WHERE entity_id = %s AND namespace = %s AND migrated_at IS NOT NULL",
+        (entity_id, namespace),
+    )
+    return {str(r[0]) for r in await cur.fetchall()}
+
+
+async def migrated_blocks_of(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, memory_ids: Sequence[uuid.UUID]
+) -> list[uuid.UUID]:
+    """The cortex blocks whose memory rows are among ``memory_ids`` (about to be forgotten)."""
+    cur = await conn.execute(
+        """SELECT id FROM mnemo.blocks WHERE entity_id = %s AND namespace = %s AND memory_id = ANY(%s)
+             AND migrated_at IS NOT NULL""",
+        (entity_id, namespace, list(memory_ids)),
+    )
+    return [r[0] for r in await cur.fetchall()]
+
+
+LINK_TYPES = ("cites", "continues", "derived_from", "thematic")
+
+
+async def linked_items(
+    conn: psycopg.AsyncConnection,
+    entity_id: str,
+    namespace: str,
+    memory_ids: Sequence[uuid.UUID],
+    link_types: Sequence[str] = LINK_TYPES,
+) -> list[tuple[uuid.UUID, str]]:
+    """Items one structural link away from ``memory_ids`` (memory-architecture §7.4), either
+    direction: ``(id, "memory")`` for a linked block's or memory's row, ``(id, "turn")`` for a
+    linked turn. A block's links are followed from its memory row."""
+    if not memory_ids:
+        return []
+    cur = await conn.execute(
+        """WITH seeds AS (
+               SELECT unnest(%(ids)s::uuid[]) AS id
+               UNION ALL
+               SELECT b.id FROM mnemo.blocks b
+               WHERE b.entity_id = %(e)s AND b.namespace = %(ns)s AND b.memory_id = ANY(%(ids)s)
+           ), ends AS (
+               SELECT l.target_id AS other FROM mnemo.links l JOIN seeds s ON l.source_id = s.id
+               WHERE l.entity_id = %(e)s AND l.namespace = %(ns)s AND l.link_type = ANY(%(types)s)
+               UNION
+               SELECT l.source_id FROM mnemo.links l JOIN seeds s ON l.target_id = s.id
+               WHERE l.entity_id = %(e)s AND l.namespace = %(ns)s AND l.link_type = ANY(%(types)s)
+           )
+           SELECT DISTINCT coalesce(b.memory_id, m.id, t.id), CASE WHEN t.id IS NULL THEN 'memory' ELSE 'turn' END
+           FROM ends x
+           LEFT JOIN mnemo.blocks b ON b.entity_id = %(e)s AND b.namespace = %(ns)s AND b.id = x.other
+           LEFT JOIN mnemo.memories m ON m.entity_id = %(e)s AND m.namespace = %(ns)s AND m.id = x.other
+           LEFT JOIN mnemo.turns t ON t.entity_id = %(e)s AND t.namespace = %(ns)s AND t.id = x.other
+           WHERE coalesce(b.memory_id, m.id, t.id) IS NOT NULL""",
+        {"e": entity_id, "ns": namespace, "ids": list(memory_ids), "types": list(link_types)},
+    )
+    return [(r[0], str(r[1])) for r in await cur.fetchall()]
+
+
+async def record_versions(
+    conn: psycopg.AsyncConnection, entity_id: str, run_id: uuid.UUID, versions: Mapping[str, int]
+) -> None:
+    """Note the cortex table versions night run ``run_id`` has reached (DESIGN §9)."""
+    await conn.execute(
+        "UPDATE mnemo.night_runs SET cortex_versions = cortex_versions || %s WHERE entity_id = %s AND id = %s",
+        (Jsonb(dict(versions)), entity_id, run_id),
+    )
+
+
+async def has_cortex(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> bool:
+    """Whether any block of the scope lives in the cortex (so recall need not open LanceDB otherwise)."""
+    cur = await conn.execute(
+        """SELECT EXISTS (SELECT 1 FROM mnemo.blocks WHERE entity_id = %s AND namespace = %s
+                            AND migrated_at IS NOT NULL)""",
+        (entity_id, namespace),
+    )
+    row = await cur.fetchone()
+    return bool(row and row[0])
+
+
+async def tier_counts(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> dict[str, int]:
+    """Live memories per tier in one scope."""
+    cur = await conn.execute(
+        """SELECT tier, count(*) FROM mnemo.memories WHERE entity_id = %s AND namespace = %s
+             AND status IN ('candidate', 'active') GROUP BY tier""",
+        (entity_id, namespace),
+    )
+    return {str(t): int(n) for t, n in await cur.fetchall()}

@@ -1,0 +1,82 @@
+"""Bifocal hits and migration compression (issue 13), and the RAPTOR clustering: pure functions."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mnemo.cognition.bifocal import condense_prose, condense_summary, render_prose, select_excerpt
+from mnemo.cognition.citations import cite, subjects
+from mnemo.cognition.clustering import cluster
+
+sims = st.lists(st.floats(-1, 1, allow_nan=False), max_size=40)
+
+
+@given(sims, st.integers(1, 10), st.floats(0, 2, allow_nan=False))
+def test_an_excerpt_quotes_the_best_line_and_only_lines_near_it(values: list[float], n: int, margin: float) -> None:
+    chosen = select_excerpt(values, n, margin)
+    if not values:
+        assert chosen == []
+        return
+    assert chosen == sorted(set(chosen)) and 1 <= len(chosen) <= n
+    best = max(values)
+    assert any(values[i] == best for i in chosen)
+    assert all(values[i] >= best - margin for i in chosen)
+    left_out = [values[i] for i in range(len(values)) if i not in chosen]
+    if len(chosen) < n:  # nothing within the margin was left out when there was room
+        assert all(v < best - margin for v in left_out)
+
+
+@given(st.lists(st.text(alphabet="abc ", min_size=1, max_size=30), min_size=1, max_size=8), st.integers(3, 40))
+def test_a_condensed_summary_is_never_longer(sentences: list[str], words: int) -> None:
+    text = ". ".join(s.strip() or "a" for s in sentences) + "."
+    out = condense_summary(text, words)
+    assert len(out.replace(" …", "").split()) <= max(words, 0) or out == ""
+    assert len(out.split()) <= len(text.split()) + 1
+
+
+def test_migration_trims_margins_condenses_dead_zones_and_keeps_live_zones_verbatim() -> None:
+    live = {"start": 3, "end": 4, "content": "Bob: I see, the WAL archive fills the disk.\nAlice: Exactly."}
+    long_summary = "The cluster evicted the replica. " * 20
+    prose = {
+        "anterior_margin": "Alice: hello",
+        "posterior_margin": "Bob: bye",
+        "live_zones": [live],
+        "dead_zone_summaries": [{"start": 0, "end": 2, "summary": long_summary}],
+    }
+    out = condense_prose(prose, 12)
+    assert "anterior_margin" not in out and "posterior_margin" not in out
+    assert out["live_zones"] == [live]
+    assert len(out["dead_zone_summaries"][0]["summary"].split()) <= 12
+    text = render_prose(out)
+    assert text.index("[summary]") < text.index("WAL archive")  # zones in turn order
+
+
+def test_clusters_partition_the_blocks_and_find_separated_groups() -> None:
+    rng = np.random.default_rng(7)
+    a = rng.normal(0, 0.05, (20, 32)) + np.eye(32)[0]
+    b = rng.normal(0, 0.05, (25, 32)) + np.eye(32)[1]
+    vectors = np.vstack([a, b])
+    for method in ("gmm", "hdbscan"):
+        groups = cluster(vectors, method=method, min_size=5, seed=1)  # type: ignore[arg-type]
+        assert sorted(i for g in groups for i in g) == list(range(45))  # every block in exactly one group
+        assert sorted(map(len, groups)) == [20, 25]
+        assert set(groups[0]) == set(range(20, 45))
+    assert cluster(vectors[:6], min_size=5) == [list(range(6))]  # too few to split
+    assert cluster(vectors, seed=3) == cluster(vectors, seed=3)  # seeded: reproducible
+
+
+def test_subjects_are_mid_sentence_names_and_codes_without_speakers_or_calendar_words() -> None:
+    text = "Caroline: I went to the LGBTQ support group in Boston on Monday. Then Melanie asked about the RTX4090."
+    assert subjects(text, ["Caroline", "Melanie"]) == {"lgbtq", "boston", "rtx4090"}
+    assert subjects("Then we left. Later it rained.") == frozenset()  # capitals that open sentences are not names
+
+
+def test_a_block_cites_earlier_blocks_by_rare_shared_subjects_only() -> None:
+    earlier = [frozenset({"boston", "common"}), frozenset({"common"}), frozenset({"common", "nina"})]
+    new = [frozenset({"boston", "nina", "common"}), frozenset({"common"}), frozenset()]
+    found = cite(new, earlier, rare=2)
+    assert sorted(i for i, _ in found[0]) == [0, 2]  # "common" is in 3 earlier blocks: not a reference
+    assert found[1] == [] and found[2] == []
+    assert cite(new, earlier, rare=3, most=1)[1] == [(2, 1)]  # ties: the latest earlier block first
