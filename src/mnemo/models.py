@@ -82,7 +82,9 @@ Role = Literal["user", "assistant", "system", "tool"]
 MEMORY_KINDS: tuple[MemoryKind, ...] = get_args(MemoryKind)
 MEMORY_STATUSES: tuple[MemoryStatus, ...] = get_args(MemoryStatus)
 ROLES: tuple[Role, ...] = get_args(Role)
-ItemKind = Literal["turn", "memory", "node"]  # node: a cortex tree node (recall at a level)
+ItemKind = Literal["turn", "memory", "line", "node"]
+"""line: a block's verbatim line whose raw turn retention removed (its id is the turn's);
+node: a cortex tree node (recall at a level)."""
 MemoryTier = Literal["hippocampus", "cortex"]  # where an item's vector lives: PostgreSQL or LanceDB
 Track = Literal["anchored", "identity", "situational"]
 GateAction = ExitAction | Literal["expired"]  # an exit-gate outcome; "expired": past its TTL unflushed

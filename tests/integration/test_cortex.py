@@ -59,7 +59,12 @@ async def test_a_week_later_blocks_live_in_the_cortex_and_recall_quotes_them(
         one(database_url, "SELECT count(*) FROM mnemo.memories WHERE entity_id = %s AND tier = 'cortex'", e) == blocks
     )
     assert one(database_url, "SELECT count(*) FROM mnemo.blocks WHERE migrated_at IS NULL") == 0
-    assert one(database_url, "SELECT count(*) FROM mnemo.block_lines") == 0  # the lines moved too
+    lines = one(database_url, "SELECT count(*) FROM mnemo.block_lines")
+    assert isinstance(lines, int) and lines > 0  # the verbatim lines outlive their raw turns ...
+    cold = await archive.runtime.cortex.count("lines", archive.runtime.embeddings.dim, ME)  # type: ignore[union-attr]
+    assert cold == lines  # ... and their vectors moved to the cortex with their blocks
+    line_vectors = one(database_url, "SELECT count(*) FROM vectors.universal_384 WHERE item_kind = 'line'")
+    assert line_vectors == 0
     hot_vectors = one(
         database_url,
         """SELECT count(*) FROM vectors.universal_384 v JOIN mnemo.memories m
@@ -69,8 +74,10 @@ async def test_a_week_later_blocks_live_in_the_cortex_and_recall_quotes_them(
     assert one(database_url, "SELECT count(*) FROM mnemo.turns") == 0  # retention removed the raw turns
     versions = one(database_url, "SELECT cortex_versions FROM mnemo.night_runs ORDER BY started_at DESC LIMIT 1")
     assert isinstance(versions, dict) and versions.get("blocks_384", 0) > 0
+    status = await archive.status()
+    assert status.counts["cortex_blocks"] == blocks and status.counts["tree_nodes"] >= 1
 
-    result = await archive.recall(ME, QUESTION, 3, read_only=True)
+    result = await archive.recall(ME, QUESTION, 3, read_only=True, kinds=("memory",))
     assert isinstance(result, RecallResult)
     hit = next(h for h in result.hits if h.tier == "cortex")
     block_turns = one(
@@ -82,7 +89,14 @@ async def test_a_week_later_blocks_live_in_the_cortex_and_recall_quotes_them(
     whole = str(one(database_url, "SELECT content FROM mnemo.memories WHERE id = %s", hit.id))
     assert hit.token_count < archive.runtime.embeddings.count_tokens([whole])[0]
 
-    expanded = await archive.recall(ME, QUESTION, 3, read_only=True, expand=True)
+    said = await archive.recall(ME, QUESTION, 5, read_only=True, kinds=("turn",))  # the raw turns are gone ...
+    assert isinstance(said, RecallResult) and said.hits
+    for line in said.hits:  # ... and come back as their blocks' verbatim lines, from the cortex
+        assert line.item_kind == "line" and line.tier == "cortex" and line.excerpt[0].turn_id == line.id
+        assert line.content == line.excerpt[0].content and line.metadata["block_id"]
+    assert "evict" in said.hits[0].content.lower()
+
+    expanded = await archive.recall(ME, QUESTION, 3, read_only=True, expand=True, kinds=("memory",))
     assert isinstance(expanded, RecallResult)
     same = next(h for h in expanded.hits if h.id == hit.id)
     assert same.content == whole and same.excerpt == hit.excerpt

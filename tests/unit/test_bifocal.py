@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
+from datetime import UTC, datetime
+
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
@@ -9,6 +12,11 @@ from hypothesis import strategies as st
 from mnemo.cognition.bifocal import condense_prose, condense_summary, render_prose, select_excerpt
 from mnemo.cognition.citations import cite, subjects
 from mnemo.cognition.clustering import cluster
+from mnemo.cognition.salience import new_information
+from mnemo.cortex.search import once, render_excerpt
+from mnemo.models import ExcerptLine, Hit, Scope
+
+NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 sims = st.lists(st.floats(-1, 1, allow_nan=False), max_size=40)
 
@@ -80,3 +88,39 @@ def test_a_block_cites_earlier_blocks_by_rare_shared_subjects_only() -> None:
     assert sorted(i for i, _ in found[0]) == [0, 2]  # "common" is in 3 earlier blocks: not a reference
     assert found[1] == [] and found[2] == []
     assert cite(new, earlier, rare=3, most=1)[1] == [(2, 1)]  # ties: the latest earlier block first
+
+
+def _hit(kind: str, item: uuid.UUID, excerpt: tuple[ExcerptLine, ...] = (), content: str = "") -> Hit:
+    return Hit(
+        id=item, item_kind=kind, content=content or render_excerpt(None, excerpt), score=1.0, similarity=0.5,  # type: ignore[arg-type]
+        vector_rank=None, lexical_rank=None, lexical_score=None, created_at=NOW, scope=Scope("u"), excerpt=excerpt,
+    )  # fmt: skip
+
+
+def _line(turn: uuid.UUID, text: str) -> ExcerptLine:
+    return ExcerptLine(turn, 1, "user", "Ann", text, NOW, 0.5)
+
+
+def test_a_context_never_pays_twice_for_a_line() -> None:
+    a, b, c = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    turn = _hit("line", a, (_line(a, "we moved to Lisbon"),), content="we moved to Lisbon")
+    both = _hit("memory", uuid.uuid4(), (_line(a, "we moved to Lisbon"), _line(b, "in May")))
+    again = _hit("memory", uuid.uuid4(), (_line(a, "we moved to Lisbon"),))
+    whole = _hit("memory", uuid.uuid4(), (_line(c, "x"),), content="the whole block, expanded")
+    out = once([turn, both, again, turn, whole], lambda t: len(t.split()))
+    assert [h.id for h in out] == [turn.id, both.id, whole.id]  # the repeat and the spent block are gone
+    assert [line.turn_id for line in out[1].excerpt] == [b] and "Lisbon" not in out[1].content
+    assert out[1].token_count == len(out[1].content.split())
+    assert out[2].content == "the whole block, expanded"  # an expanded block stays whole
+
+
+def test_new_information_is_content_words_the_session_had_not_used() -> None:
+    texts = [
+        "I adopted a rescue kitten named Bailey last week",
+        "Aww, a kitten! Bailey is a lovely name",  # repeats: nothing new enough
+        "She loves chasing laser pointers around the apartment",
+        "Thanks!",
+    ]
+    assert new_information(texts) == [True, False, True, False]
+    assert new_information(texts, min_new=1)[1] is True  # "lovely", "name" are new words
+    assert new_information([]) == []

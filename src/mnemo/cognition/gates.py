@@ -25,6 +25,7 @@ __all__ = [
     "Cell",
     "ExitDecision",
     "GateThresholds",
+    "content_words",
     "entry_decision",
     "exit_decision",
     "is_mechanical",
@@ -195,6 +196,11 @@ def exit_decision(
     if action in ("drop", "skip") and rng.random() < t.noise:
         return ExitDecision("buffer", cell, True)
     return ExitDecision(action, cell, False)
+
+
+def content_words(text: str) -> list[str]:
+    """The words of ``text`` that carry content: lower-cased, stop words removed."""
+    return _content_words(text)
 
 
 def _content_words(text: str) -> list[str]:

@@ -54,6 +54,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mnemo.cognition.gates import content_words
+
 __all__ = [
     "BlockSalience",
     "Salience",
@@ -63,6 +65,7 @@ __all__ = [
     "detect_zones",
     "has_insight_marker",
     "is_procedural",
+    "new_information",
     "score_block",
     "ties_weight",
     "unit_vector",
@@ -412,3 +415,21 @@ def detect_zones(
         else:
             zones.append(Zone(i, i, live, reasons))
     return zones
+
+
+def new_information(texts: Sequence[str], *, min_new: int = 3, min_length: int = 4) -> list[bool]:
+    """Whether each text brings information no earlier text of the sequence (a session, in order)
+    gave: at least ``min_new`` content words of ``min_length`` letters or more that no earlier
+    text used. The seed's dead zones are "repetition or clarification without new information"
+    (§3.5), so a stable turn that names new things is not one of them.
+
+    >>> new_information(["I adopted a cat named Bailey", "Aww a cat", "She loves chasing laser pointers"])
+    [True, False, True]
+    """
+    seen: set[str] = set()
+    out = []
+    for text in texts:
+        words = {w for w in content_words(text) if len(w) >= min_length and w.isalpha()}
+        out.append(len(words - seen) >= min_new)
+        seen |= words
+    return out

@@ -107,7 +107,15 @@ async def _move(
     dim = rt.embeddings.dim
     words = rt.settings.night_compressed_tokens
     block_rows = [_block_row(rt, b, vectors[b["memory_id"]], extra.get(b["memory_id"], {}), now, words) for b in ready]
-    line_rows = [_line_row(scope, b, line) for b in ready for line in lines.get(b["id"], ()) if line["slug"] == rt.slug]
+    line_vectors = await vector_rows.vectors_of(
+        conn, rt.table, scope.entity_id, rt.slug, [line["turn_id"] for ls in lines.values() for line in ls]
+    )
+    line_rows = [
+        _line_row(rt, scope, b, line, line_vectors[line["turn_id"]])
+        for b in ready
+        for line in lines.get(b["id"], ())
+        if line["turn_id"] in line_vectors  # a turn not embedded yet is quoted, not searched
+    ]
     await cortex.upsert("blocks", dim, block_rows)
     await cortex.upsert("lines", dim, line_rows)
     await tiers.mark_migrated(conn, scope.entity_id, scope.namespace, [(b["id"], b["memory_id"]) for b in ready], now)
@@ -173,15 +181,17 @@ def _block_row(
     }
 
 
-def _line_row(scope: Scope, block: Mapping[str, Any], line: Mapping[str, Any]) -> dict[str, Any]:
+def _line_row(
+    rt: Runtime, scope: Scope, block: Mapping[str, Any], line: Mapping[str, Any], vector: np.ndarray
+) -> dict[str, Any]:
     return {
         "entity_id": scope.entity_id,
         "namespace": scope.namespace,
         "id": str(line["turn_id"]),
         "block_id": str(block["id"]),
         "memory_id": str(block["memory_id"]),
-        "slug": line["slug"],
-        "vector": np.asarray(line["vector"], dtype=np.float32).tolist(),
+        "slug": rt.slug,
+        "vector": np.asarray(vector, dtype=np.float32).tolist(),
         "turn_number": line["turn_number"],
         "role": line["role"],
         "speaker": line["speaker"],

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC
 from typing import Any
 
@@ -28,18 +28,31 @@ from mnemo.cognition.bifocal import select_excerpt
 from mnemo.cortex.store import quoted
 from mnemo.models import ExcerptLine, Hit, Scope
 from mnemo.store import tiers
+from mnemo.store import vectors as vector_rows
 
 LINES_PER_BLOCK = 4  # lines searched per block candidate: a block's best lines reach the top
 
-__all__ = ["at_level", "bifocal", "cortex_neighbours", "cortex_similarities", "render_excerpt"]
+__all__ = [
+    "at_level",
+    "bifocal",
+    "cortex_line_similarities",
+    "cortex_neighbours",
+    "cortex_similarities",
+    "line_hit",
+    "once",
+    "render_excerpt",
+]
 
 
-async def cortex_neighbours(rt: Runtime, scope: Scope, vector: np.ndarray, limit: int) -> list[tuple[uuid.UUID, float]]:
-    """The memory ids of the cortex blocks nearest to ``vector`` (active model only), best first.
-    A block's similarity is the best of its own vector's and its verbatim lines' (late interaction:
-    a block about many things matches a question about one of them through that line)."""
+async def cortex_neighbours(
+    rt: Runtime, scope: Scope, vector: np.ndarray, limit: int
+) -> tuple[list[tuple[uuid.UUID, float]], list[tuple[uuid.UUID, float]]]:
+    """The cortex's blocks (by memory id) and lines (by turn id) nearest to ``vector`` (active model
+    only), best first: one search of each table. A block's similarity is the best of its own
+    vector's and its lines' (late interaction: a block about many things matches a question about
+    one of them through that line)."""
     if rt.cortex is None:
-        return []
+        return [], []
     where = f"slug = '{_slug(rt)}'"
     blocks = await rt.cortex.search("blocks", rt.embeddings.dim, scope, vector, limit, where=where)
     lines = await rt.cortex.search("lines", rt.embeddings.dim, scope, vector, limit * LINES_PER_BLOCK, where=where)
@@ -47,7 +60,21 @@ async def cortex_neighbours(rt: Runtime, scope: Scope, vector: np.ndarray, limit
     for row in [*blocks, *lines]:
         memory_id = uuid.UUID(row["memory_id"])
         best[memory_id] = max(best.get(memory_id, -1.0), 1.0 - float(row["_distance"]))
-    return sorted(best.items(), key=lambda x: (-x[1], str(x[0])))[:limit]
+    ranked_blocks = sorted(best.items(), key=lambda x: (-x[1], str(x[0])))[:limit]
+    ranked_lines = [(uuid.UUID(r["id"]), 1.0 - float(r["_distance"])) for r in lines]
+    return ranked_blocks, ranked_lines
+
+
+async def cortex_line_similarities(
+    rt: Runtime, scope: Scope, vector: np.ndarray, turn_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, float]:
+    """Exact similarity of ``vector`` to cortex lines named by their turn id."""
+    if rt.cortex is None or not turn_ids:
+        return {}
+    where = f"slug = '{_slug(rt)}' AND id IN ({quoted(turn_ids)})"
+    rows = await rt.cortex.rows("lines", rt.embeddings.dim, scope, where, columns=["id", "vector"])
+    q = _unit(vector)
+    return {uuid.UUID(r["id"]): float(_unit(np.asarray(r["vector"])) @ q) for r in rows}
 
 
 async def at_level(rt: Runtime, scope: Scope, vector: np.ndarray, level: int, k: int) -> list[Hit]:
@@ -157,8 +184,12 @@ async def _lines(
     hot: list[uuid.UUID] = [b for h in hits if (b := blocks.get(h.id)) is not None and h.tier == "hippocampus"]
     cold: list[uuid.UUID] = [b for h in hits if (b := blocks.get(h.id)) is not None and h.tier == "cortex"]
     found: dict[uuid.UUID | None, list[dict[str, Any]]] = {}
-    for block_id, rows in (await tiers.block_lines(conn, scope.entity_id, scope.namespace, hot)).items():
-        found[block_id] = [r for r in rows if r["slug"] == rt.slug]
+    hot_lines = await tiers.block_lines(conn, scope.entity_id, scope.namespace, hot)
+    vectors = await vector_rows.vectors_of(
+        conn, rt.table, scope.entity_id, rt.slug, [r["turn_id"] for rows in hot_lines.values() for r in rows]
+    )
+    for block_id, rows in hot_lines.items():
+        found[block_id] = [r | {"vector": vectors[r["turn_id"]]} for r in rows if r["turn_id"] in vectors]
     if cold and rt.cortex is not None:
         rows = await rt.cortex.rows(
             "lines",
@@ -202,3 +233,43 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 def _slug(rt: Runtime) -> str:
     return rt.slug.replace("'", "''")
+
+
+def line_hit(hit: Hit, row: Mapping[str, Any]) -> Hit:
+    """A line item as a bifocal hit: the verbatim line as its own excerpt, its block's gist and tier."""
+    line = ExcerptLine(
+        turn_id=hit.id,
+        turn_number=int(row["turn_number"]),
+        role=row["role"],
+        speaker=row.get("speaker"),
+        content=row["content"],
+        created_at=row["created_at"],
+        similarity=round(hit.similarity or 0.0, 6),
+    )
+    metadata = {**(row.get("metadata") or {}), "block_id": str(row["block_id"])}
+    return dataclasses.replace(hit, excerpt=(line,), gist=row.get("gist"), metadata=metadata)
+
+
+def once(hits: Sequence[Hit], count_tokens: Callable[[str], int]) -> list[Hit]:
+    """The hits, best first, with no line shown twice: a turn or line hit shows its line; a block
+    hit quoting lines keeps those no better hit showed, and is dropped when none is left (an
+    expanded block, shown whole, always stays)."""
+    shown: set[uuid.UUID] = set()
+    out = []
+    for hit in hits:
+        if hit.item_kind in ("turn", "line"):
+            if hit.id in shown:
+                continue
+            shown.add(hit.id)
+        elif hit.excerpt and hit.content == render_excerpt(None, hit.excerpt):
+            fresh = tuple(line for line in hit.excerpt if line.turn_id not in shown)
+            if not fresh:
+                continue
+            if len(fresh) < len(hit.excerpt):
+                content = render_excerpt(None, fresh)
+                hit = dataclasses.replace(hit, excerpt=fresh, content=content, token_count=count_tokens(content))
+            shown.update(line.turn_id for line in fresh)
+        elif hit.excerpt:
+            shown.update(line.turn_id for line in hit.excerpt)
+        out.append(hit)
+    return out

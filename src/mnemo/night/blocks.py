@@ -34,7 +34,15 @@ from mnemo._runtime import Runtime
 from mnemo.cognition.citations import cite, subjects
 from mnemo.cognition.extraction import TurnText, extract, find_times
 from mnemo.cognition.flux import FluxArc, FluxParams, detect_arcs, flux_states, open_at_end
-from mnemo.cognition.salience import Zone, coherence_gain, detect_zones, score_block, ties_weight, unit_vector
+from mnemo.cognition.salience import (
+    Zone,
+    coherence_gain,
+    detect_zones,
+    new_information,
+    score_block,
+    ties_weight,
+    unit_vector,
+)
 from mnemo.cognition.segments import Segment, segment
 from mnemo.cognition.summaries import extractive_summary
 from mnemo.config import Settings
@@ -124,6 +132,7 @@ class _Session:
     states: list[str]  # each turn's flux state
     ends_open: bool  # the session ends inside an unresolved arc (§4.2)
     segments: list[Segment]
+    novel: list[bool]  # each turn names content words no earlier turn of these used (new information)
 
     def arc_of(self, seg: Segment) -> FluxArc | None:
         return self.arcs[seg.arc] if seg.arc is not None else None
@@ -221,6 +230,7 @@ def _cut(cfg: Settings, session_id: str, turns: Sequence[dict[str, Any]], vector
         states=flux_states(len(turns), arcs),
         ends_open=open_at_end(arcs, len(turns)),
         segments=segment(len(turns), [(a.start, a.end) for a in arcs], max_span=cfg.night_max_span),
+        novel=new_information([t["content"] for t in turns]),
     )
 
 
@@ -253,7 +263,8 @@ class _ZoneTexts:
     dead_zones: list[dict[str, Any]]
     rendered: list[str]  # the block's content, zone by zone
     live_turns: int
-    verbatim: list[int]  # indices (in the block) of the turns its content quotes whole: its lines
+    verbatim: list[int]  # indices (in the block) of the turns its content quotes whole (live zones, short
+    # dead zones, turns an extractive summary kept): its lines
 
 
 async def _zone_texts(
@@ -284,8 +295,8 @@ async def _zone_texts(
             summary = await _summary(rt, zone_lines, vv[zone.start : zone.end + 1], budget)
         dead_zones.append({"start": first, "end": last, "summary": summary, "reasons": list(zone.reasons)})
         rendered.append(summary if summary == text else f"[summary] {summary}")
-        if summary == text:
-            verbatim.extend(range(zone.start, zone.end + 1))
+        # an extractive summary quotes some of the zone's turns whole: those are lines too
+        verbatim.extend(i for i in range(zone.start, zone.end + 1) if lines[i] in summary)
     return _ZoneTexts(live_zones, dead_zones, rendered, live_turns, verbatim)
 
 
@@ -316,7 +327,8 @@ async def _render(rt: Runtime, session: _Session, seg: Segment) -> dict[str, Any
     vv = session.vectors[seg.start : seg.end + 1]
     lines = [_line(t) for t in part]
     levels = _levels(arc, ss, rt.settings.night_min_sigma)
-    zones = detect_zones(lines, ss.tolist(), vv, levels.baseline, levels.sigma, informative=_informative(part))
+    novel = session.novel[seg.start : seg.end + 1]
+    zones = detect_zones(lines, ss.tolist(), vv, levels.baseline, levels.sigma, informative=_informative(part, novel))
     salience = score_block(ss.tolist(), vv, levels.baseline, levels.sigma)
     gain = coherence_gain(levels.baseline, levels.final)
     texts = await _zone_texts(rt, zones, part, lines, vv)
@@ -338,14 +350,15 @@ async def _render(rt: Runtime, session: _Session, seg: Segment) -> dict[str, Any
     }
 
 
-def _informative(turns: Sequence[dict[str, Any]]) -> list[bool]:
-    """Turns that state new information (a first-person fact, preference, relation or dated event):
-    the seed's dead zones are "repetition or clarification without new information" (§3.5)."""
+def _informative(turns: Sequence[dict[str, Any]], novel: Sequence[bool]) -> list[bool]:
+    """Turns that state new information (a first-person fact, preference, relation or dated event,
+    or content words the session had not used yet, ``novel``): the seed's dead zones are
+    "repetition or clarification without new information" (§3.5)."""
     found = extract(
         [TurnText(speaker=t.get("speaker"), role=t["role"], text=t["content"], at=t["created_at"]) for t in turns]
     )
     sources = {f.source for f in found.facts}
-    return [i in sources or bool(find_times(t["content"])) for i, t in enumerate(turns)]
+    return [i in sources or bool(find_times(t["content"])) or novel[i] for i, t in enumerate(turns)]
 
 
 async def _embed_blocks(rt: Runtime, rendered: Sequence[dict[str, Any]]) -> _Embedded:
@@ -412,7 +425,7 @@ async def _store_blocks(
         await store_memory(conn, rt, scope, row, vector)
         is_last = index == len(session.segments) - 1
         await night_rows.insert_block(conn, _block_row(scope, run_id, session, seg, info, block_id, memory_id, is_last))
-        await tiers.insert_lines(conn, _line_rows(rt, scope, session, seg, info["verbatim"], block_id))
+        await tiers.insert_lines(conn, _line_rows(scope, session, seg, info["verbatim"], block_id))
     second, second_vectors = embedded.second, embedded.second_vectors
     if second is not None and second_vectors is not None:
         table = await vector_rows.ensure_space(conn, rt.settings.block_space, second.dim)
@@ -428,9 +441,9 @@ async def _store_blocks(
 
 
 def _line_rows(
-    rt: Runtime, scope: Scope, session: _Session, seg: Segment, verbatim: Sequence[int], block_id: uuid.UUID
+    scope: Scope, session: _Session, seg: Segment, verbatim: Sequence[int], block_id: uuid.UUID
 ) -> list[dict[str, Any]]:
-    """The block's verbatim lines with their turns' vectors: what a block hit quotes (§6)."""
+    """The block's verbatim lines: what a block hit quotes, and what outlives the raw turns (§6)."""
     rows = []
     for i in verbatim:
         turn = session.turns[seg.start + i]
@@ -439,13 +452,13 @@ def _line_rows(
             "namespace": scope.namespace,
             "block_id": block_id,
             "turn_id": turn["id"],
+            "session_id": session.id,
             "turn_number": turn["turn_number"],
             "role": turn["role"],
             "speaker": turn.get("speaker"),
             "content": turn["content"],
             "created_at": turn["created_at"],
-            "slug": rt.slug,
-            "vector": session.vectors[seg.start + i],
+            "metadata": turn.get("metadata") or {},
         })  # fmt: skip
     return rows
 

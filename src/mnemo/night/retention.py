@@ -5,7 +5,8 @@ for every tier; holographic blocks kept 0, 2 or 6 further cycles) and §8.3
 (day-table cleanup: raw turns are removed only once a block covers them).
 
 Raw turns that a block covers are forgotten everywhere (row, postings, vectors,
-trace references: :func:`mnemo.store.forget.forget_items`) once they have been
+trace references: :func:`mnemo.store.forget.forget_items`; a turn the block quotes
+verbatim lives on as the block's line, keeping its index entries) once they have been
 in mnemo for their tier's raw cycles, counted from when they ARRIVED
 (``turns.recorded_at``), not from their event time (``created_at``, years ago
 for imported history), and never by the night that first cuts them into a
@@ -30,6 +31,7 @@ from mnemo.config import Settings
 from mnemo.models import NightReport, Scope
 from mnemo.store import forget as forget_rows
 from mnemo.store import night as night_rows
+from mnemo.store import tiers
 
 __all__ = ["RetentionStats", "describe", "policy_from", "retain"]
 
@@ -88,7 +90,11 @@ async def retain(
     if expired and dry_run:
         stats.turns_removed = len(expired)
     elif expired:
-        removed = await forget_rows.forget_items(conn, scope.entity_id, scope.namespace, expired, copies=False)
+        lines = list(await tiers.line_turns(conn, scope.entity_id, expired))
+        removed = await forget_rows.forget_items(
+            conn, scope.entity_id, scope.namespace, expired, copies=False, keep_index=lines
+        )
+        await tiers.turns_to_lines(conn, scope.entity_id, lines)
         stats.turns_removed = removed.get("turns", 0)
     blocks: dict[str, datetime | None] = {tier: block_cutoff(tier, now, policy) for tier in TIERS}
     stats.blocks_archived = await night_rows.archive_expired_blocks(

@@ -95,7 +95,8 @@ async def recall(
         await stages.follow_links(rt, conn, request, found)
         await stages.smooth_neighbours(rt, conn, request, found)
         blended = await stages.blend(rt, conn, request, found)
-        decision = await stages.quote(rt, conn, request, found, stages.decide(rt, request, found, blended, started))
+        decision = stages.decide(rt, request, found, blended, started)
+        decision = await stages.quote(rt, conn, request, found, decision, blended.rows)
         mutated = await stages.trace_and_mutate(rt, conn, request, decision)
     if mutated:
         await note_writes(rt, mutated * 2)  # access/weight rows and their co-access links

@@ -53,7 +53,7 @@ from mnemo.cognition.weights import DEFAULT
 from mnemo.config import Settings
 from mnemo.cortex import search as cortex_search
 from mnemo.errors import AccessDeniedError, InvalidContentError
-from mnemo.models import Hit, RecallResult, Refusal, Scope, uuid7
+from mnemo.models import Hit, ItemKind, RecallResult, Refusal, Scope, uuid7
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import lexicon, tiers
 from mnemo.store import scopes as scope_rows
@@ -150,6 +150,8 @@ class Decision:
     best: float | None
     refused: bool
     latency_ms: float
+    spare: tuple[Hit, ...] = ()
+    """The next candidates after the top k: they move up when a hit is dropped as a repeat."""
 
 
 # --- 1. check ---------------------------------------------------------------------------------
@@ -183,11 +185,13 @@ def check(
         raise InvalidContentError(f"hops must be 0, 1 or 2, not {hops!r}")
     reader = scope.entity_id if as_entity is None else Scope(as_entity).entity_id
     given = None if query_vector is None else check_vector(query_vector, rt.embeddings.dim)
+    # a turn that left the day table lives on as its block's verbatim line: asking for turns finds both
+    searched = (*kinds, "line") if "turn" in kinds else tuple(kinds)
     return Request(
         scope=scope,
         text=text,
         k=k,
-        kinds=tuple(dict.fromkeys(kinds)),
+        kinds=tuple(dict.fromkeys(searched)),
         hops=hops,
         reader=reader,
         threshold=threshold if threshold is not None else cfg.refusal_threshold,
@@ -230,13 +234,8 @@ async def retrieve(
         conn, rt.table, rt.embeddings.dim, scope.entity_id, scope.namespace, rt.slug, vector, request.depth
     )
     dense = [d for d in dense if d[1] in request.kinds]
-    if (
-        "memory" in request.kinds
-        and rt.settings.cortex
-        and await tiers.has_cortex(conn, scope.entity_id, scope.namespace)
-    ):
-        deep = await cortex_search.cortex_neighbours(rt, scope, vector, request.depth)
-        dense = sorted([*dense, *((i, "memory", sim) for i, sim in deep)], key=lambda d: (-d[2], str(d[0])))
+    if rt.settings.cortex and await tiers.has_cortex(conn, scope.entity_id, scope.namespace):
+        dense = await _with_cortex(rt, request, vector, dense)
     kind_of = {d[0]: d[1] for d in dense} | {x[0]: x[1] for x in lexical}
     return Candidates(
         vector=vector,
@@ -249,6 +248,26 @@ async def retrieve(
         similarity={d[0]: d[2] for d in dense},
         lexical_score={x[0]: x[2] for x in lexical},
     )
+
+
+async def _with_cortex(
+    rt: Runtime, request: Request, vector: np.ndarray, dense: list[tuple[uuid.UUID, str, float]]
+) -> list[tuple[uuid.UUID, str, float]]:
+    """The retrieval chain's second step (memory-architecture §1.3): the cortex's blocks and lines
+    nearest to the query join the hippocampus's, one ranking by similarity (an item both tiers
+    return, a raw turn that is also a migrated line, counts once, as the raw turn)."""
+    blocks, lines = await cortex_search.cortex_neighbours(rt, request.scope, vector, request.depth)
+    if "memory" in request.kinds:
+        dense = [*dense, *((i, "memory", sim) for i, sim in blocks)]
+    if "line" in request.kinds:
+        dense = [*dense, *((i, "line", sim) for i, sim in lines[: request.depth])]
+    seen: set[uuid.UUID] = set()
+    merged = []
+    for item in sorted(dense, key=lambda d: (-d[2], d[1] == "line", str(d[0]))):
+        if item[0] not in seen:
+            seen.add(item[0])
+            merged.append(item)
+    return merged
 
 
 async def _check_access(conn: psycopg.AsyncConnection, scope: Scope, reader: str) -> None:
@@ -304,6 +323,9 @@ async def _similarities(
     deep = [i for i in ids if i not in found.similarity and found.kind_of.get(i) == "memory"]
     if deep and rt.settings.cortex:
         found.similarity |= await cortex_search.cortex_similarities(rt, scope, found.vector, deep)
+    lines = [i for i in ids if i not in found.similarity and found.kind_of.get(i) == "line"]
+    if lines and rt.settings.cortex:
+        found.similarity |= await cortex_search.cortex_line_similarities(rt, scope, found.vector, lines)
 
 
 # --- 4. fuse ---------------------------------------------------------------------------------------
@@ -350,27 +372,27 @@ async def follow_links(rt: Runtime, conn: psycopg.AsyncConnection, request: Requ
 
 # --- 5. neighbour smoothing ------------------------------------------------------------------------
 async def smooth_neighbours(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates) -> None:
-    """The best turns bring their session neighbours in, and every turn earns a share of its
-    neighbours' scores (``neighbour_weights``)."""
+    """The best utterances (raw turns, and lines that outlived theirs) bring their session
+    neighbours in, and every utterance earns a share of its neighbours' scores (``neighbour_weights``)."""
     cfg = rt.settings
     base = found.base
     if not cfg.neighbour_weights or "turn" not in request.kinds or not base:
         return
     scope = request.scope
     ranked = sorted(base, key=lambda i: -base[i])
-    anchors = [i for i in ranked if found.kind_of[i] == "turn"][: cfg.neighbour_anchors]
-    where, bounds = await search_rows.positions(
+    said = [i for i in ranked if found.kind_of[i] in ("turn", "line")]
+    where, bounds, kinds = await search_rows.positions(
         conn,
         scope.entity_id,
         scope.namespace,
-        [i for i in found.ids if found.kind_of[i] == "turn"],
-        anchors if cfg.fusion == "zscore" else [],
+        said,
+        said[: cfg.neighbour_anchors] if cfg.fusion == "zscore" else [],
         len(cfg.neighbour_weights),
     )
     new = [i for i in where if i not in base]
     if new:
-        found.kind_of |= dict.fromkeys(new, "turn")
-        found.similarity |= await vector_rows.similarities(conn, rt.table, scope.entity_id, rt.slug, found.vector, new)
+        found.kind_of |= {i: kinds[i] for i in new}
+        await _similarities(rt, conn, request, found, new)
         found.lexical_score |= await _lexical_scores(rt, conn, scope, request.text, new)
         found.base = base = zscore_fuse(
             {"vector": found.similarity, "lexical": found.lexical_score},
@@ -397,6 +419,9 @@ async def blend(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, fo
     memory_rows = await dynamic_rows.memory_states(
         conn, scope.entity_id, scope.namespace, [i for i in head if found.kind_of[i] == "memory"]
     )
+    line_rows = await tiers.hydrate_lines(
+        conn, scope.entity_id, scope.namespace, [i for i in head if found.kind_of[i] == "line"]
+    )
     mature = bool(memory_rows) and await search_rows.has_at_least(
         conn, scope.entity_id, scope.namespace, cfg.blend_mature_after
     )
@@ -405,10 +430,10 @@ async def blend(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, fo
         MATURE_ALPHAS if mature else COLD_START_ALPHAS,
         None if rng is None else np.random.default_rng(rng.getrandbits(64)),
     )
-    rows: dict[uuid.UUID, Mapping[str, Any]] = {**memory_rows, **turn_rows}
+    rows: dict[uuid.UUID, Mapping[str, Any]] = {**line_rows, **memory_rows, **turn_rows}
     scored: Scored = []
     for item_id in head:
-        row = turn_rows.get(item_id) or memory_rows.get(item_id)
+        row = rows.get(item_id)
         if row is None:
             continue
         parts = components(
@@ -520,6 +545,10 @@ def decide(rt: Runtime, request: Request, found: Candidates, blended: Blended, s
     the hits is under the threshold."""
     top = blended.scored[: request.k]
     hits = tuple(_hit(request, found, blended.rows[item_id], item_id, score, parts) for score, item_id, parts in top)
+    spare = tuple(
+        _hit(request, found, blended.rows[item_id], item_id, score, parts)
+        for score, item_id, parts in blended.scored[request.k : 2 * request.k]
+    )
     near = blended.scored[max(request.k, 5) : rt.settings.near_miss_until]
     sims = [h.similarity for h in hits if h.similarity is not None]
     best = max(sims) if sims else None
@@ -529,6 +558,7 @@ def decide(rt: Runtime, request: Request, found: Candidates, blended: Blended, s
         best=best,
         refused=best is None or best < request.threshold,
         latency_ms=(time.perf_counter() - started) * 1000,
+        spare=spare,
     )
 
 
@@ -542,7 +572,7 @@ def _hit(
 ) -> Hit:
     return Hit(
         id=item_id,
-        item_kind="turn" if found.kind_of[item_id] == "turn" else "memory",
+        item_kind=_item_kind(found.kind_of[item_id]),
         content=row["content"],
         score=score,
         similarity=found.similarity.get(item_id),
@@ -573,11 +603,31 @@ def _hit(
 
 
 async def quote(
-    rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates, decision: Decision
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    request: Request,
+    found: Candidates,
+    decision: Decision,
+    rows: Mapping[uuid.UUID, Mapping[str, Any]],
 ) -> Decision:
-    """Bifocal hits (memory-architecture §6): each block hit quotes its lines that match the query."""
-    hits = await cortex_search.bifocal(rt, conn, request.scope, found.vector, decision.hits, expand=request.expand)
-    return dataclasses.replace(decision, hits=hits)
+    """Bifocal hits (memory-architecture §6): each block hit quotes its lines that match the query;
+    a line hit is its own quote, with its block's gist. A line is paid for once: a block hit drops
+    the lines a better hit already shows, and goes when none is left (the next candidate moves up)."""
+    ranked = (*decision.hits, *decision.spare)
+    quoted = await cortex_search.bifocal(rt, conn, request.scope, found.vector, ranked, expand=request.expand)
+    hits = cortex_search.once([_as_line(rt, h, rows) for h in quoted], lambda t: rt.embeddings.count_tokens([t])[0])
+    return dataclasses.replace(decision, hits=tuple(hits[: request.k]), spare=())
+
+
+def _as_line(rt: Runtime, hit: Hit, rows: Mapping[uuid.UUID, Mapping[str, Any]]) -> Hit:
+    if hit.item_kind != "line" or hit.id not in rows:
+        return hit
+    hit = cortex_search.line_hit(hit, rows[hit.id])
+    return dataclasses.replace(hit, token_count=rt.embeddings.count_tokens([hit.content])[0])
+
+
+def _item_kind(kind: str) -> ItemKind:
+    return "turn" if kind == "turn" else "line" if kind == "line" else "memory"
 
 
 # --- 8. trace and mutate ---------------------------------------------------------------------------

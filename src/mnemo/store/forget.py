@@ -22,12 +22,17 @@ __all__ = ["derived_items", "forget_items", "item_kinds", "purge_scope"]
 async def item_kinds(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
 ) -> dict[uuid.UUID, str]:
-    """Which of ``ids`` exist in the scope, as ``turn`` or ``memory`` (any status)."""
+    """Which of ``ids`` exist in the scope, as ``turn``, ``memory`` (any status) or ``line`` (a block's
+    verbatim line whose raw turn retention removed)."""
     cur = await conn.execute(
         """SELECT id, 'turn' FROM mnemo.turns WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)
            UNION ALL
            SELECT id, 'memory' FROM mnemo.memories WHERE entity_id = %(e)s AND namespace = %(ns)s
-             AND id = ANY(%(ids)s)""",
+             AND id = ANY(%(ids)s)
+           UNION ALL
+           SELECT DISTINCT turn_id, 'line' FROM mnemo.block_lines WHERE entity_id = %(e)s AND namespace = %(ns)s
+             AND turn_id = ANY(%(ids)s)
+             AND NOT EXISTS (SELECT 1 FROM mnemo.turns t WHERE t.entity_id = %(e)s AND t.id = turn_id)""",
         {"e": entity_id, "ns": namespace, "ids": list(ids)},
     )
     return {r[0]: r[1] for r in await cur.fetchall()}
@@ -37,7 +42,8 @@ async def derived_items(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
 ) -> list[uuid.UUID]:
     """``ids`` plus every memory that copies their content: the memory rows of blocks that contain
-    a forgotten turn or whose memory is forgotten, and of facts stated only by forgotten turns."""
+    a forgotten turn or whose memory is forgotten, and of facts stated only by forgotten turns;
+    plus those blocks' lines whose raw turns are gone (their index entries)."""
     cur = await conn.execute(
         """SELECT b.memory_id FROM mnemo.blocks b
            WHERE b.entity_id = %(e)s AND b.namespace = %(ns)s AND b.memory_id IS NOT NULL
@@ -49,7 +55,15 @@ async def derived_items(
         {"e": entity_id, "ns": namespace, "ids": list(ids)},
     )
     extra = [r[0] for r in await cur.fetchall()]
-    return list(dict.fromkeys([*ids, *extra]))
+    cur = await conn.execute(
+        """SELECT DISTINCT l.turn_id FROM mnemo.block_lines l JOIN mnemo.blocks b
+             ON b.entity_id = l.entity_id AND b.id = l.block_id
+           WHERE b.entity_id = %(e)s AND b.namespace = %(ns)s AND b.memory_id = ANY(%(ids)s)
+             AND NOT EXISTS (SELECT 1 FROM mnemo.turns t WHERE t.entity_id = %(e)s AND t.id = l.turn_id)""",
+        {"e": entity_id, "ns": namespace, "ids": list(dict.fromkeys([*ids, *extra]))},
+    )
+    lines = [r[0] for r in await cur.fetchall()]  # their postings and vectors go with their block
+    return list(dict.fromkeys([*ids, *extra, *lines]))
 
 
 async def _vector_tables(conn: psycopg.AsyncConnection) -> list[str]:
@@ -58,15 +72,24 @@ async def _vector_tables(conn: psycopg.AsyncConnection) -> list[str]:
 
 
 async def forget_items(
-    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID], *, copies: bool = True
+    conn: psycopg.AsyncConnection,
+    entity_id: str,
+    namespace: str,
+    ids: Sequence[uuid.UUID],
+    *,
+    copies: bool = True,
+    keep_index: Sequence[uuid.UUID] = (),
 ) -> dict[str, int]:
     """Delete ``ids`` (turns or memories of one scope) everywhere; returns rows removed per place.
 
     ``copies`` also deletes the night cycle's copies of their content (blocks, facts, triples; pass
     the ids through :func:`derived_items` first so the copies' memory rows go too). Retention passes
-    ``copies=False``: it removes raw turns precisely because a block now carries them.
+    ``copies=False``: it removes raw turns precisely because a block now carries them, and passes
+    the turns that are a block's verbatim lines as ``keep_index``: their rows go, their postings and
+    vectors stay for the lines (:func:`mnemo.store.tiers.turns_to_lines`).
     """
-    p = {"e": entity_id, "ns": namespace, "ids": list(ids)}
+    kept = set(keep_index)
+    p = {"e": entity_id, "ns": namespace, "ids": list(ids), "index_ids": [i for i in ids if i not in kept]}
     removed: dict[str, int] = {}
 
     async def run(label: str, query: str | sql.Composed) -> None:
@@ -79,7 +102,7 @@ async def forget_items(
         """UPDATE mnemo.lexical_stats s SET docs = greatest(s.docs - g.docs, 0),
                   total_len = greatest(s.total_len - g.total_len, 0)
            FROM (SELECT count(DISTINCT item_id) AS docs, coalesce(sum(tf), 0) AS total_len FROM mnemo.postings
-                 WHERE entity_id = %(e)s AND item_id = ANY(%(ids)s) AND namespace = %(ns)s) g
+                 WHERE entity_id = %(e)s AND item_id = ANY(%(index_ids)s) AND namespace = %(ns)s) g
            WHERE s.entity_id = %(e)s AND s.namespace = %(ns)s AND g.docs > 0""",
     )
     # The rows go before their vectors: an embedding job holding a share lock on a turn makes this
@@ -90,11 +113,11 @@ async def forget_items(
     await run(
         "memories", "DELETE FROM mnemo.memories WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)"
     )
-    await run("postings", "DELETE FROM mnemo.postings WHERE entity_id = %(e)s AND item_id = ANY(%(ids)s)")
+    await run("postings", "DELETE FROM mnemo.postings WHERE entity_id = %(e)s AND item_id = ANY(%(index_ids)s)")
     for table in await _vector_tables(conn):
         await run(
             "vectors",
-            sql.SQL("DELETE FROM {} WHERE entity_id = %(e)s AND item_id = ANY(%(ids)s)").format(
+            sql.SQL("DELETE FROM {} WHERE entity_id = %(e)s AND item_id = ANY(%(index_ids)s)").format(
                 sql.Identifier("vectors", table)
             ),
         )

@@ -124,7 +124,18 @@ async def finish_run(conn: psycopg.AsyncConnection, entity_id: str, run_id: uuid
     )
 
 
-_TURN_COLS = ("id", "session_id", "turn_number", "role", "speaker", "content", "created_at", "surprisal", "user_tier")
+_TURN_COLS = (
+    "id",
+    "session_id",
+    "turn_number",
+    "role",
+    "speaker",
+    "content",
+    "created_at",
+    "surprisal",
+    "user_tier",
+    "metadata",
+)
 
 
 async def unscored_turns(
@@ -132,7 +143,8 @@ async def unscored_turns(
 ) -> list[dict[str, Any]]:
     """Turns without a surprisal yet, oldest first (the model learns the scope's history in order)."""
     cur = await conn.execute(
-        """SELECT id, session_id, turn_number, role, speaker, content, created_at, surprisal, user_tier FROM mnemo.turns
+        """SELECT id, session_id, turn_number, role, speaker, content, created_at, surprisal, user_tier, metadata
+           FROM mnemo.turns
            WHERE entity_id = %s AND namespace = %s AND surprisal IS NULL AND created_at <= %s
            ORDER BY created_at, session_id, turn_number LIMIT %s""",
         (entity_id, namespace, as_of, limit),
@@ -199,7 +211,8 @@ async def session_turns(
 ) -> list[dict[str, Any]]:
     """A session's scored turns after turn number ``after``, in order."""
     cur = await conn.execute(
-        """SELECT id, session_id, turn_number, role, speaker, content, created_at, surprisal, user_tier FROM mnemo.turns
+        """SELECT id, session_id, turn_number, role, speaker, content, created_at, surprisal, user_tier, metadata
+           FROM mnemo.turns
            WHERE entity_id = %s AND namespace = %s AND session_id = %s AND turn_number > %s AND created_at <= %s
              AND surprisal IS NOT NULL
            ORDER BY turn_number""",

@@ -91,35 +91,72 @@ async def positions(
     ids: Sequence[uuid.UUID],
     anchors: Sequence[uuid.UUID],
     distance: int,
-) -> tuple[dict[uuid.UUID, tuple[str, int]], dict[str, tuple[int, int]]]:
-    """``(session_id, turn_number)`` of the turns in ``ids`` plus every turn within ``distance``
-    of an anchor in the same session (neighbour expansion), and each of those sessions'
-    first and last turn number."""
+) -> tuple[dict[uuid.UUID, tuple[str, int]], dict[str, tuple[int, int]], dict[uuid.UUID, str]]:
+    """``(session_id, turn_number)`` of the utterances in ``ids`` plus every utterance within
+    ``distance`` of an anchor in the same session (neighbour expansion), each of those sessions'
+    first and last turn number, and each utterance's kind: a raw ``turn``, or a block's ``line``
+    whose raw turn retention removed (same id, same place in its session)."""
     if not ids and not anchors:
-        return {}, {}
-    cur = await conn.execute(
-        """WITH pos AS (
-               SELECT id, session_id, turn_number FROM mnemo.turns
-               WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)
-               UNION
-               SELECT n.id, n.session_id, n.turn_number
-               FROM mnemo.turns t JOIN mnemo.turns n
-                 ON n.entity_id = t.entity_id AND n.namespace = t.namespace AND n.session_id = t.session_id
-                AND n.turn_number BETWEEN t.turn_number - %(d)s AND t.turn_number + %(d)s
-               WHERE t.entity_id = %(e)s AND t.namespace = %(ns)s AND t.id = ANY(%(anchors)s)),
-           bounds AS (  -- two index probes per session, not a scan of its turns
-               SELECT s.session_id,
-                      (SELECT min(turn_number) FROM mnemo.turns
-                       WHERE entity_id = %(e)s AND namespace = %(ns)s AND session_id = s.session_id) AS lo,
-                      (SELECT max(turn_number) FROM mnemo.turns
-                       WHERE entity_id = %(e)s AND namespace = %(ns)s AND session_id = s.session_id) AS hi
-               FROM (SELECT DISTINCT session_id FROM pos) AS s)
-           SELECT pos.id, pos.session_id, pos.turn_number, bounds.lo, bounds.hi
-           FROM pos JOIN bounds USING (session_id)""",
-        {"e": entity_id, "ns": namespace, "ids": list(ids), "anchors": list(anchors), "d": distance},
-    )
-    rows = await cur.fetchall()
-    return {r[0]: (r[1], int(r[2])) for r in rows}, {r[1]: (int(r[3]), int(r[4])) for r in rows}
+        return {}, {}, {}
+    params = {"e": entity_id, "ns": namespace, "ids": list(ids), "anchors": list(anchors), "d": distance}
+    where: dict[uuid.UUID, tuple[str, int]] = {}
+    bounds: dict[str, tuple[int, int]] = {}
+    kinds: dict[uuid.UUID, str] = {}
+    for kind, statement in (("line", _LINE_POSITIONS), ("turn", _TURN_POSITIONS)):  # a raw turn wins
+        cur = await conn.execute(statement, params)
+        for item, session, number, lo, hi in await cur.fetchall():
+            where[item] = (session, int(number))
+            kinds[item] = kind
+            if lo is not None:
+                old = bounds.get(session, (int(lo), int(hi)))
+                bounds[session] = (min(old[0], int(lo)), max(old[1], int(hi)))
+    return where, bounds, kinds
+
+
+_TURN_POSITIONS = """
+    WITH pos AS (
+        SELECT id, session_id, turn_number FROM mnemo.turns
+        WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)
+        UNION
+        SELECT n.id, n.session_id, n.turn_number
+        FROM (SELECT session_id, turn_number FROM mnemo.turns
+              WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(anchors)s)
+              UNION
+              SELECT session_id, turn_number FROM mnemo.block_lines
+              WHERE entity_id = %(e)s AND namespace = %(ns)s AND turn_id = ANY(%(anchors)s)) AS t
+        JOIN mnemo.turns n
+          ON n.entity_id = %(e)s AND n.namespace = %(ns)s AND n.session_id = t.session_id
+         AND n.turn_number BETWEEN t.turn_number - %(d)s AND t.turn_number + %(d)s),
+    bounds AS (  -- two index probes per session, not a scan of its turns
+        SELECT s.session_id,
+               (SELECT min(turn_number) FROM mnemo.turns
+                WHERE entity_id = %(e)s AND namespace = %(ns)s AND session_id = s.session_id) AS lo,
+               (SELECT max(turn_number) FROM mnemo.turns
+                WHERE entity_id = %(e)s AND namespace = %(ns)s AND session_id = s.session_id) AS hi
+        FROM (SELECT DISTINCT session_id FROM pos) AS s)
+    SELECT pos.id, pos.session_id, pos.turn_number, bounds.lo, bounds.hi
+    FROM pos JOIN bounds USING (session_id)"""
+
+_LINE_POSITIONS = """
+    WITH pos AS (
+        SELECT turn_id AS id, session_id, turn_number FROM mnemo.block_lines
+        WHERE entity_id = %(e)s AND namespace = %(ns)s AND turn_id = ANY(%(ids)s)
+        UNION
+        SELECT n.turn_id, n.session_id, n.turn_number
+        FROM mnemo.block_lines t JOIN mnemo.block_lines n
+          ON n.entity_id = t.entity_id AND n.namespace = t.namespace AND n.session_id = t.session_id
+         AND n.turn_number BETWEEN t.turn_number - %(d)s AND t.turn_number + %(d)s
+        WHERE t.entity_id = %(e)s AND t.namespace = %(ns)s AND t.turn_id = ANY(%(anchors)s)),
+    bounds AS (
+        SELECT s.session_id,
+               (SELECT min(turn_number) FROM mnemo.block_lines
+                WHERE entity_id = %(e)s AND namespace = %(ns)s AND session_id = s.session_id) AS lo,
+               (SELECT max(turn_number) FROM mnemo.block_lines
+                WHERE entity_id = %(e)s AND namespace = %(ns)s AND session_id = s.session_id) AS hi
+        FROM (SELECT DISTINCT session_id FROM pos) AS s)
+    SELECT pos.id, pos.session_id, pos.turn_number, bounds.lo, bounds.hi
+    FROM pos JOIN bounds USING (session_id)
+    WHERE NOT EXISTS (SELECT 1 FROM mnemo.turns r WHERE r.entity_id = %(e)s AND r.id = pos.id)"""
 
 
 async def has_at_least(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, n: int) -> bool:

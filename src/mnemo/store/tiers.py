@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
 import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
@@ -24,7 +23,9 @@ __all__ = [
     "block_lines",
     "cortex_id",
     "has_cortex",
+    "hydrate_lines",
     "insert_lines",
+    "line_turns",
     "linked_items",
     "mark_migrated",
     "migrated_blocks",
@@ -32,6 +33,7 @@ __all__ = [
     "migration_candidates",
     "record_versions",
     "tier_counts",
+    "turns_to_lines",
 ]
 
 _NEVER = datetime(1, 1, 2, tzinfo=UTC)
@@ -47,29 +49,29 @@ async def cortex_id(conn: psycopg.AsyncConnection) -> uuid.UUID:
 
 
 async def insert_lines(conn: psycopg.AsyncConnection, rows: Sequence[Mapping[str, Any]]) -> None:
-    """A block's live-zone lines with their float32 vectors (written with the block)."""
+    """A block's verbatim lines (written with the block)."""
     if not rows:
         return
     async with conn.cursor() as cur:
         await cur.executemany(
-            """INSERT INTO mnemo.block_lines (entity_id, namespace, block_id, turn_id, turn_number, role, speaker,
-                                              content, created_at, slug, vector)
-               VALUES (%(entity_id)s, %(namespace)s, %(block_id)s, %(turn_id)s, %(turn_number)s, %(role)s,
-                       %(speaker)s, %(content)s, %(created_at)s, %(slug)s, %(vector)s)
+            """INSERT INTO mnemo.block_lines (entity_id, namespace, block_id, turn_id, session_id, turn_number, role,
+                                              speaker, content, created_at, metadata)
+               VALUES (%(entity_id)s, %(namespace)s, %(block_id)s, %(turn_id)s, %(session_id)s, %(turn_number)s,
+                       %(role)s, %(speaker)s, %(content)s, %(created_at)s, %(metadata)s)
                ON CONFLICT DO NOTHING""",
-            [dict(r) | {"vector": np.asarray(r["vector"], dtype=np.float32).tobytes()} for r in rows],
+            [dict(r) | {"metadata": Jsonb(dict(r["metadata"]))} for r in rows],
         )
 
 
 async def block_lines(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, block_ids: Sequence[uuid.UUID]
 ) -> dict[uuid.UUID, list[dict[str, Any]]]:
-    """The lines of ``block_ids``, in turn order, each with ``vector`` as a float32 array."""
+    """The lines of ``block_ids``, in turn order."""
     if not block_ids:
         return {}
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(
-            """SELECT block_id, turn_id, turn_number, role, speaker, content, created_at, slug, vector
+            """SELECT block_id, turn_id, session_id, turn_number, role, speaker, content, created_at, metadata
                FROM mnemo.block_lines WHERE entity_id = %s AND namespace = %s AND block_id = ANY(%s)
                ORDER BY block_id, turn_number""",
             (entity_id, namespace, list(block_ids)),
@@ -77,9 +79,73 @@ async def block_lines(
         rows = await cur.fetchall()
     out: dict[uuid.UUID, list[dict[str, Any]]] = {}
     for row in rows:
-        row["vector"] = np.frombuffer(row["vector"], dtype=np.float32)
         out.setdefault(row["block_id"], []).append(row)
     return out
+
+
+async def hydrate_lines(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, turn_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, dict[str, Any]]:
+    """Line items by id (their turn's id): the line, its block's id, tier and gist (recall's rows)."""
+    if not turn_ids:
+        return {}
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            """SELECT DISTINCT ON (l.turn_id) l.turn_id AS id, l.block_id, l.session_id, l.turn_number, l.role,
+                      l.speaker, l.content, l.created_at, l.metadata,
+                      CASE WHEN b.migrated_at IS NULL THEN 'hippocampus' ELSE 'cortex' END AS tier,
+                      m.compressed AS gist, length(l.content) AS chars
+               FROM mnemo.block_lines l
+               JOIN mnemo.blocks b ON b.entity_id = l.entity_id AND b.id = l.block_id
+               LEFT JOIN mnemo.memories m ON m.entity_id = b.entity_id AND m.id = b.memory_id
+               WHERE l.entity_id = %s AND l.namespace = %s AND l.turn_id = ANY(%s)
+               ORDER BY l.turn_id, b.created_at""",
+            (entity_id, namespace, list(turn_ids)),
+        )
+        return {r["id"]: r for r in await cur.fetchall()}
+
+
+async def line_turns(conn: psycopg.AsyncConnection, entity_id: str, turn_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+    """Which of ``turn_ids`` are some block's verbatim line."""
+    if not turn_ids:
+        return set()
+    cur = await conn.execute(
+        "SELECT DISTINCT turn_id FROM mnemo.block_lines WHERE entity_id = %s AND turn_id = ANY(%s)",
+        (entity_id, list(turn_ids)),
+    )
+    return {r[0] for r in await cur.fetchall()}
+
+
+async def turns_to_lines(conn: psycopg.AsyncConnection, entity_id: str, turn_ids: Sequence[uuid.UUID]) -> None:
+    """Raw turns that left the day table live on as their blocks' lines: their postings and vectors
+    become the lines' (kind ``line``); a line whose block is in the cortex keeps its vector there only."""
+    if not turn_ids:
+        return
+    ids = list(turn_ids)
+    await conn.execute(
+        "UPDATE mnemo.postings SET item_kind = 'line' WHERE entity_id = %s AND item_id = ANY(%s)", (entity_id, ids)
+    )
+    cur = await conn.execute(
+        """SELECT DISTINCT l.turn_id FROM mnemo.block_lines l JOIN mnemo.blocks b
+             ON b.entity_id = l.entity_id AND b.id = l.block_id
+           WHERE l.entity_id = %s AND l.turn_id = ANY(%s) AND b.migrated_at IS NOT NULL""",
+        (entity_id, ids),
+    )
+    cold = [r[0] for r in await cur.fetchall()]
+    for table in await _spaces(conn):
+        name = sql.Identifier("vectors", table)
+        await conn.execute(
+            sql.SQL("DELETE FROM {} WHERE entity_id = %s AND item_id = ANY(%s)").format(name), (entity_id, cold)
+        )
+        await conn.execute(
+            sql.SQL("UPDATE {} SET item_kind = 'line' WHERE entity_id = %s AND item_id = ANY(%s)").format(name),
+            (entity_id, ids),
+        )
+
+
+async def _spaces(conn: psycopg.AsyncConnection) -> list[str]:
+    cur = await conn.execute("SELECT table_name FROM vectors.spaces ORDER BY table_name")
+    return [str(r[0]) for r in await cur.fetchall()]
 
 
 async def migration_candidates(
@@ -121,7 +187,8 @@ async def mark_migrated(
     now: datetime,
 ) -> None:
     """The hippocampus side of a migration, in the caller's transaction: ``(block_id, memory_id)``
-    pairs are marked as in the cortex, and their vectors (every space) and lines leave PostgreSQL."""
+    pairs are marked as in the cortex, and their vectors (every space) and their lines' vectors
+    leave PostgreSQL (a raw turn still in the day table keeps its own)."""
     if not blocks:
         return
     block_ids = [b for b, _ in blocks]
@@ -135,18 +202,19 @@ async def mark_migrated(
            WHERE entity_id = %s AND namespace = %s AND id = ANY(%s)""",
         (entity_id, namespace, memory_ids),
     )
-    cur = await conn.execute("SELECT table_name FROM vectors.spaces ORDER BY table_name")
-    for (table,) in await cur.fetchall():
+    for table in await _spaces(conn):
+        name = sql.Identifier("vectors", table)
         await conn.execute(
-            sql.SQL("DELETE FROM {} WHERE entity_id = %s AND item_id = ANY(%s)").format(
-                sql.Identifier("vectors", table)
-            ),
-            (entity_id, memory_ids),
+            sql.SQL("DELETE FROM {} WHERE entity_id = %s AND item_id = ANY(%s)").format(name), (entity_id, memory_ids)
         )
-    await conn.execute(
-        "DELETE FROM mnemo.block_lines WHERE entity_id = %s AND namespace = %s AND block_id = ANY(%s)",
-        (entity_id, namespace, block_ids),
-    )
+        await conn.execute(  # the vectors of lines whose raw turns are gone: the cortex has them now
+            sql.SQL(
+                """DELETE FROM {} v USING mnemo.block_lines l
+                   WHERE v.entity_id = %s AND v.item_kind = 'line' AND l.entity_id = v.entity_id
+                     AND l.turn_id = v.item_id AND l.block_id = ANY(%s)"""
+            ).format(name),
+            (entity_id, block_ids),
+        )
 
 
 async def migrated_blocks(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> set[str]:

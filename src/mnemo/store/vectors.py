@@ -58,7 +58,7 @@ async def ensure_space(conn: psycopg.AsyncConnection, space: str, dim: int) -> s
                        entity_id  text        NOT NULL,
                        item_id    uuid        NOT NULL,
                        namespace  text        NOT NULL,
-                       item_kind  text        NOT NULL CHECK (item_kind IN ('turn', 'memory')),
+                       item_kind  text        NOT NULL CHECK (item_kind IN ('turn', 'memory', 'line')),
                        slug       text        NOT NULL,
                        embedding  halfvec({dim}) NOT NULL,
                        created_at timestamptz NOT NULL DEFAULT now(),
