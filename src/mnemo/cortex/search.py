@@ -14,6 +14,7 @@ whole: its content becomes those lines (the gist rides along in ``Hit.gist``).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -54,8 +55,10 @@ async def cortex_neighbours(
     if rt.cortex is None:
         return [], []
     where = f"slug = '{_slug(rt)}'"
-    blocks = await rt.cortex.search("blocks", rt.embeddings.dim, scope, vector, limit, where=where)
-    lines = await rt.cortex.search("lines", rt.embeddings.dim, scope, vector, limit * LINES_PER_BLOCK, where=where)
+    blocks, lines = await asyncio.gather(
+        rt.cortex.search("blocks", rt.embeddings.dim, scope, vector, limit, where=where),
+        rt.cortex.search("lines", rt.embeddings.dim, scope, vector, limit * LINES_PER_BLOCK, where=where),
+    )
     best: dict[uuid.UUID, float] = {}
     for row in [*blocks, *lines]:
         memory_id = uuid.UUID(row["memory_id"])

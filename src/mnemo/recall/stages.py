@@ -221,6 +221,7 @@ async def retrieve(
     scope = request.scope
     try:
         await _check_access(conn, scope, request.reader)
+        deep = rt.settings.cortex and await tiers.has_cortex(conn, scope.entity_id, scope.namespace)
         lexical = await _lexical(rt, conn, scope, request.text, request.depth, request.kinds)
         vector = await embedding if embedding is not None else request.given_vector
         assert vector is not None
@@ -230,12 +231,21 @@ async def retrieve(
             with contextlib.suppress(BaseException):
                 await embedding
         raise
-    dense = await vector_rows.search(
-        conn, rt.table, rt.embeddings.dim, scope.entity_id, scope.namespace, rt.slug, vector, request.depth
-    )
+    # the hippocampus's HNSW and, when the scope has a long-term tier, the cortex, at the same time
+    cortex = asyncio.ensure_future(cortex_search.cortex_neighbours(rt, scope, vector, request.depth)) if deep else None
+    try:
+        dense = await vector_rows.search(
+            conn, rt.table, rt.embeddings.dim, scope.entity_id, scope.namespace, rt.slug, vector, request.depth
+        )
+    except BaseException:
+        if cortex is not None:
+            cortex.cancel()
+            with contextlib.suppress(BaseException):
+                await cortex
+        raise
     dense = [d for d in dense if d[1] in request.kinds]
-    if rt.settings.cortex and await tiers.has_cortex(conn, scope.entity_id, scope.namespace):
-        dense = await _with_cortex(rt, request, vector, dense)
+    if cortex is not None:
+        dense = _with_cortex(request, dense, *(await cortex))
     kind_of = {d[0]: d[1] for d in dense} | {x[0]: x[1] for x in lexical}
     return Candidates(
         vector=vector,
@@ -250,13 +260,15 @@ async def retrieve(
     )
 
 
-async def _with_cortex(
-    rt: Runtime, request: Request, vector: np.ndarray, dense: list[tuple[uuid.UUID, str, float]]
+def _with_cortex(
+    request: Request,
+    dense: list[tuple[uuid.UUID, str, float]],
+    blocks: list[tuple[uuid.UUID, float]],
+    lines: list[tuple[uuid.UUID, float]],
 ) -> list[tuple[uuid.UUID, str, float]]:
     """The retrieval chain's second step (memory-architecture §1.3): the cortex's blocks and lines
     nearest to the query join the hippocampus's, one ranking by similarity (an item both tiers
     return, a raw turn that is also a migrated line, counts once, as the raw turn)."""
-    blocks, lines = await cortex_search.cortex_neighbours(rt, request.scope, vector, request.depth)
     if "memory" in request.kinds:
         dense = [*dense, *((i, "memory", sim) for i, sim in blocks)]
     if "line" in request.kinds:
@@ -615,15 +627,11 @@ async def quote(
     the lines a better hit already shows, and goes when none is left (the next candidate moves up)."""
     ranked = (*decision.hits, *decision.spare)
     quoted = await cortex_search.bifocal(rt, conn, request.scope, found.vector, ranked, expand=request.expand)
-    hits = cortex_search.once([_as_line(rt, h, rows) for h in quoted], lambda t: rt.embeddings.count_tokens([t])[0])
-    return dataclasses.replace(decision, hits=tuple(hits[: request.k]), spare=())
-
-
-def _as_line(rt: Runtime, hit: Hit, rows: Mapping[uuid.UUID, Mapping[str, Any]]) -> Hit:
-    if hit.item_kind != "line" or hit.id not in rows:
-        return hit
-    hit = cortex_search.line_hit(hit, rows[hit.id])
-    return dataclasses.replace(hit, token_count=rt.embeddings.count_tokens([hit.content])[0])
+    lined = [cortex_search.line_hit(h, rows[h.id]) if h.item_kind == "line" and h.id in rows else h for h in quoted]
+    hits = cortex_search.once(lined, lambda t: rt.embeddings.count_tokens([t])[0])[: request.k]
+    counts = iter(rt.embeddings.count_tokens([h.content for h in hits if h.item_kind == "line"]))
+    hits = [dataclasses.replace(h, token_count=next(counts)) if h.item_kind == "line" else h for h in hits]
+    return dataclasses.replace(decision, hits=tuple(hits), spare=())
 
 
 def _item_kind(kind: str) -> ItemKind:
