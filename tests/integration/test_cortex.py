@@ -8,14 +8,16 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mnemo import AccessDeniedError, Archive, AsyncArchive, Scope
+from mnemo import AccessDeniedError, Archive, AsyncArchive, Scope, Settings
 from mnemo.models import RecallResult
 from mnemo.store import tiers
+from tests.integration.test_http import auth, server, tokens  # noqa: F401  (fixtures)
 from tests.night_data import BREAKTHROUGH, arc_conversation, record
 
 ME = Scope("alice", "history")
@@ -266,3 +268,22 @@ def test_random_histories_in_the_cortex_never_cross_scopes(
         for hit in hits:
             assert f"[{scopes[who]}]" in hit.content
             assert all(f"[{s}]" not in hit.content for s in scopes if s != scopes[who])
+
+
+def test_http_recall_takes_expand_and_level(server: str, tokens: dict[str, object], settings: Settings) -> None:  # noqa: F811
+    alice = Scope("alice")
+    with Archive(settings) as archive:
+        for i, text in enumerate(arc_conversation()):
+            archive.record_turn(alice, "s1", "user", text, created_at=LONG_AGO + timedelta(minutes=i))
+        first = archive.night_cycle(alice)
+        archive.night_cycle(alice, as_of=first.as_of + timedelta(days=8))
+    with httpx.Client(base_url=server, headers=auth(str(tokens["alice"])), timeout=60) as c:
+        assert c.post("/v1/recall", json={"query": QUESTION, "level": 4}).status_code == 422
+        lines = c.post("/v1/recall", json={"query": QUESTION, "k": 5}).json()
+        assert lines["hits"] and {h["tier"] for h in lines["hits"]} == {"cortex"}
+        assert any(h["item_kind"] == "line" and h["excerpt"] for h in lines["hits"])
+        whole = c.post("/v1/recall", json={"query": QUESTION, "k": 5, "expand": True}).json()
+        blocks = [h for h in whole["hits"] if h["item_kind"] == "memory" and h["excerpt"]]
+        assert all(len(h["content"]) > len(h["excerpt"][0]["content"]) for h in blocks)
+        nodes = c.post("/v1/recall", json={"query": QUESTION, "level": 1}).json()
+        assert all(h["item_kind"] == "node" and h["level"] == 1 for h in nodes.get("hits", nodes.get("candidates")))

@@ -149,6 +149,10 @@ class _RecallFields(_In):
     query: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     namespace: Name | None = None
     owner: Name | None = Field(default=None, description="Read another entity's scope (needs its grant).")
+    expand: bool = Field(default=False, description="Block hits come back whole instead of as their quoted lines.")
+    level: int | None = Field(
+        default=None, ge=0, le=3, description="1-3: the cortex tree's nodes of that level (branch, trunk, canopy)."
+    )
 
 
 class ContextIn(_In):
@@ -497,7 +501,7 @@ def create_app(settings: Settings, *, embeddings: Embeddings | None = None) -> F
         """Hits best first, or a refusal when nothing stored is reliable (also in a scope that holds
         nothing yet). A foreign scope without a grant is a 403, whether or not it exists."""
         scope, reader = read_scope(who, body.namespace, body.owner)
-        return await archive().recall(scope, body.query, body.k, as_entity=reader)
+        return await archive().recall(scope, body.query, body.k, as_entity=reader, expand=body.expand, level=body.level)
 
     @app.post("/v1/context", responses=_READ)
     async def context(body: ContextIn, who: Who) -> ContextBlock:
