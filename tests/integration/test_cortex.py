@@ -287,3 +287,19 @@ def test_http_recall_takes_expand_and_level(server: str, tokens: dict[str, objec
         assert all(len(h["content"]) > len(h["excerpt"][0]["content"]) for h in blocks)
         nodes = c.post("/v1/recall", json={"query": QUESTION, "level": 1}).json()
         assert all(h["item_kind"] == "node" and h["level"] == 1 for h in nodes.get("hits", nodes.get("candidates")))
+
+
+async def test_recall_sees_every_write_to_the_cortex(archive: AsyncArchive) -> None:
+    """The in-memory copy of a scope's cortex follows the table's version: a night that migrates
+    more blocks after a recall is seen by the next recall."""
+    from mnemo.cortex.search import cortex_neighbours
+
+    await record(archive, ME, "s1", arc_conversation(), LONG_AGO)
+    first = await archive.night_cycle(ME)
+    vector = await archive.runtime.embeddings.embed_query(QUESTION)
+    blocks, _ = await cortex_neighbours(archive.runtime, ME, vector, 1000)
+    assert 0 < len(blocks) == first.blocks_migrated < first.blocks  # loaded, with more to come
+    later = await archive.night_cycle(ME, as_of=first.as_of + timedelta(days=8))
+    blocks, lines = await cortex_neighbours(archive.runtime, ME, vector, 1000)
+    assert len(blocks) == first.blocks_migrated + later.blocks_migrated == first.blocks
+    assert lines and all(-1.0 <= sim <= 1.0 for _, sim in lines)

@@ -124,3 +124,21 @@ def test_new_information_is_content_words_the_session_had_not_used() -> None:
     assert new_information(texts) == [True, False, True, False]
     assert new_information(texts, min_new=1)[1] is True  # "lovely", "name" are new words
     assert new_information([]) == []
+
+
+def test_a_scope_in_memory_ranks_as_an_exact_cosine_search() -> None:
+    import pyarrow as pa
+
+    from mnemo.cortex.store import ScopeVectors
+
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(30, 8)).astype(np.float32)
+    data = pa.table({"id": [f"r{i}" for i in range(30)], "vector": pa.array(list(vectors), pa.list_(pa.float32(), 8))})
+    cache = ScopeVectors.from_arrow(7, data, ("id",), 8)
+    q = rng.normal(size=8)
+    exact = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)) @ (q / np.linalg.norm(q))
+    got = cache.nearest(q, 5)
+    assert [i for i, _ in got] == list(np.argsort(-exact)[:5])
+    assert np.allclose([s for _, s in got], np.sort(exact)[::-1][:5], atol=1e-5)
+    assert cache.position["r4"] == 4 and cache.rows[4] == {"id": "r4"} and cache.version == 7
+    assert cache.nearest(q, 0) == [] and len(cache.nearest(q, 100)) == 30

@@ -14,7 +14,6 @@ whole: its content becomes those lines (the gist rides along in ``Hit.gist``).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -26,7 +25,7 @@ import psycopg
 
 from mnemo._runtime import Runtime
 from mnemo.cognition.bifocal import select_excerpt
-from mnemo.cortex.store import quoted
+from mnemo.cortex.store import ScopeVectors, quoted
 from mnemo.models import ExcerptLine, Hit, Scope
 from mnemo.store import tiers
 from mnemo.store import vectors as vector_rows
@@ -45,27 +44,55 @@ __all__ = [
 ]
 
 
+BLOCK_COLUMNS = ("id", "memory_id")
+LINE_COLUMNS = ("id", "memory_id", "block_id", "turn_number", "role", "speaker", "content", "created_at")
+
+
+async def _cached(rt: Runtime, scope: Scope) -> tuple[ScopeVectors | None, ScopeVectors | None]:
+    """The scope's cortex blocks and lines in memory (None: too many, search LanceDB)."""
+    assert rt.cortex is not None
+    dim, slug = rt.embeddings.dim, rt.slug
+    return (
+        await rt.cortex.scope_vectors("blocks", dim, scope, slug, BLOCK_COLUMNS),
+        await rt.cortex.scope_vectors("lines", dim, scope, slug, LINE_COLUMNS),
+    )
+
+
 async def cortex_neighbours(
     rt: Runtime, scope: Scope, vector: np.ndarray, limit: int
 ) -> tuple[list[tuple[uuid.UUID, float]], list[tuple[uuid.UUID, float]]]:
     """The cortex's blocks (by memory id) and lines (by turn id) nearest to ``vector`` (active model
-    only), best first: one search of each table. A block's similarity is the best of its own
-    vector's and its lines' (late interaction: a block about many things matches a question about
-    one of them through that line)."""
+    only), best first. A block's similarity is the best of its own vector's and its lines' (late
+    interaction: a block about many things matches a question about one of them through that line).
+    A scope's cortex is scored in memory (one matrix product per table, cached until the table
+    changes); a very large one is searched in LanceDB."""
     if rt.cortex is None:
         return [], []
+    blocks_cache, lines_cache = await _cached(rt, scope)
+    blocks = _nearest(blocks_cache, vector, limit)
+    lines = _nearest(lines_cache, vector, limit * LINES_PER_BLOCK)
     where = f"slug = '{_slug(rt)}'"
-    blocks, lines = await asyncio.gather(
-        rt.cortex.search("blocks", rt.embeddings.dim, scope, vector, limit, where=where),
-        rt.cortex.search("lines", rt.embeddings.dim, scope, vector, limit * LINES_PER_BLOCK, where=where),
-    )
+    if blocks is None:
+        blocks = _scored(await rt.cortex.search("blocks", rt.embeddings.dim, scope, vector, limit, where=where))
+    if lines is None:
+        found = await rt.cortex.search("lines", rt.embeddings.dim, scope, vector, limit * LINES_PER_BLOCK, where=where)
+        lines = _scored(found)
     best: dict[uuid.UUID, float] = {}
-    for row in [*blocks, *lines]:
+    for row, sim in [*blocks, *lines]:
         memory_id = uuid.UUID(row["memory_id"])
-        best[memory_id] = max(best.get(memory_id, -1.0), 1.0 - float(row["_distance"]))
+        best[memory_id] = max(best.get(memory_id, -1.0), sim)
     ranked_blocks = sorted(best.items(), key=lambda x: (-x[1], str(x[0])))[:limit]
-    ranked_lines = [(uuid.UUID(r["id"]), 1.0 - float(r["_distance"])) for r in lines]
-    return ranked_blocks, ranked_lines
+    return ranked_blocks, [(uuid.UUID(row["id"]), sim) for row, sim in lines]
+
+
+def _nearest(cache: ScopeVectors | None, vector: np.ndarray, limit: int) -> list[tuple[dict[str, Any], float]] | None:
+    if cache is None:
+        return None
+    return [(cache.rows[i], sim) for i, sim in cache.nearest(vector, limit)]
+
+
+def _scored(rows: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], float]]:
+    return [(row, 1.0 - float(row["_distance"])) for row in rows]
 
 
 async def cortex_line_similarities(
@@ -74,9 +101,13 @@ async def cortex_line_similarities(
     """Exact similarity of ``vector`` to cortex lines named by their turn id."""
     if rt.cortex is None or not turn_ids:
         return {}
+    _, cache = await _cached(rt, scope)
+    q = _unit(vector)
+    if cache is not None:
+        at = [(t, cache.position[str(t)]) for t in turn_ids if str(t) in cache.position]
+        return {t: float(cache.matrix[i] @ q) for t, i in at}
     where = f"slug = '{_slug(rt)}' AND id IN ({quoted(turn_ids)})"
     rows = await rt.cortex.rows("lines", rt.embeddings.dim, scope, where, columns=["id", "vector"])
-    q = _unit(vector)
     return {uuid.UUID(r["id"]): float(_unit(np.asarray(r["vector"])) @ q) for r in rows}
 
 
@@ -121,14 +152,19 @@ async def cortex_similarities(
     the best of the block's vector and its lines', as :func:`cortex_neighbours` scores them."""
     if rt.cortex is None or not memory_ids:
         return {}
-    where = f"slug = '{_slug(rt)}' AND memory_id IN ({quoted(memory_ids)})"
+    wanted = {str(m) for m in memory_ids}
     q = _unit(vector)
     best: dict[uuid.UUID, float] = {}
-    for family in ("blocks", "lines"):
-        rows = await rt.cortex.rows(family, rt.embeddings.dim, scope, where, columns=["memory_id", "vector"])
-        for r in rows:
-            memory_id = uuid.UUID(r["memory_id"])
-            best[memory_id] = max(best.get(memory_id, -1.0), float(_unit(np.asarray(r["vector"])) @ q))
+    for family, cache in zip(("blocks", "lines"), await _cached(rt, scope), strict=True):
+        if cache is not None:
+            picked = [(r["memory_id"], cache.matrix[i]) for i, r in enumerate(cache.rows) if r["memory_id"] in wanted]
+        else:
+            where = f"slug = '{_slug(rt)}' AND memory_id IN ({quoted(memory_ids)})"
+            rows = await rt.cortex.rows(family, rt.embeddings.dim, scope, where, columns=["memory_id", "vector"])
+            picked = [(r["memory_id"], _unit(np.asarray(r["vector"]))) for r in rows]
+        for memory_text, row_vector in picked:
+            memory_id = uuid.UUID(memory_text)
+            best[memory_id] = max(best.get(memory_id, -1.0), float(np.asarray(row_vector, dtype=np.float64) @ q))
     return best
 
 
@@ -194,6 +230,16 @@ async def _lines(
     for block_id, rows in hot_lines.items():
         found[block_id] = [r | {"vector": vectors[r["turn_id"]]} for r in rows if r["turn_id"] in vectors]
     if cold and rt.cortex is not None:
+        _, cache = await _cached(rt, scope)
+        if cache is not None:
+            wanted = {str(b) for b in cold}
+            for i, row in sorted(
+                ((i, r) for i, r in enumerate(cache.rows) if r["block_id"] in wanted),
+                key=lambda x: (x[1]["block_id"], x[1]["turn_number"]),
+            ):
+                line = dict(row) | {"turn_id": uuid.UUID(row["id"]), "vector": cache.matrix[i]}
+                found.setdefault(uuid.UUID(row["block_id"]), []).append(line)
+            return found
         rows = await rt.cortex.rows(
             "lines",
             rt.embeddings.dim,

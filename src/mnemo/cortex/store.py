@@ -20,6 +20,7 @@ import json
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -28,7 +29,7 @@ import numpy as np
 from mnemo.errors import CortexError
 from mnemo.models import Scope
 
-__all__ = ["FAMILIES", "Cortex", "scope_filter"]
+__all__ = ["CACHE_MAX_ROWS", "FAMILIES", "Cortex", "ScopeVectors", "scope_filter"]
 
 FAMILIES = ("blocks", "lines", "nodes")
 
@@ -103,6 +104,49 @@ def _schema(family: str, dim: int) -> Any:
     ])  # fmt: skip
 
 
+CACHE_MAX_ROWS = 200_000  # per scope and table: beyond this recall searches LanceDB instead of memory
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeVectors:
+    """One scope's rows of one cortex table, in memory: ``rows`` (without vectors), their unit
+    vectors as ``matrix``, and where each id sits."""
+
+    version: int
+    rows: list[dict[str, Any]]
+    matrix: np.ndarray
+    position: dict[str, int]
+
+    @classmethod
+    def from_arrow(cls, version: int, data: Any, columns: Sequence[str], dim: int) -> ScopeVectors:
+        n = data.num_rows
+        flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        raw = np.asarray(flat, dtype=np.float32).reshape(n, dim) if n else np.zeros((0, dim), np.float32)
+        norms = np.linalg.norm(raw, axis=1, keepdims=True)
+        matrix = (raw / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+        rows = (
+            [
+                dict(zip(columns, values, strict=True))
+                for values in zip(*(data.column(c).to_pylist() for c in columns), strict=True)
+            ]
+            if n
+            else []
+        )
+        return cls(version, rows, matrix, {str(r["id"]): i for i, r in enumerate(rows)})
+
+    def nearest(self, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """``(row index, cosine similarity)`` of the ``limit`` rows nearest to ``vector``, best first."""
+        if not len(self.rows) or limit <= 0:
+            return []
+        q = np.asarray(vector, dtype=np.float32)
+        q = q / max(float(np.linalg.norm(q)), 1e-12)
+        sims = self.matrix @ q
+        k = min(limit, len(sims))
+        top = np.argpartition(-sims, k - 1)[:k]
+        order = top[np.lexsort((top, -sims[top]))]
+        return [(int(i), float(sims[i])) for i in order]
+
+
 class Cortex:
     """A LanceDB database, located and connected on first use; one per archive. ``uri`` is a
     LanceDB URI, or a coroutine function that finds it (the default location needs the
@@ -113,6 +157,7 @@ class Cortex:
         self.uri = uri if isinstance(uri, str) else "(not opened yet)"
         self._db: Any = None
         self._tables: dict[str, Any] = {}
+        self._vectors: dict[tuple[str, int, str, str, str], ScopeVectors] = {}
         self._lock = asyncio.Lock()
 
     @asynccontextmanager
@@ -131,7 +176,8 @@ class Cortex:
             if not isinstance(self._locate, str):
                 self.uri = await self._locate()
             async with self._errors("open"):
-                self._db = await lancedb.connect_async(self.uri)
+                # strong consistency: every read sees what another process (a worker's night) committed
+                self._db = await lancedb.connect_async(self.uri, read_consistency_interval=timedelta(0))
         return self._db
 
     async def table(self, family: str, dim: int, *, create: bool = False) -> Any | None:
@@ -246,6 +292,30 @@ class Cortex:
             async with self._errors(f"read the version of {name}"):
                 out[name] = int(await table.version())
         return out
+
+    async def scope_vectors(
+        self, family: str, dim: int, scope: Scope, slug: str, columns: Sequence[str]
+    ) -> ScopeVectors | None:
+        """The scope's rows of ``family`` (model ``slug``) with their unit vectors as one matrix, kept
+        in memory until the table's version changes: recall scores them with one matrix product
+        instead of a LanceDB round trip per question. None when the table is missing or the scope
+        holds more than ``CACHE_MAX_ROWS`` rows (the caller searches LanceDB instead)."""
+        table = await self.table(family, dim)
+        if table is None:
+            return None
+        async with self._errors(f"read {family}"):
+            version = int(await table.version())
+            key = (family, dim, scope.entity_id, scope.namespace, slug)
+            cached = self._vectors.get(key)
+            if cached is not None and cached.version == version:
+                return cached
+            where = scope_filter(scope, f"slug = '{slug.replace(chr(39), chr(39) * 2)}'")
+            if await table.count_rows(where) > CACHE_MAX_ROWS:
+                return None
+            data = await table.query().where(where).select([*columns, "vector"]).to_arrow()
+        loaded = ScopeVectors.from_arrow(version, data, columns, dim)
+        self._vectors[key] = loaded
+        return loaded
 
     async def _all_tables(self) -> list[tuple[str, Any]]:
         db = await self._connect()
