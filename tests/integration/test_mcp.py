@@ -63,6 +63,12 @@ async def test_mcp_tools_over_stdio(database_url: str, tmp_path: Path) -> None:
         assert empty.is_error
         out_of_range = await client.call_tool("recall", {"query": "bike", "k": 500})
         assert out_of_range.is_error and "k must be an integer between 1 and 200" in out_of_range.content[0].text
+        no_level = await client.call_tool("recall", {"query": "bike", "level": 7})
+        assert no_level.is_error and "level must be 0, 1, 2 or 3" in no_level.content[0].text
+        whole = _data(await client.call_tool("recall", {"query": "what bike does Maya ride?", "expand": True}))
+        assert whole["hits"][0]["id"] == stored["id"] and whole["hits"][0]["tier"] == "hippocampus"
+        tree = _data(await client.call_tool("recall", {"query": "bikes", "level": 1}))
+        assert tree["refused"] is True  # no night has built a tree yet: a refusal, not an error
 
         gone = _data(await client.call_tool("forget", {"item_id": stored["id"]}))
         assert gone["removed"]["memories"] == 1

@@ -189,14 +189,18 @@ def build_server(
         return Scope(token.subject, (token.claims or {}).get("namespace") or scope.namespace)
 
     @server.tool()
-    async def recall(query: str, k: int = 5) -> dict[str, Any]:
+    async def recall(query: str, k: int = 5, expand: bool = False, level: int | None = None) -> dict[str, Any]:
         """Search long-term memory. Returns ``hits`` (each with ``content``, ``memory_kind`` or
-        ``item_kind`` "turn", ``speaker``, ``created_at``, ``event_time``, ``score``, ``id``) best
-        first, or ``refused`` true with the refusal ``message`` when nothing reliable is stored."""
+        ``item_kind`` "turn" / "line", ``speaker``, ``created_at``, ``event_time``, ``score``,
+        ``tier``, ``id``; an episode's hit quotes its matching lines in ``excerpt``) best first, or
+        ``refused`` true with the refusal ``message`` when nothing reliable is stored. ``expand``:
+        episodes whole; ``level`` 1-3: summaries of the long-term tree (branch, trunk, canopy)."""
         if not 1 <= k <= limit:
             raise ToolError(f"k must be an integer between 1 and {limit}, not {k!r}")
+        if level is not None and not 0 <= level <= 3:
+            raise ToolError(f"level must be 0, 1, 2 or 3, not {level!r}")
         try:
-            result = await (await archive()).recall(current(), query, k)
+            result = await (await archive()).recall(current(), query, k, expand=expand, level=level)
         except MnemoError as exc:
             raise ToolError(str(exc)) from exc
         return _record(result)
