@@ -16,54 +16,22 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from mnemo.cognition.timex import CALENDAR_WORDS
+
 __all__ = ["cite", "subjects"]
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’.-]*[A-Za-z0-9]|[0-9][A-Za-z0-9.-]*[A-Za-z][A-Za-z0-9.-]*")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;\n\"“(]\s*)$")
-_CALENDAR = frozenset(
-    [
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-        "i",
-        "i'm",
-        "i've",
-        "i'll",
-        "i'd",
-        "ok",
-        "okay",
-        "hey",
-        "hi",
-        "hello",
-        "yes",
-        "no",
-        "oh",
-        "wow",
-        "thanks",
-    ]
+# words capitalised by convention, not because they name a subject
+_NOT_SUBJECTS = CALENDAR_WORDS | frozenset(
+    "i i'm i've i'll i'd ok okay hey hi hello yes no oh wow thanks".split()  # noqa: SIM905
 )
 
 
 def subjects(text: str, exclude: Iterable[str] = ()) -> frozenset[str]:
     """The subjects ``text`` names (lower-cased): capitalised words not opening a sentence, and
     words with both letters and digits; ``exclude`` (speakers' names) and calendar words left out."""
-    skip = {e.lower() for e in exclude} | _CALENDAR
+    skip = {e.lower() for e in exclude} | _NOT_SUBJECTS
     found = set()
     for match in _WORD.finditer(text):
         word = match.group(0).rstrip(".").replace("’", "'")

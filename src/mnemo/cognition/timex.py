@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 __all__ = [
+    "CALENDAR_WORDS",
     "PRECISIONS",
     "Direction",
     "Precision",
@@ -45,6 +46,8 @@ _MONTHS = {
     "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9, "oct": 10, "nov": 11, "dec": 12,
 }  # fmt: skip
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+CALENDAR_WORDS = frozenset(list(_MONTHS)[:12]) | frozenset(_WEEKDAYS)
+"""The full month and weekday names, lower-cased (abbreviations such as "jan" may be names)."""
 _N = (
     r"(?P<n>\d{1,3}|a\s+couple(?:\s+of)?|couple\s+of|a\s+few|few|several|an?|one|two|three|four|five|six|seven|"
     r"eight|nine|ten|eleven|twelve)"

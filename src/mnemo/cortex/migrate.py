@@ -29,7 +29,7 @@ import psycopg
 from mnemo._runtime import Runtime
 from mnemo.cognition.bifocal import condense_prose, render_prose
 from mnemo.cognition.curation import TIERS, block_cutoff
-from mnemo.cortex.store import Cortex, dumps, quoted
+from mnemo.cortex.store import Cortex, dumps
 from mnemo.models import Scope
 from mnemo.night.retention import policy_from
 from mnemo.store import tiers
@@ -214,7 +214,3 @@ async def reconcile(rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope) ->
     if stale:
         await cortex.delete_ids(scope, stale)
     return len(stale)
-
-
-def block_filter(block_ids: Sequence[str]) -> str:
-    return f"block_id IN ({quoted(block_ids)})"

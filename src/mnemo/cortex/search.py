@@ -152,12 +152,11 @@ async def cortex_similarities(
     the best of the block's vector and its lines', as :func:`cortex_neighbours` scores them."""
     if rt.cortex is None or not memory_ids:
         return {}
-    wanted = {str(m) for m in memory_ids}
     q = _unit(vector)
     best: dict[uuid.UUID, float] = {}
     for family, cache in zip(("blocks", "lines"), await _cached(rt, scope), strict=True):
         if cache is not None:
-            picked = [(r["memory_id"], cache.matrix[i]) for i, r in enumerate(cache.rows) if r["memory_id"] in wanted]
+            picked = [(cache.rows[i]["memory_id"], cache.matrix[i]) for i in cache.where("memory_id", memory_ids)]
         else:
             where = f"slug = '{_slug(rt)}' AND memory_id IN ({quoted(memory_ids)})"
             rows = await rt.cortex.rows(family, rt.embeddings.dim, scope, where, columns=["memory_id", "vector"])
@@ -232,9 +231,8 @@ async def _lines(
     if cold and rt.cortex is not None:
         _, cache = await _cached(rt, scope)
         if cache is not None:
-            wanted = {str(b) for b in cold}
             for i, row in sorted(
-                ((i, r) for i, r in enumerate(cache.rows) if r["block_id"] in wanted),
+                ((i, cache.rows[i]) for i in cache.where("block_id", cold)),
                 key=lambda x: (x[1]["block_id"], x[1]["turn_number"]),
             ):
                 line = dict(row) | {"turn_id": uuid.UUID(row["id"]), "vector": cache.matrix[i]}

@@ -20,7 +20,7 @@ import json
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -116,6 +116,17 @@ class ScopeVectors:
     rows: list[dict[str, Any]]
     matrix: np.ndarray
     position: dict[str, int]
+    _groups: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+
+    def where(self, column: str, values: Iterable[object]) -> list[int]:
+        """Row indices whose ``column`` is one of ``values``, in row order (the grouping is built once)."""
+        groups = self._groups.get(column)
+        if groups is None:
+            groups = {}
+            for i, row in enumerate(self.rows):
+                groups.setdefault(str(row[column]), []).append(i)
+            self._groups[column] = groups
+        return sorted(i for v in {str(v) for v in values} for i in groups.get(v, ()))
 
     @classmethod
     def from_arrow(cls, version: int, data: Any, columns: Sequence[str], dim: int) -> ScopeVectors:
@@ -188,7 +199,7 @@ class Cortex:
                 return self._tables[name]
             db = await self._connect()
             async with self._errors(f"open table {name}"):
-                names = await db.table_names() if not hasattr(db, "list_tables") else await _list_tables(db)
+                names = await _list_tables(db)
                 if name in names:
                     table = await db.open_table(name)
                 elif create:

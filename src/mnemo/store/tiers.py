@@ -32,7 +32,6 @@ __all__ = [
     "migrated_blocks_of",
     "migration_candidates",
     "record_versions",
-    "tier_counts",
     "turns_to_lines",
 ]
 
@@ -296,13 +295,3 @@ async def has_cortex(conn: psycopg.AsyncConnection, entity_id: str, namespace: s
     )
     row = await cur.fetchone()
     return bool(row and row[0])
-
-
-async def tier_counts(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> dict[str, int]:
-    """Live memories per tier in one scope."""
-    cur = await conn.execute(
-        """SELECT tier, count(*) FROM mnemo.memories WHERE entity_id = %s AND namespace = %s
-             AND status IN ('candidate', 'active') GROUP BY tier""",
-        (entity_id, namespace),
-    )
-    return {str(t): int(n) for t, n in await cur.fetchall()}
