@@ -158,6 +158,11 @@ class Settings(BaseSettings):
     night_thematic_similarity: float = Field(
         default=0.8, ge=-1, le=1, description="Blocks of one night this similar get a 'thematic' link."
     )
+    block_vector: Literal["centroid", "embed"] = Field(
+        default="centroid",
+        description="A block's vector in the active space: 'centroid', the unit mean of its turns' vectors "
+        "(already stored; no model pass), or 'embed', its rendered prose embedded (the night's main cost).",
+    )
     block_embedder: str | None = Field(
         default=None,
         description="A second embedder for blocks (dual embedding, memory-architecture §9): 'bundled', "

@@ -104,6 +104,30 @@ async def test_a_week_later_blocks_live_in_the_cortex_and_recall_quotes_them(
     assert same.content == whole and same.excerpt == hit.excerpt
 
 
+async def test_a_recall_of_utterances_and_memories_answers_blocks_with_their_lines(
+    archive: AsyncArchive, database_url: str
+) -> None:
+    """With utterances searched too, a block is no hit of its own: its lines are, each quoting
+    itself under its block's gist; asked for memories only, or to expand, blocks come back."""
+    await a_week_of(archive, ME)
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute("SELECT memory_id FROM mnemo.blocks WHERE entity_id = %s", (ME.entity_id,)).fetchall()
+    block_memories = {str(r[0]) for r in rows}
+    assert block_memories
+    mixed = await archive.recall(ME, QUESTION, 10, read_only=True, threshold=-1.0)
+    assert isinstance(mixed, RecallResult) and mixed.hits
+    assert not [h for h in mixed.hits if str(h.id) in block_memories]
+    lines = [h for h in mixed.hits if h.item_kind == "line"]
+    assert lines and "evict" in lines[0].content.lower()
+    assert all(h.gist and h.metadata["block_id"] and h.excerpt[0].turn_id == h.id for h in lines)
+    memories = await archive.recall(ME, QUESTION, 10, read_only=True, threshold=-1.0, kinds=("memory",))
+    assert isinstance(memories, RecallResult)
+    assert [h for h in memories.hits if str(h.id) in block_memories]
+    expanded = await archive.recall(ME, QUESTION, 10, read_only=True, threshold=-1.0, expand=True)
+    assert isinstance(expanded, RecallResult)
+    assert [h for h in expanded.hits if str(h.id) in block_memories]
+
+
 async def test_blocks_stay_in_the_hippocampus_until_they_qualify(archive: AsyncArchive, database_url: str) -> None:
     await record(archive, ME, "s1", arc_conversation(), LONG_AGO)
     report = await archive.night_cycle(ME)  # tonight: the blocks are new, their turns still here

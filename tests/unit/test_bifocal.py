@@ -6,13 +6,14 @@ import uuid
 from datetime import UTC, datetime
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from mnemo.cognition.bifocal import condense_prose, condense_summary, render_prose, select_excerpt
 from mnemo.cognition.citations import cite, subjects
 from mnemo.cognition.clustering import cluster
-from mnemo.cognition.salience import new_information
+from mnemo.cognition.salience import block_centroid, new_information
 from mnemo.cortex.search import once, render_excerpt
 from mnemo.models import ExcerptLine, Hit, Scope
 
@@ -142,3 +143,32 @@ def test_a_scope_in_memory_ranks_as_an_exact_cosine_search() -> None:
     assert np.allclose([s for _, s in got], np.sort(exact)[::-1][:5], atol=1e-5)
     assert cache.position["r4"] == 4 and cache.rows[4] == {"id": "r4"} and cache.version == 7
     assert cache.nearest(q, 0) == [] and len(cache.nearest(q, 100)) == 30
+
+
+# --- a block's vector: the centroid of its turns' ------------------------------------------------
+_rows = st.integers(1, 6).flatmap(
+    lambda n: st.lists(
+        st.lists(st.floats(-1, 1, allow_nan=False, width=32), min_size=4, max_size=4), min_size=n, max_size=n
+    )
+)
+
+
+@given(_rows)
+def test_a_block_centroid_is_a_unit_vector_that_ignores_turn_order_and_length(rows: list[list[float]]) -> None:
+    vectors = np.asarray(rows, dtype=np.float64)
+    centroid = block_centroid(vectors)
+    norms = np.linalg.norm(vectors, axis=1)
+    units = vectors[norms > 1e-6] / norms[norms > 1e-6, None]
+    mean = units.mean(axis=0) if len(units) else np.zeros(4)
+    if np.linalg.norm(mean) > 1e-3:
+        assert abs(float(np.linalg.norm(centroid)) - 1.0) < 1e-5
+        assert np.allclose(centroid, block_centroid(vectors[::-1]), atol=1e-5)  # order does not matter
+        assert np.allclose(centroid, block_centroid(vectors * 3.0), atol=1e-5)  # nor a turn's length
+        # it is the direction nearest the turns on average: no turn-free direction does better
+        assert float(units.mean(axis=0) @ centroid) >= float(units.mean(axis=0) @ units[0]) - 1e-5
+
+
+def test_one_turns_block_points_where_the_turn_does() -> None:
+    assert np.allclose(block_centroid(np.array([[3.0, 4.0]])), [0.6, 0.8])
+    with pytest.raises(ValueError):
+        block_centroid(np.zeros((0, 3)))

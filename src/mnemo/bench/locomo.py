@@ -15,7 +15,9 @@ With ``night=True`` (``--night``) every conversation goes through the night
 cycle (issue 5) before its questions, and recall searches turns and memories
 (blocks, facts, insights). A memory hit stands for the dia_ids of the turns it
 was made from (its provenance, followed through insights) and costs its own
-tokens, so the evidence-in-budget figures compare like with like; recall@k is
+tokens; a block or line hit's excerpt stands for the turns it quotes and costs
+what they cost as turn hits, so the evidence-in-budget figures compare like
+with like; recall@k is
 not comparable with the turn-only mode (one block covers several turns).
 By default the night cycle's retention removes the raw turns the blocks
 cover; ``-o retention=false`` keeps them.
@@ -84,6 +86,7 @@ class SystemRun:
     latencies_ms: list[float] = field(default_factory=list)
     cover: dict[str, tuple[str, ...]] = field(default_factory=dict)  # memory hit -> the dia_ids it stands for
     item_tokens: dict[str, int] = field(default_factory=dict)  # memory hit -> its own token count
+    quoted: set[str] = field(default_factory=set)  # excerpt hits: they cost the turns they quote
     night: dict[str, Any] = field(default_factory=dict)
 
 
@@ -112,7 +115,9 @@ def score(run: SystemRun, tokens: Mapping[str, Mapping[str, int]], sample_of: Se
     per_question = []
     cover = run.cover or None
     for (category, evidence, ranking), sample in zip(run.rows, sample_of, strict=True):
-        costs = {**tokens[sample], **run.item_tokens} if run.item_tokens else tokens[sample]
+        # a memory costs its own tokens; an excerpt what the turns it quotes cost as turn hits
+        quoted = {key: sum(tokens[sample][d] for d in run.cover[key]) for key in ranking if key in run.quoted}
+        costs = {**tokens[sample], **run.item_tokens, **quoted}
         rec = {f"R@{k}": recall_at_k(ranking, evidence, k, cover) for k in KS}
         rec |= {f"B@{b}": budget_recall(ranking, costs, evidence, b, cover) for b in BUDGETS}
         per_question.append((category, rec))
@@ -191,20 +196,24 @@ async def _nights(archive: AsyncArchive, scope: Scope, run: SystemRun) -> None:
         for key in ("blocks", "arcs", "facts_new", "insights", "turns_removed", "blocks_migrated", "tree_nodes"):
             run.night[key] = run.night.get(key, 0) + getattr(report, key)
         run.night["seconds"] = run.night.get("seconds", 0.0) + report.seconds
+    for stage, seconds in first.stage_seconds.items():
+        spent = run.night.setdefault("first_night_stage_seconds", {})
+        spent[stage] = round(spent.get(stage, 0.0) + seconds, 2)
     run.night["turns"] = run.night.get("turns", 0) + first.turns
     run.night["first_night_seconds"] = run.night.get("first_night_seconds", 0.0) + first.seconds
     run.night["turns_per_second"] = round(run.night["turns"] / max(run.night["first_night_seconds"], 1e-9), 1)
 
 
 def _ranked(run: SystemRun, hit: Any, rank: int, dia: Mapping[str, str]) -> str:
-    """A hit's key in the ranking: a turn's dia_id; a block hit's excerpt, which stands for the
-    turns it quotes and costs its own tokens; any other memory, its id (covered by its provenance)."""
+    """A hit's key in the ranking: a turn's dia_id; a line or block hit's excerpt, which stands for
+    the turns it quotes and costs what they cost as turn hits (their text; a context gives every
+    hit, turn or excerpt line, its time and speaker alike); any other memory, its id (covered by its provenance)."""
     if hit.item_kind == "turn":
         return str(hit.metadata.get("dia_id"))
     if hit.excerpt:
         key = f"{hit.id}#{rank}"
         run.cover[key] = tuple(dia[str(line.turn_id)] for line in hit.excerpt if str(line.turn_id) in dia)
-        run.item_tokens[key] = hit.token_count
+        run.quoted.add(key)
         return key
     return str(hit.id)
 

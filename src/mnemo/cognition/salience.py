@@ -61,6 +61,7 @@ __all__ = [
     "Salience",
     "Zone",
     "ZoneParams",
+    "block_centroid",
     "coherence_gain",
     "detect_zones",
     "has_insight_marker",
@@ -133,6 +134,18 @@ def unit_vector(v: np.ndarray) -> np.ndarray:
     """``v`` scaled to length 1 (a zero vector stays zero)."""
     norm = float(np.linalg.norm(v))
     return v / norm if norm > _EPS else np.zeros_like(v)
+
+
+def block_centroid(vectors: np.ndarray) -> np.ndarray:
+    """A block's vector from its turns' (rows): the unit mean of their unit vectors, float32. Every
+    turn weighs the same whatever its length, and the result is as near each turn's as the block
+    is coherent (a block about one thing sits close to each of its turns)."""
+    rows = np.asarray(vectors, dtype=np.float64)
+    if rows.ndim != 2 or len(rows) == 0:
+        raise ValueError("a block centroid needs a non-empty 2-d array of turn vectors")
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    units = np.divide(rows, norms, out=np.zeros_like(rows), where=norms > _EPS)
+    return unit_vector(units.mean(axis=0)).astype(np.float32)
 
 
 def _sim(a: np.ndarray, b: np.ndarray) -> float:

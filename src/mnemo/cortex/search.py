@@ -59,26 +59,33 @@ async def _cached(rt: Runtime, scope: Scope) -> tuple[ScopeVectors | None, Scope
 
 
 async def cortex_neighbours(
-    rt: Runtime, scope: Scope, vector: np.ndarray, limit: int
+    rt: Runtime, scope: Scope, vector: np.ndarray, limit: int, *, blocks: bool = True
 ) -> tuple[list[tuple[uuid.UUID, float]], list[tuple[uuid.UUID, float]]]:
     """The cortex's blocks (by memory id) and lines (by turn id) nearest to ``vector`` (active model
     only), best first. A block's similarity is the best of its own vector's and its lines' (late
     interaction: a block about many things matches a question about one of them through that line).
     A scope's cortex is scored in memory (one matrix product per table, cached until the table
-    changes); a very large one is searched in LanceDB."""
+    changes); a very large one is searched in LanceDB. ``blocks=False``: lines only."""
     if rt.cortex is None:
         return [], []
-    blocks_cache, lines_cache = await _cached(rt, scope)
-    blocks = _nearest(blocks_cache, vector, limit)
-    lines = _nearest(lines_cache, vector, limit * LINES_PER_BLOCK)
     where = f"slug = '{_slug(rt)}'"
-    if blocks is None:
-        blocks = _scored(await rt.cortex.search("blocks", rt.embeddings.dim, scope, vector, limit, where=where))
+    lines = _nearest(
+        await rt.cortex.scope_vectors("lines", rt.embeddings.dim, scope, rt.slug, LINE_COLUMNS),
+        vector,
+        limit * LINES_PER_BLOCK,
+    )
     if lines is None:
         found = await rt.cortex.search("lines", rt.embeddings.dim, scope, vector, limit * LINES_PER_BLOCK, where=where)
         lines = _scored(found)
+    if not blocks:
+        return [], [(uuid.UUID(row["id"]), sim) for row, sim in lines]
+    found_blocks = _nearest(
+        await rt.cortex.scope_vectors("blocks", rt.embeddings.dim, scope, rt.slug, BLOCK_COLUMNS), vector, limit
+    )
+    if found_blocks is None:
+        found_blocks = _scored(await rt.cortex.search("blocks", rt.embeddings.dim, scope, vector, limit, where=where))
     best: dict[uuid.UUID, float] = {}
-    for row, sim in [*blocks, *lines]:
+    for row, sim in [*found_blocks, *lines]:
         memory_id = uuid.UUID(row["memory_id"])
         best[memory_id] = max(best.get(memory_id, -1.0), sim)
     ranked_blocks = sorted(best.items(), key=lambda x: (-x[1], str(x[0])))[:limit]

@@ -36,6 +36,7 @@ from mnemo.cognition.extraction import TurnText, extract, find_times
 from mnemo.cognition.flux import FluxArc, FluxParams, detect_arcs, flux_states, open_at_end
 from mnemo.cognition.salience import (
     Zone,
+    block_centroid,
     coherence_gain,
     detect_zones,
     new_information,
@@ -165,7 +166,7 @@ async def _session(
         tails = await _open_tails(rt, conn, scope, run_id, session_id, turns[0]["created_at"])
     session = _cut(rt.settings, session_id, turns, vectors)
     rendered = [await _render(rt, session, seg) for seg in session.segments]
-    embedded = await _embed_blocks(rt, rendered)
+    embedded = await _embed_blocks(rt, session, rendered)
     opening = unit_vector(vectors[: min(3, len(turns))].mean(axis=0))
     continued, best = _continued(rt.settings.night_continuity_similarity, opening, tails)
     async with rt.store.transaction() as conn:
@@ -361,11 +362,16 @@ def _informative(turns: Sequence[dict[str, Any]], novel: Sequence[bool]) -> list
     return [i in sources or bool(find_times(t["content"])) or novel[i] for i, t in enumerate(turns)]
 
 
-async def _embed_blocks(rt: Runtime, rendered: Sequence[dict[str, Any]]) -> _Embedded:
-    """Stage 5: each block's content embedded as an episodic memory, in one or two spaces."""
-    vectors = await rt.embeddings.embed_documents(
-        [rt.embeddings.document_text(r["content"], "episodic") for r in rendered]
-    )
+async def _embed_blocks(rt: Runtime, session: _Session, rendered: Sequence[dict[str, Any]]) -> _Embedded:
+    """Stage 5: each block's vector in the active space (``block_vector``: the centroid of its turns'
+    vectors, or its prose embedded as an episodic memory) and, with ``block_embedder``, its prose
+    embedded in the second space."""
+    if rt.settings.block_vector == "centroid":
+        vectors = np.stack([block_centroid(session.vectors[seg.start : seg.end + 1]) for seg in session.segments])
+    else:
+        vectors = await rt.embeddings.embed_documents(
+            [rt.embeddings.document_text(r["content"], "episodic") for r in rendered]
+        )
     second = await _second_embeddings(rt)
     second_vectors = (
         await second.embed_documents([second.document_text(r["content"], "episodic") for r in rendered])

@@ -113,6 +113,14 @@ class Request:
     def owner_reads(self) -> bool:
         return self.reader == self.scope.entity_id
 
+    @property
+    def blocks_by_lines(self) -> bool:
+        """Whether blocks answer through their lines: when utterances are searched too, a block's
+        lines compete on their own (each a bifocal hit with the block's gist), so the block itself
+        is no hit; it would only repeat its best line and spend budget on weaker ones. Memory-only
+        recalls and ``expand`` keep block hits."""
+        return "turn" in self.kinds and "memory" in self.kinds and not self.expand
+
 
 @dataclass(slots=True)
 class Candidates:
@@ -232,7 +240,13 @@ async def retrieve(
                 await embedding
         raise
     # the hippocampus's HNSW and, when the scope has a long-term tier, the cortex, at the same time
-    cortex = asyncio.ensure_future(cortex_search.cortex_neighbours(rt, scope, vector, request.depth)) if deep else None
+    cortex = (
+        asyncio.ensure_future(
+            cortex_search.cortex_neighbours(rt, scope, vector, request.depth, blocks=not request.blocks_by_lines)
+        )
+        if deep
+        else None
+    )
     try:
         dense = await vector_rows.search(
             conn, rt.table, rt.embeddings.dim, scope.entity_id, scope.namespace, rt.slug, vector, request.depth
@@ -246,6 +260,8 @@ async def retrieve(
     dense = [d for d in dense if d[1] in request.kinds]
     if cortex is not None:
         dense = _with_cortex(request, dense, *(await cortex))
+    if request.blocks_by_lines:
+        dense, lexical = await _without_blocks(conn, scope, dense, lexical)
     kind_of = {d[0]: d[1] for d in dense} | {x[0]: x[1] for x in lexical}
     return Candidates(
         vector=vector,
@@ -280,6 +296,20 @@ def _with_cortex(
             seen.add(item[0])
             merged.append(item)
     return merged
+
+
+async def _without_blocks(
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    dense: list[tuple[uuid.UUID, str, float]],
+    lexical: list[tuple[uuid.UUID, str, float]],
+) -> tuple[list[tuple[uuid.UUID, str, float]], list[tuple[uuid.UUID, str, float]]]:
+    """Both retrievers' candidates less the blocks' memory rows (:attr:`Request.blocks_by_lines`)."""
+    memories = [i for i, kind, _ in (*dense, *lexical) if kind == "memory"]
+    blocks = await tiers.block_memories(conn, scope.entity_id, scope.namespace, memories)
+    if not blocks:
+        return dense, lexical
+    return [d for d in dense if d[0] not in blocks], [x for x in lexical if x[0] not in blocks]
 
 
 async def _check_access(conn: psycopg.AsyncConnection, scope: Scope, reader: str) -> None:
@@ -368,6 +398,9 @@ async def follow_links(rt: Runtime, conn: psycopg.AsyncConnection, request: Requ
     scope = request.scope
     linked = await tiers.linked_items(conn, scope.entity_id, scope.namespace, seeds)
     new = [(i, kind) for i, kind in linked if i not in found.kind_of and kind in request.kinds]
+    if request.blocks_by_lines and new:
+        blocks = await tiers.block_memories(conn, scope.entity_id, scope.namespace, [i for i, _ in new])
+        new = [(i, kind) for i, kind in new if i not in blocks]
     if not new:
         return
     found.kind_of |= dict(new)

@@ -237,6 +237,19 @@ async def migrated_blocks_of(
     return [r[0] for r in await cur.fetchall()]
 
 
+async def block_memories(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, memory_ids: Sequence[uuid.UUID]
+) -> set[uuid.UUID]:
+    """Those of ``memory_ids`` that are blocks' memory rows, in either tier."""
+    if not memory_ids:
+        return set()
+    cur = await conn.execute(
+        "SELECT memory_id FROM mnemo.blocks WHERE entity_id = %s AND namespace = %s AND memory_id = ANY(%s)",
+        (entity_id, namespace, list(memory_ids)),
+    )
+    return {r[0] for r in await cur.fetchall()}
+
+
 LINK_TYPES = ("cites", "continues", "derived_from", "thematic")
 
 
