@@ -220,6 +220,11 @@ class Settings(BaseSettings):
     cortex_clustering: Literal["gmm", "hdbscan"] = Field(
         default="gmm", description="RAPTOR tree clustering: Gaussian mixture chosen by BIC, or HDBSCAN (§5.4)."
     )
+    cortex_reduction: Literal["spectral", "pca"] = Field(
+        default="spectral",
+        description="How block vectors are reduced before clustering: a spectral embedding of their "
+        "nearest-neighbour graph (RAPTOR reduces with UMAP, a graph method too) or PCA.",
+    )
     cortex_cluster_size: int = Field(default=5, ge=2, le=1000, description="Smallest cluster of the tree.")
     chain_seeds: int = Field(
         default=5,

@@ -397,7 +397,7 @@ async def test_dual_embedding_and_thematic_links(settings: Settings, embeddings:
         result = await archive.recall(
             ME, "why was the Postgres replica evicted?", k=3, kinds=("memory",), read_only=True
         )
-        assert result.hits[0].metadata.get("block_id") and result.hits[0].similarity > 0.3  # type: ignore[operator]
+        assert result.hits[0].metadata.get("block_id") and "evict" in result.hits[0].content.lower()
         (turn_id,) = rows(
             database_url, "SELECT id FROM mnemo.turns WHERE session_id = 's1' AND content = %s", BREAKTHROUGH
         )[0]

@@ -15,19 +15,31 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["Method", "cluster"]
+__all__ = ["Method", "Reduction", "cluster"]
 
 Method = Literal["gmm", "hdbscan"]
+Reduction = Literal["spectral", "pca"]
 
 
-def _reduce(vectors: np.ndarray, dims: int, seed: int) -> np.ndarray:
-    from sklearn.decomposition import PCA
-
+def _reduce(vectors: np.ndarray, dims: int, seed: int, how: Reduction = "spectral") -> np.ndarray:
+    """``vectors`` in at most ``dims`` dimensions: a spectral embedding of their k-nearest-neighbour
+    graph (k = sqrt(n), the neighbourhood RAPTOR gives UMAP), which keeps the local structure that
+    a linear projection of a scope's blocks, all near one another, flattens into one blob; or PCA."""
     n, d = vectors.shape
-    k = min(dims, n - 1, d)
+    k = min(dims, n - 2, d)
     if k < 1:
         return vectors
-    return PCA(n_components=k, random_state=seed).fit_transform(vectors)
+    if how == "pca":
+        from sklearn.decomposition import PCA
+
+        return PCA(n_components=k, random_state=seed).fit_transform(vectors)
+    from sklearn.manifold import SpectralEmbedding
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "graph is not fully connected": its parts embed apart, as wanted
+        return SpectralEmbedding(
+            n_components=k, affinity="nearest_neighbors", n_neighbors=max(2, int(np.sqrt(n - 1))), random_state=seed
+        ).fit_transform(vectors)
 
 
 def _grid(limit: int) -> list[int]:
@@ -69,7 +81,13 @@ def _hdbscan(points: np.ndarray, min_size: int) -> np.ndarray:
 
 
 def cluster(
-    vectors: np.ndarray, *, method: Method = "gmm", min_size: int = 5, seed: int = 0, dims: int = 10
+    vectors: np.ndarray,
+    *,
+    method: Method = "gmm",
+    min_size: int = 5,
+    seed: int = 0,
+    dims: int = 10,
+    reduce: Reduction = "spectral",
 ) -> list[list[int]]:
     """Groups of row indices of ``vectors``, each at least ``min_size`` strong where the data allows
     (fewer than ``2 * min_size`` rows make one group), largest first, indices ascending."""
@@ -78,7 +96,7 @@ def cluster(
         return []
     if n < 2 * min_size:
         return [list(range(n))]
-    points = _reduce(np.asarray(vectors, dtype=np.float64), dims, seed)
+    points = _reduce(np.asarray(vectors, dtype=np.float64), dims, seed, reduce)
     labels = _hdbscan(points, min_size) if method == "hdbscan" else _gmm(points, max(1, min(n // min_size, 50)), seed)
     groups = [sorted(np.flatnonzero(labels == c).tolist()) for c in sorted(set(labels.tolist()))]
     return sorted((g for g in groups if g), key=lambda g: (-len(g), g[0]))

@@ -87,7 +87,13 @@ async def _level(
     """One level's nodes over ``members``, each with the member it is for the next level."""
     cfg = rt.settings
     vectors = np.stack([m.vector for m in members])
-    groups = cluster(vectors, method=cfg.cortex_clustering, min_size=cfg.cortex_cluster_size, seed=cfg.seed or 0)
+    groups = cluster(
+        vectors,
+        method=cfg.cortex_clustering,
+        min_size=cfg.cortex_cluster_size,
+        seed=cfg.seed or 0,
+        reduce=cfg.cortex_reduction,
+    )
     summaries = [await _summary(rt, [members[i] for i in g], vectors[g]) for g in groups]
     embedded = await rt.embeddings.embed_documents(summaries) if summaries else np.zeros((0, vectors.shape[1]))
     made = []
