@@ -153,3 +153,37 @@ def test_the_example_remembers_across_two_runs(database_url: str, tmp_path: Any)
     lines = done.stdout.splitlines()
     assert "agent: remembered (semantic, id " in lines[1]
     assert lines[4] == "agent: From memory: my dog is a beagle called Pixel."
+
+
+async def test_the_tool_reaches_the_cortex_its_lines_gists_and_tree(settings: Settings, embeddings: Embeddings) -> None:
+    from tests.integration.test_cortex import QUESTION, a_week_of
+
+    # no refusals: a one-branch tree's extractive summary need not resemble this question
+    archive = await AsyncArchive.open(settings, embeddings=embeddings, refusal_threshold=-1.0)
+    try:
+        await a_week_of(archive, MAYA)  # a week of nights: raw turns gone, blocks in the cortex, a tree
+        returns = await _ask_the_tool(archive, QUESTION)
+    finally:
+        await archive.close()
+    lines, summaries, expanded, refused = (content for _, content in returns)
+    assert "evict" in lines[0]["content"].lower() and lines[0]["tier"] == "cortex" and lines[0]["gist"]
+    assert isinstance(summaries, list) and summaries and all(s["kind"] == "summary" for s in summaries)
+    assert max(len(e["content"]) for e in expanded) > max(len(x["content"]) for x in lines)  # whole episodes
+    assert isinstance(refused, str) and refused.startswith("memory error: level must be")
+
+
+async def _ask_the_tool(archive: AsyncArchive, question: str) -> list[Any]:
+    toolset = await memory_toolset(archive, MAYA)
+    assert toolset is not None
+    returns: list[Any] = []
+    model = scripted(
+        [
+            ("query_archive", {"query": question, "k": 3}),
+            ("query_archive", {"query": question, "k": 2, "level": 1}),
+            ("query_archive", {"query": question, "k": 10, "expand": True}),
+            ("query_archive", {"query": question, "level": 7}),
+        ],
+        returns,
+    )
+    await Agent(model, toolsets=[toolset]).run("why was the replica evicted?")
+    return returns

@@ -120,15 +120,25 @@ async def cortex_line_similarities(
 
 async def at_level(rt: Runtime, scope: Scope, vector: np.ndarray, level: int, k: int) -> list[Hit]:
     """``retrieve_at_level`` (§5.4): the ``k`` tree nodes of ``level`` (1 branch, 2 trunk, 3 canopy)
-    nearest to ``vector``, as hits whose content is the node's summary."""
+    nearest to ``vector``, as hits whose content is the node's summary. A node is as near as the
+    better of its summary's embedding and its members' centroid: an extractive summary quotes a
+    few members, the centroid stands for them all."""
     if rt.cortex is None:
         return []
-    rows = await rt.cortex.search(
-        "nodes", rt.embeddings.dim, scope, vector, k, where=f"slug = '{_slug(rt)}' AND level = {int(level)}"
+    rows = await rt.cortex.rows(
+        "nodes",
+        rt.embeddings.dim,
+        scope,
+        f"slug = '{_slug(rt)}' AND level = {int(level)}",
+        columns=["id", "summary", "vector", "centroid", "block_ids", "member_count", "created_at", "level"],
     )
+    q = _unit(vector)
+    scored = [
+        (max(float(_unit(np.asarray(r["vector"])) @ q), float(_unit(np.asarray(r["centroid"])) @ q)), r) for r in rows
+    ]
+    scored.sort(key=lambda x: (-x[0], x[1]["id"]))
     hits = []
-    for rank, row in enumerate(rows, start=1):
-        similarity = 1.0 - float(row["_distance"])
+    for rank, (similarity, row) in enumerate(scored[:k], start=1):
         hits.append(
             Hit(
                 id=uuid.UUID(row["id"]),

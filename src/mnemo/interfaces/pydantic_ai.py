@@ -23,7 +23,7 @@ from pydantic_ai.toolsets import FunctionToolset
 from mnemo._sync import Archive
 from mnemo.archive import AsyncArchive
 from mnemo.errors import MnemoError
-from mnemo.models import MEMORY_KINDS, Refusal, Scope
+from mnemo.models import MEMORY_KINDS, Hit, Refusal, Scope
 
 __all__ = ["REFUSAL", "memory_toolset"]
 
@@ -36,6 +36,20 @@ async def _call(archive: AsyncArchive | Archive, method: str, *args: Any, **kwar
     if isinstance(archive, Archive):  # the blocking facade runs on its own loop thread
         return await asyncio.to_thread(getattr(archive, method), *args, **kwargs)
     return await getattr(archive, method)(*args, **kwargs)
+
+
+def _found(hit: Hit) -> dict[str, Any]:
+    """One recall hit as the tool shows it to a model."""
+    kind = "summary" if hit.item_kind == "node" else hit.memory_kind or f"{hit.role or 'turn'} turn"
+    return {
+        "content": hit.content,
+        "kind": kind,
+        "time": hit.created_at.isoformat(),
+        "score": round(hit.score, 4),
+        **({"speaker": hit.speaker} if hit.speaker else {}),
+        **({"gist": hit.gist} if hit.gist and hit.gist != hit.content else {}),
+        **({"tier": hit.tier} if hit.tier == "cortex" else {}),
+    }
 
 
 async def memory_toolset(
@@ -56,31 +70,27 @@ async def memory_toolset(
         return None
     toolset: FunctionToolset[Any] = FunctionToolset()
 
-    async def query_archive(query: str, k: int = 5) -> list[dict[str, Any]] | str:
+    async def query_archive(
+        query: str, k: int = 5, expand: bool = False, level: int | None = None
+    ) -> list[dict[str, Any]] | str:
         k = max(1, min(int(k), limit))
         try:
-            result = await _call(archive, "recall", scope, query, k)
+            result = await _call(archive, "recall", scope, query, k, expand=bool(expand), level=level or None)
         except MnemoError as exc:
             return f"memory error: {exc}"
         if isinstance(result, Refusal):
             return REFUSAL
-        return [
-            {
-                "content": h.content,
-                "kind": h.memory_kind or f"{h.role or 'turn'} turn",
-                "time": h.created_at.isoformat(),
-                "score": round(h.score, 4),
-                **({"speaker": h.speaker} if h.speaker else {}),
-            }
-            for h in result.hits
-        ]
+        return [_found(h) for h in result.hits]
 
     query_archive.__doc__ = f"""Search your long-term memory. Returns the best matching memories and past exchanges
-        (content, kind, time, score), or a sentence saying memory holds nothing reliable.
+        (content, kind, time, score; for a line of an older episode, the episode's gist), or a sentence
+        saying memory holds nothing reliable.
 
         Args:
             query: what to look for, in natural language.
             k: how many results (1-{limit}).
+            expand: return whole episodes instead of their lines that match.
+            level: 1-3 for summaries of whole groups of episodes (1 narrow, 3 broad) instead of details.
         """
     toolset.tool_plain(query_archive)
 
