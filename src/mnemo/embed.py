@@ -64,6 +64,9 @@ class Slug:
 
 Loader = Callable[[], tuple[Any, Any]]
 
+TOKEN_CACHE_SIZE = 100_000
+"""Texts whose token counts an :class:`Embeddings` remembers (then it starts afresh)."""
+
 
 class Embeddings:
     """Wraps a Pydantic AI ``Embedder``: batching, prefixes, normalisation, slug, tokens.
@@ -92,6 +95,7 @@ class Embeddings:
         # Texts go to the model in long chunks: sentence-transformers sorts a call's texts by length
         # before batching, which halves padding waste compared with fixed small calls.
         self.chunk_size = max(chunk_size, batch_size)
+        self._token_counts: dict[str, int] = {}  # recall counts the same lines again and again
 
     @classmethod
     def deferred(cls, slug: Slug, loader: Loader, *, batch_size: int = 32, kind_prefixes: bool = True) -> Embeddings:
@@ -185,8 +189,17 @@ class Embeddings:
             return []
         if self.tokenizer is None:
             return [len(t.split()) for t in texts]
-        encoded = self.tokenizer(list(texts), add_special_tokens=False, truncation=False)["input_ids"]
-        return [len(ids) for ids in encoded]
+        known = self._token_counts
+        counts = {t: n for t in texts if (n := known.get(t)) is not None}
+        missing = list(dict.fromkeys(t for t in texts if t not in counts))
+        if missing:
+            encoded = self.tokenizer(missing, add_special_tokens=False, truncation=False)["input_ids"]
+            fresh = {t: len(ids) for t, ids in zip(missing, encoded, strict=True)}
+            if len(known) + len(fresh) > TOKEN_CACHE_SIZE:
+                known.clear()
+            known.update(fresh)
+            counts |= fresh
+        return [counts[t] for t in texts]
 
 
 def _offline_env() -> None:

@@ -228,3 +228,23 @@ async def test_recall_with_a_precomputed_query_vector(archive: AsyncArchive, dat
     with pytest.raises(DimensionMismatchError):
         await archive.recall(ALICE, "passport", query_vector=np.ones(12))
     assert snapshot(database_url) == before
+
+
+def test_token_counts_are_remembered_and_stay_exact(embeddings: Embeddings, monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = ["Melanie went camping", "", "Melanie went camping", "[2023-05-08] Caroline: a pride parade!"]
+    tokenizer = embeddings.tokenizer  # (loads a deferred model)
+    fresh = Embeddings(embeddings._embedder, embeddings.slug, tokenizer=tokenizer)
+    exact = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+    assert fresh.count_tokens(texts) == exact  # duplicates and the empty text too
+    calls: list[list[str]] = []
+    real = fresh._tokenizer
+
+    def counting(batch: list[str], **kwargs: object) -> object:
+        calls.append(list(batch))
+        return real(batch, **kwargs)
+
+    monkeypatch.setattr(fresh, "_tokenizer", counting)
+    assert fresh.count_tokens(texts[::-1]) == exact[::-1] and calls == []  # remembered: no tokenizer call
+    monkeypatch.setattr("mnemo.embed.TOKEN_CACHE_SIZE", 4)
+    assert fresh.count_tokens(["one two", "three"]) == [2, 1] and calls == [["one two", "three"]]
+    assert len(fresh._token_counts) <= 4  # the memory starts afresh rather than growing past its size
