@@ -76,3 +76,35 @@ async def test_same_dimension_model_swap_replaces_sealed_vectors(settings: Setti
         assert after[0].vector_rank == 1
     finally:
         await second.close()
+
+
+async def test_reembed_reaches_the_long_term_tier(
+    settings: Settings, embeddings: Embeddings, small_embeddings: Embeddings
+) -> None:
+    from tests.integration.test_cortex import QUESTION, a_week_of
+
+    history = Scope("lock", "history")
+    first = await AsyncArchive.open(settings, embeddings=embeddings)
+    try:
+        blocks, migrated = await a_week_of(first, history)  # raw turns gone, every block in the cortex
+        assert blocks == migrated > 0
+    finally:
+        await first.close()
+    second = await AsyncArchive.open(settings, embeddings=small_embeddings)
+    try:
+        cortex = second.runtime.cortex
+        assert cortex is not None
+        before = await second.recall(history, QUESTION, 5, threshold=-1.0, read_only=True, kinds=("turn",))
+        assert all(h.similarity is None for h in before.hits)  # the old lines are invisible to the new model
+        assert await second.reembed() > 0
+        for family in ("lines", "blocks"):
+            assert await cortex.count(family, 128, history) == await cortex.count(family, 384, history) > 0
+        lines = await second.recall(history, QUESTION, 5, threshold=-1.0, read_only=True, kinds=("turn",))
+        assert isinstance(lines, RecallResult)
+        assert lines[0].tier == "cortex" and lines[0].similarity is not None and "evict" in lines[0].content.lower()
+        found = await second.recall(history, QUESTION, 5, threshold=-1.0, read_only=True, kinds=("memory",))
+        assert isinstance(found, RecallResult)
+        assert any(h.metadata.get("block_id") and h.similarity is not None and h.excerpt for h in found.hits)
+        assert await second.reembed() == 0  # converged: nothing left
+    finally:
+        await second.close()

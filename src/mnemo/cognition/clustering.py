@@ -1,11 +1,18 @@
 """RAPTOR clustering of cortex blocks, as pure functions over vectors.
 
 Seed: memory-architecture §5.4 (leaf blocks -> branch -> trunk -> canopy; the
-seed names HDBSCAN). The RAPTOR paper clusters softly with a Gaussian mixture
-after reducing the dimension, choosing the number of clusters by BIC; that is
-the default here (``method="gmm"``): every block gets a branch, which HDBSCAN
-does not promise (its noise points are attached to the nearest cluster here).
-Both take a seed.
+seed names HDBSCAN). The RAPTOR paper reduces the vectors with UMAP, then
+clusters with a Gaussian mixture whose number of components BIC chooses. The
+default here is the same shape with scikit-learn's parts: a spectral embedding
+of the k-nearest-neighbour graph (``reduce="spectral"``), then the BIC-chosen
+mixture (``method="gmm"``), hard labels. Measured on the LoCoMo dev split with
+``benchmarks/tree_clustering.py``: over PCA a scope's blocks (all near one
+another) fall into one branch whatever the method; over the spectral
+embedding the mixture's branches gather the blocks one question needs best
+(evidence pairs share a branch 1.78x as often as chance, HDBSCAN's 1.61x), and
+HDBSCAN splits even clearly separated groups (see the unit test). HDBSCAN
+leaves noise points; here they join the nearest cluster, so every block has a
+branch. Both take a seed.
 """
 
 from __future__ import annotations

@@ -328,6 +328,10 @@ class Cortex:
         self._vectors[key] = loaded
         return loaded
 
+    async def tables(self, family: str) -> list[tuple[str, Any]]:
+        """The tables of ``family`` in every vector width there is (``lines_384``, ``lines_128``, ...)."""
+        return [(name, table) for name, table in await self._all_tables() if name.rpartition("_")[0] == family]
+
     async def _all_tables(self) -> list[tuple[str, Any]]:
         db = await self._connect()
         async with self._errors("list tables"):

@@ -186,16 +186,26 @@ async def vectors_of(
     return {r[0]: np.asarray(r[1].to_numpy(), dtype=np.float32) for r in await cur.fetchall()}
 
 
+# Lines whose raw turn is gone and whose block is still in the hippocampus: their vectors live
+# here (item kind 'line'); a migrated block's lines are re-embedded in the cortex instead.
+_HOT_LINES = """JOIN mnemo.blocks b ON b.entity_id = l.entity_id AND b.id = l.block_id
+    WHERE b.migrated_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM mnemo.turns t WHERE t.entity_id = l.entity_id AND t.id = l.turn_id)
+      AND NOT EXISTS (SELECT 1 FROM {v} v WHERE v.entity_id = l.entity_id AND v.item_id = l.turn_id
+                        AND v.slug = %(s)s)"""
+
+
 async def count_missing(conn: psycopg.AsyncConnection, table: str, slug: str) -> int:
-    """Items (turns and memories, all scopes) with no vector of ``slug`` in ``table``."""
+    """Items (turns, memories, hot lines; all scopes) with no vector of ``slug`` in ``table``."""
     stmt = sql.SQL(
         """SELECT
              (SELECT count(*) FROM mnemo.turns t WHERE NOT EXISTS (
                  SELECT 1 FROM {v} v WHERE v.entity_id = t.entity_id AND v.item_id = t.id AND v.slug = %(s)s))
            + (SELECT count(*) FROM mnemo.memories m WHERE m.status <> 'pruned' AND m.tier = 'hippocampus'
                AND NOT EXISTS (
-                 SELECT 1 FROM {v} v WHERE v.entity_id = m.entity_id AND v.item_id = m.id AND v.slug = %(s)s))"""
-    ).format(v=_ident(table))
+                 SELECT 1 FROM {v} v WHERE v.entity_id = m.entity_id AND v.item_id = m.id AND v.slug = %(s)s))
+           + (SELECT count(DISTINCT (l.entity_id, l.turn_id)) FROM mnemo.block_lines l {hot_lines})"""
+    ).format(v=_ident(table), hot_lines=sql.SQL(_HOT_LINES).format(v=_ident(table)))
     cur = await conn.execute(stmt, {"s": slug})
     row = await cur.fetchone()
     return int(row[0]) if row else 0
@@ -219,8 +229,12 @@ async def missing_batch(
                AND NOT EXISTS (
               SELECT 1 FROM {v} v WHERE v.entity_id = m.entity_id AND v.item_id = m.id AND v.slug = %(s)s)
             ORDER BY m.id LIMIT %(n)s)
+           UNION ALL
+           (SELECT DISTINCT ON (l.turn_id) l.turn_id, 'line', l.content, NULL::text, l.speaker
+            FROM mnemo.block_lines l {hot_lines} AND l.entity_id = %(e)s AND l.namespace = %(ns)s
+            ORDER BY l.turn_id LIMIT %(n)s)
            LIMIT %(n)s"""
-    ).format(v=_ident(table))
+    ).format(v=_ident(table), hot_lines=sql.SQL(_HOT_LINES).format(v=_ident(table)))
     cur = await conn.execute(stmt, {"e": entity_id, "ns": namespace, "s": slug, "n": limit})
     return [(r[0], r[1], r[2], r[3], r[4]) for r in await cur.fetchall()]
 

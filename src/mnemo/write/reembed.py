@@ -4,7 +4,9 @@ Search only ever compares vectors sealed with the active slug, so after a model
 swap old vectors are simply invisible to the dense retriever. ``reembed`` finds
 items without an active-slug vector scope by scope, in batches, each batch in
 its own transaction: it can be stopped at any point and re-run, and it is safe
-alongside live writes (which already write active-slug vectors).
+alongside live writes (which already write active-slug vectors). Lines whose
+raw turns are gone are items too; a scope's long-term tier follows its
+hippocampus (:mod:`mnemo.cortex.reembed`).
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mnemo._runtime import Runtime
+from mnemo.cortex.reembed import reembed_scope
+from mnemo.models import Scope
 from mnemo.store import queue as queue_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import status as meta_rows
+from mnemo.store import tiers
 from mnemo.store import vectors as vector_rows
 
 __all__ = ["defer", "note_active_slug", "pending", "reembed"]
@@ -53,6 +58,16 @@ async def defer(rt: Runtime) -> int | None:
         )
 
 
+async def _reembed_cortex(rt: Runtime, scope: Scope) -> int:
+    """The scope's long-term tier (its rows counted in the total returned, not in ``pending``)."""
+    if rt.cortex is None or not rt.settings.cortex:
+        return 0
+    async with rt.store.connection() as conn:
+        if not await tiers.has_cortex(conn, scope.entity_id, scope.namespace):
+            return 0
+    return await reembed_scope(rt, scope)
+
+
 async def reembed(rt: Runtime, *, batch_size: int = 256, progress: Callable[[int, int], None] | None = None) -> int:
     """Embed every item lacking an active-slug vector; returns how many were embedded."""
     total = await pending(rt)
@@ -69,7 +84,7 @@ async def reembed(rt: Runtime, *, batch_size: int = 256, progress: Callable[[int
                 break
             texts = [
                 rt.embeddings.turn_text(content, speaker if rt.settings.turn_context else None)
-                if item_kind == "turn"
+                if item_kind in ("turn", "line")
                 else rt.embeddings.document_text(content, memory_kind)
                 for _, item_kind, content, memory_kind, speaker in batch
             ]
@@ -83,6 +98,7 @@ async def reembed(rt: Runtime, *, batch_size: int = 256, progress: Callable[[int
             done += len(batch)
             if progress is not None:
                 progress(done, max(total, done))
+        done += await _reembed_cortex(rt, Scope(entity_id, namespace))
     if done or total == 0:
         async with rt.store.connection() as conn:
             if await vector_rows.count_missing(conn, rt.table, rt.slug) == 0:
