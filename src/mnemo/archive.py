@@ -228,6 +228,7 @@ class AsyncArchive:
         hops: int | None = None,
         expand: bool = False,
         level: int | None = None,
+        as_of: datetime | None = None,
     ) -> RecallResult | Refusal:
         """Hybrid recall in ``scope`` with cognitive scoring; a :class:`Refusal` when nothing is similar enough.
 
@@ -239,7 +240,9 @@ class AsyncArchive:
         deep over co-access links (default ``spreading_hops``, 1). A block hit quotes the block's
         lines that match the query (``Hit.excerpt``; its gist in ``Hit.gist``); ``expand=True`` returns whole
         blocks. ``level`` 1, 2 or 3 retrieves the nodes of the cortex's tree at that level (branch,
-        trunk, canopy) instead: their summaries, read-only.
+        trunk, canopy) instead: their summaries, read-only. ``as_of`` recalls at a point in time
+        (aware datetime or ISO-8601 text; naive means UTC): recency, activation and the query's time
+        expressions are measured from it, and items written after it are left out.
         """
         return await recall_path.recall(
             self._rt,
@@ -256,6 +259,7 @@ class AsyncArchive:
             hops=hops,
             expand=expand,
             level=level,
+            now=as_of,
         )
 
     async def cortex_tree(self, scope: Scope) -> list[TreeNode]:
@@ -273,11 +277,13 @@ class AsyncArchive:
         seed: int | None = None,
         read_only: bool = False,
         as_entity: str | None = None,
+        as_of: datetime | None = None,
     ) -> ContextBlock:
         """The context block to prepend for ``text``: anchored memories, rolled identity memories and
-        situational recall, within ``budget`` tokens of the embedder's tokenizer."""
+        situational recall, within ``budget`` tokens of the embedder's tokenizer; ``as_of`` as for
+        :meth:`recall`."""
         return await assemble_path.assemble(
-            self._rt, scope, text, budget, seed=seed, read_only=read_only, as_entity=as_entity
+            self._rt, scope, text, budget, seed=seed, read_only=read_only, as_entity=as_entity, as_of=as_of
         )
 
     async def why(self, scope: Scope, memory_id: uuid.UUID | str) -> MemoryHistory:

@@ -128,6 +128,8 @@ def test_bad_input_and_abuse(server: str, tokens: dict[str, Any], database_url: 
         for k in (0, 201, -3):
             bad_k = c.post("/v1/recall", json={"query": "seed", "k": k})
             assert bad_k.status_code == 422 and bad_k.json()["error"]["code"] == "invalid_request"
+        bad_time = c.post("/v1/recall", json={"query": "seed", "as_of": "last tuesday"})
+        assert bad_time.status_code == 422 and bad_time.json()["error"]["code"] == "invalid_request"
         malformed = c.post("/v1/memories", content=b"{not json", headers={"content-type": "application/json"})
         assert malformed.status_code == 422
         empty = c.post("/v1/memories", json={"content": "   "})
@@ -138,6 +140,9 @@ def test_bad_input_and_abuse(server: str, tokens: dict[str, Any], database_url: 
         assert kind.status_code == 422
         assert c.delete("/v1/items/not-a-uuid").status_code == 422
         assert snapshot(database_url) == before  # nothing of the bad requests was written
+        past = c.post("/v1/recall", json={"query": "seed memory", "as_of": "2001-01-01T00:00:00Z"}).json()
+        assert past["refused"] is True  # nothing was written by then
+        assert c.post("/v1/recall", json={"query": "seed memory", "as_of": "2999-01-01T00:00:00"}).json()["hits"]
         sql = "'; DROP TABLE mnemo.memories; --"
         stored = c.post("/v1/memories", json={"content": f"Robert {sql} Tables", "kind": "semantic"})
         assert stored.status_code == 201

@@ -67,6 +67,10 @@ async def test_mcp_tools_over_stdio(database_url: str, tmp_path: Path) -> None:
         assert no_level.is_error and "level must be 0, 1, 2 or 3" in no_level.content[0].text
         whole = _data(await client.call_tool("recall", {"query": "what bike does Maya ride?", "expand": True}))
         assert whole["hits"][0]["id"] == stored["id"] and whole["hits"][0]["tier"] == "hippocampus"
+        bad_time = await client.call_tool("recall", {"query": "bike", "as_of": "yesterday-ish"})
+        assert bad_time.is_error and "ISO-8601" in bad_time.content[0].text
+        before = _data(await client.call_tool("recall", {"query": "what bike does Maya ride?", "as_of": "2001-01-01"}))
+        assert before["refused"] is True  # at that time nothing was stored
         tree = _data(await client.call_tool("recall", {"query": "bikes", "level": 1}))
         assert tree["refused"] is True  # no night has built a tree yet: a refusal, not an error
 

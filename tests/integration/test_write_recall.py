@@ -185,6 +185,8 @@ async def test_bad_writes_raise_and_change_nothing(archive: AsyncArchive, databa
         ({"query": "ok", "k": 10_001}, InvalidContentError),
         ({"query": "ok", "kinds": ("blocks",)}, InvalidContentError),
         ({"query": "bad \x00"}, InvalidContentError),
+        ({"query": "ok", "as_of": "last tuesday"}, InvalidContentError),
+        ({"query": "ok", "as_of": 1_700_000_000}, InvalidContentError),
     ],
 )
 async def test_bad_recalls_raise_and_change_nothing(archive: AsyncArchive, database_url: str, kwargs, error) -> None:
@@ -248,3 +250,26 @@ def test_token_counts_are_remembered_and_stay_exact(embeddings: Embeddings, monk
     monkeypatch.setattr("mnemo.embed.TOKEN_CACHE_SIZE", 4)
     assert fresh.count_tokens(["one two", "three"]) == [2, 1] and calls == [["one two", "three"]]
     assert len(fresh._token_counts) <= 4  # the memory starts afresh rather than growing past its size
+
+
+async def test_recall_at_a_point_in_time_leaves_out_what_came_later(archive: AsyncArchive) -> None:
+    scope = Scope("ines", "trips")
+    for when, text in [
+        ("2023-05-02T10:00:00+00:00", "I booked a flight to Porto for the conference"),
+        ("2023-06-20T10:00:00+00:00", "The Porto trip is cancelled, I am flying to Lyon instead"),
+    ]:
+        await archive.record_turn(scope, "s1", "user", text, created_at=when)
+    now = await archive.recall(scope, "where am I flying for the trip?", k=5, read_only=True, kinds=("turn",))
+    assert len(now.hits) == 2
+    then = await archive.recall(
+        scope, "where am I flying for the trip?", k=5, read_only=True, kinds=("turn",), as_of="2023-06-01T00:00:00"
+    )  # ISO text without an offset is UTC
+    assert [h.content for h in then.hits] == ["I booked a flight to Porto for the conference"]
+    block = await archive.context(scope, "where am I flying?", 500, read_only=True, as_of="2023-06-01T00:00:00Z")
+    assert "Porto for the conference" in block.text and "Lyon" not in block.text
+    # recency is measured from the point in time: an hour after the later turn, it is the fresher one
+    after = await archive.recall(
+        scope, "the trip", k=2, read_only=True, kinds=("turn",), as_of="2023-06-20T11:00:00+00:00"
+    )
+    fresh = {h.content[:8]: h.recency for h in after.hits}
+    assert fresh["The Port"] > 0.99 > fresh["I booked"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mnemo.bench.metrics import budget_recall, parse_evidence, percentile, recall_at_k
+from mnemo.bench.metrics import budget_recall, parse_evidence, percentile, recall_any_at_k, recall_at_k
 
 
 def test_parse_evidence_splits_malformed_entries() -> None:
@@ -19,6 +19,21 @@ def test_recall_at_k() -> None:
     assert recall_at_k(ranking, [], 1) == 1.0  # no evidence scores 1
     with pytest.raises(ValueError):
         recall_at_k(ranking, ["D1:1"], 0)
+
+
+def test_recall_any_at_k_counts_a_question_found_by_any_of_its_evidence() -> None:
+    ranking = ["D1:1", "D1:2", "block", "D3:1"]
+    assert recall_any_at_k(ranking, ["D1:2", "D9:9"], 1) == 0.0
+    assert recall_any_at_k(ranking, ["D1:2", "D9:9"], 2) == 1.0  # half the evidence is enough
+    assert recall_any_at_k(ranking, ["D7:7"], 3, {"block": ("D7:7", "D7:8")}) == 1.0  # through a cover
+    assert recall_any_at_k(ranking, ["D7:7"], 2, {"block": ("D7:7",)}) == 0.0
+    assert recall_any_at_k(ranking, [], 1) == 1.0
+    with pytest.raises(ValueError):
+        recall_any_at_k(ranking, ["D1:1"], 0)
+    # never below the fractional recall, and equal to it for single-evidence questions
+    for k in (1, 2, 3, 4):
+        assert recall_any_at_k(ranking, ["D1:2", "D3:1"], k) >= recall_at_k(ranking, ["D1:2", "D3:1"], k)
+        assert recall_any_at_k(ranking, ["D3:1"], k) == recall_at_k(ranking, ["D3:1"], k)
 
 
 def test_budget_recall_stops_at_the_first_item_that_does_not_fit() -> None:

@@ -4,7 +4,8 @@ Protocol (LoCoMo paper, Table 3, "dialog" unit):
 every conversation goes into a fresh scope through the real write path; every
 question runs the real recall path read-only and ranks that conversation's
 turns; recall@k is the share of the question's evidence dia_ids in the top k
-(a question without evidence scores 1). "overall 1-4" and "overall 1-5" are
+(a question without evidence scores 1); recall_any@k (``A@k``) is 1 when any
+of them is. "overall 1-4" and "overall 1-5" are
 means over the questions of those categories.
 
 Baselines in the same run, over the same turns and questions: BM25 (``bm25s``)
@@ -20,7 +21,7 @@ what they cost as turn hits, so the evidence-in-budget figures compare like
 with like; recall@k is
 not comparable with the turn-only mode (one block covers several turns).
 By default the night cycle's retention removes the raw turns the blocks
-cover; ``-o retention=false`` keeps them.
+cover; ``--set retention=false`` keeps them.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from mnemo.archive import AsyncArchive
-from mnemo.bench.metrics import budget_recall, mean, parse_evidence, percentile, recall_at_k
+from mnemo.bench.metrics import budget_recall, mean, parse_evidence, percentile, recall_any_at_k, recall_at_k
 from mnemo.cognition.fusion import rrf
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
@@ -50,6 +51,7 @@ from mnemo.write.importer import import_turns
 __all__ = ["BUDGETS", "CATEGORIES", "KS", "Conversation", "load_locomo", "run_locomo"]
 
 KS = (1, 5, 10, 25, 50)
+ANY_KS = (5, 10)
 BUDGETS = (500, 1000, 2000)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 Progress = Callable[[str, int, int], None]
@@ -119,6 +121,7 @@ def score(run: SystemRun, tokens: Mapping[str, Mapping[str, int]], sample_of: Se
         quoted = {key: sum(tokens[sample][d] for d in run.cover[key]) for key in ranking if key in run.quoted}
         costs = {**tokens[sample], **run.item_tokens, **quoted}
         rec = {f"R@{k}": recall_at_k(ranking, evidence, k, cover) for k in KS}
+        rec |= {f"A@{k}": recall_any_at_k(ranking, evidence, k, cover) for k in ANY_KS}
         rec |= {f"B@{b}": budget_recall(ranking, costs, evidence, b, cover) for b in BUDGETS}
         per_question.append((category, rec))
     groups: dict[str, list[dict[str, float]]] = {name: [] for name in CATEGORIES.values()}
@@ -129,7 +132,7 @@ def score(run: SystemRun, tokens: Mapping[str, Mapping[str, int]], sample_of: Se
         groups["overall 1-5"].append(rec)
         if category in (1, 2, 3, 4):
             groups["overall 1-4"].append(rec)
-    metrics = [f"R@{k}" for k in KS] + [f"B@{b}" for b in BUDGETS]
+    metrics = [f"R@{k}" for k in KS] + [f"A@{k}" for k in ANY_KS] + [f"B@{b}" for b in BUDGETS]
     out: dict[str, Any] = {
         group: {"n": len(recs), **{m: round(100 * mean([r[m] for r in recs]), 2) for m in metrics}}
         for group, recs in groups.items()

@@ -2,6 +2,8 @@
 
 - recall@k: the share of a question's evidence ids found in the top k of the
   ranking; a question without evidence scores 1 (LoCoMo paper, Table 3).
+- recall_any@k: 1 when any of a question's evidence ids is in the top k, else 0 (the
+  figure some peers publish; a question without evidence scores 1);
 - budget recall: the share of evidence a caller gets if it fills ``budget``
   tokens of context from the top of the ranking (an item that does not fit
   ends the context).
@@ -12,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["EVIDENCE_RE", "budget_recall", "mean", "parse_evidence", "percentile", "recall_at_k"]
+__all__ = ["EVIDENCE_RE", "budget_recall", "mean", "parse_evidence", "percentile", "recall_any_at_k", "recall_at_k"]
 
 EVIDENCE_RE = re.compile(r"D\d+:\d+")
 
@@ -42,6 +44,18 @@ def recall_at_k(
         return 1.0
     found = {e for item in ranking[:k] for e in _covered(item, cover)}
     return len(wanted & found) / len(wanted)
+
+
+def recall_any_at_k(
+    ranking: Sequence[str], evidence: Sequence[str], k: int, cover: Mapping[str, Iterable[str]] | None = None
+) -> float:
+    """1.0 when the top ``k`` hold at least one evidence id (or there is none to hold), else 0.0."""
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    wanted = set(evidence)
+    if not wanted:
+        return 1.0
+    return float(any(e in wanted for item in ranking[:k] for e in _covered(item, cover)))
 
 
 def budget_recall(

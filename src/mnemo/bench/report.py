@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from mnemo.bench.locomo import BUDGETS, CATEGORIES, KS
+from mnemo.bench.locomo import ANY_KS, BUDGETS, CATEGORIES, KS
 
 __all__ = ["print_ablation", "print_locomo", "print_perf"]
 
@@ -35,6 +35,8 @@ def print_locomo(result: dict[str, Any], console: Console) -> None:
         table.add_column("n", justify="right")
         for k in KS:
             table.add_column(f"R@{k}", justify="right")
+        for k in ANY_KS:
+            table.add_column(f"any@{k}", justify="right")
         for b in BUDGETS:
             table.add_column(f"ev@{b}tok", justify="right")
         table.add_column("p50 ms", justify="right")
@@ -48,6 +50,7 @@ def print_locomo(result: dict[str, Any], console: Console) -> None:
                 name,
                 str(row["n"]),
                 *(f"{row[f'R@{k}']:.1f}" for k in KS),
+                *(f"{row[f'A@{k}']:.1f}" for k in ANY_KS),
                 *(f"{row[f'B@{b}']:.1f}" for b in BUDGETS),
                 _ms(lat.get("p50")),
                 _ms(lat.get("p95")),
@@ -59,6 +62,7 @@ def print_locomo(result: dict[str, Any], console: Console) -> None:
                 "",
                 "",
                 *(f"{anchor.get(f'R@{k}', '')}" for k in KS[1:]),
+                *("" for _ in ANY_KS),
                 *("" for _ in BUDGETS),
                 "",
                 "",

@@ -30,6 +30,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Path, Query, Request, Security
@@ -143,6 +144,12 @@ class TurnIn(_In):
     namespace: Name | None = None
 
 
+_AS_OF = (
+    "Recall at this point in time (ISO-8601; no offset means UTC): recency and time expressions are "
+    "measured from it, and items written after it are left out."
+)
+
+
 class _RecallFields(_In):
     """``RecallIn`` without ``k``, whose maximum is ``settings.max_k`` (the class is made in :func:`create_app`)."""
 
@@ -153,6 +160,7 @@ class _RecallFields(_In):
     level: int | None = Field(
         default=None, ge=0, le=3, description="1-3: the cortex tree's nodes of that level (branch, trunk, canopy)."
     )
+    as_of: datetime | None = Field(default=None, description=_AS_OF)
 
 
 class ContextIn(_In):
@@ -160,6 +168,7 @@ class ContextIn(_In):
     budget: int = Field(default=1000, ge=1, le=100_000)
     namespace: Name | None = None
     owner: Name | None = Field(default=None, description="Read another entity's scope (needs its grant).")
+    as_of: datetime | None = Field(default=None, description=_AS_OF)
 
 
 class ImportTurnIn(_In):
@@ -501,14 +510,16 @@ def create_app(settings: Settings, *, embeddings: Embeddings | None = None) -> F
         """Hits best first, or a refusal when nothing stored is reliable (also in a scope that holds
         nothing yet). A foreign scope without a grant is a 403, whether or not it exists."""
         scope, reader = read_scope(who, body.namespace, body.owner)
-        return await archive().recall(scope, body.query, body.k, as_entity=reader, expand=body.expand, level=body.level)
+        return await archive().recall(
+            scope, body.query, body.k, as_entity=reader, expand=body.expand, level=body.level, as_of=body.as_of
+        )
 
     @app.post("/v1/context", responses=_READ)
     async def context(body: ContextIn, who: Who) -> ContextBlock:
         """The memory block to prepend for ``text``; empty with ``refused`` when memory holds nothing
         reliable (also in a scope that holds nothing yet)."""
         scope, reader = read_scope(who, body.namespace, body.owner)
-        return await archive().context(scope, body.text, body.budget, as_entity=reader)
+        return await archive().context(scope, body.text, body.budget, as_entity=reader, as_of=body.as_of)
 
     @app.delete("/v1/items/{item_id}", responses=_errors(401, 403, 404, 422, 503))
     async def forget(item_id: uuid.UUID, who: Who, namespace: NamespaceQuery = None) -> ForgetOut:

@@ -41,7 +41,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from mnemo._validate import check_id
+from mnemo._validate import check_id, to_utc
 from mnemo.config import Settings
 from mnemo.errors import MnemoError
 from mnemo.models import MEMORY_KINDS, Scope, to_jsonable
@@ -189,18 +189,22 @@ def build_server(
         return Scope(token.subject, (token.claims or {}).get("namespace") or scope.namespace)
 
     @server.tool()
-    async def recall(query: str, k: int = 5, expand: bool = False, level: int | None = None) -> dict[str, Any]:
+    async def recall(
+        query: str, k: int = 5, expand: bool = False, level: int | None = None, as_of: str | None = None
+    ) -> dict[str, Any]:
         """Search long-term memory. Returns ``hits`` (each with ``content``, ``memory_kind`` or
         ``item_kind`` "turn" / "line", ``speaker``, ``created_at``, ``event_time``, ``score``,
         ``tier``, ``id``; an episode's hit quotes its matching lines in ``excerpt``) best first, or
         ``refused`` true with the refusal ``message`` when nothing reliable is stored. ``expand``:
-        episodes whole; ``level`` 1-3: summaries of the long-term tree (branch, trunk, canopy)."""
+        episodes whole; ``level`` 1-3: summaries of the long-term tree (branch, trunk, canopy);
+        ``as_of`` (ISO-8601): recall as at that time, nothing written after it."""
         if not 1 <= k <= limit:
             raise ToolError(f"k must be an integer between 1 and {limit}, not {k!r}")
         if level is not None and not 0 <= level <= 3:
             raise ToolError(f"level must be 0, 1, 2 or 3, not {level!r}")
         try:
-            result = await (await archive()).recall(current(), query, k, expand=expand, level=level)
+            when = None if as_of is None else to_utc(as_of, label="as_of")
+            result = await (await archive()).recall(current(), query, k, expand=expand, level=level, as_of=when)
         except MnemoError as exc:
             raise ToolError(str(exc)) from exc
         return _record(result)
@@ -218,12 +222,13 @@ def build_server(
         return _record(memory)
 
     @server.tool()
-    async def context(text: str, budget: int = 1000) -> dict[str, Any]:
+    async def context(text: str, budget: int = 1000, as_of: str | None = None) -> dict[str, Any]:
         """The block of memory to prepend for ``text`` (the current request), within ``budget``
         tokens: ``text`` is the block (empty, with ``refused`` true, when nothing reliable is
-        stored), ``items`` what went into it."""
+        stored), ``items`` what went into it; ``as_of`` (ISO-8601) as for ``recall``."""
         try:
-            block = await (await archive()).context(current(), text, budget)
+            when = None if as_of is None else to_utc(as_of, label="as_of")
+            block = await (await archive()).context(current(), text, budget, as_of=when)
         except MnemoError as exc:
             raise ToolError(str(exc)) from exc
         return _record(block)

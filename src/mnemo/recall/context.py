@@ -37,7 +37,7 @@ from typing import Any
 from mnemo._dynamics import mutate_after_recall, weight_of
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
-from mnemo._validate import check_content
+from mnemo._validate import check_content, to_utc
 from mnemo.cognition.context import Candidate, pack_situational, roll_identity
 from mnemo.errors import InvalidContentError
 from mnemo.models import ContextBlock, ContextItem, Hit, Scope
@@ -90,8 +90,10 @@ async def assemble(
     seed: int | None = None,
     read_only: bool = False,
     as_entity: str | None = None,
+    as_of: datetime | None = None,
 ) -> ContextBlock:
-    """Build the context block for ``attention`` in ``scope`` within ``budget`` tokens."""
+    """Build the context block for ``attention`` in ``scope`` within ``budget`` tokens (at the point in
+    time ``as_of`` when given: nothing written after it)."""
     cfg = rt.settings
     text = check_content(attention, max_chars=cfg.max_content_chars, label="attention text")
     if not isinstance(budget, int) or isinstance(budget, bool) or not 1 <= budget <= 1_000_000:
@@ -99,14 +101,17 @@ async def assemble(
     rng = random.Random(seed) if seed is not None else rt.child_rng()
     # Recall first: it checks that the scope exists and that the reader may read it. It runs
     # read-only: only the memories that make it into the block are reinforced, below.
-    when = datetime.now(UTC)
+    point = None if as_of is None else to_utc(as_of, label="as_of")
+    when = point or datetime.now(UTC)
     result = await recall_path.recall(
-        rt, scope, text, min(cfg.context_candidates, cfg.max_k), read_only=True, as_entity=as_entity, now=when
+        rt, scope, text, min(cfg.context_candidates, cfg.max_k), read_only=True, as_entity=as_entity, now=point
     )
     async with rt.store.connection() as conn:
-        anchored = await dynamic_rows.strongest(conn, scope.entity_id, scope.namespace, 1000, anchored=True)
+        anchored = await dynamic_rows.strongest(
+            conn, scope.entity_id, scope.namespace, 1000, anchored=True, written_by=point
+        )
         strongest = await dynamic_rows.strongest(
-            conn, scope.entity_id, scope.namespace, cfg.identity_top, anchored=False
+            conn, scope.entity_id, scope.namespace, cfg.identity_top, anchored=False, written_by=point
         )
     count = rt.embeddings.count_tokens
     header_cost = dict(zip(HEADERS, count(list(HEADERS.values())), strict=True))

@@ -34,7 +34,7 @@ import psycopg
 from mnemo import _dynamics as dynamics
 from mnemo._dynamics import history_of, weight_of
 from mnemo._runtime import Runtime
-from mnemo._validate import check_content, check_vector
+from mnemo._validate import check_content, check_vector, to_utc
 from mnemo.cognition.activation import (
     AccessHistory,
     activation,
@@ -108,6 +108,9 @@ class Request:
     """Fixes this recall's stochastic draws (``scoring="stochastic"``)."""
     expand: bool = False
     """Block hits come back whole instead of as their excerpt."""
+    as_of: datetime | None = None
+    """The point in time the recall is made at, when the caller gave one: it is :attr:`now`, and
+    items written after it are left out."""
 
     @property
     def owner_reads(self) -> bool:
@@ -193,6 +196,7 @@ def check(
         raise InvalidContentError(f"hops must be 0, 1 or 2, not {hops!r}")
     reader = scope.entity_id if as_entity is None else Scope(as_entity).entity_id
     given = None if query_vector is None else check_vector(query_vector, rt.embeddings.dim)
+    as_of = None if now is None else to_utc(now, label="as_of")
     # a turn that left the day table lives on as its block's verbatim line: asking for turns finds both
     searched = (*kinds, "line") if "turn" in kinds else tuple(kinds)
     return Request(
@@ -208,9 +212,10 @@ def check(
         trace=trace,
         given_vector=given,
         cues=cues,
-        now=now or datetime.now(UTC),
+        now=as_of or datetime.now(UTC),
         seed=seed,
         expand=bool(expand),
+        as_of=as_of,
     )
 
 
@@ -479,7 +484,7 @@ async def blend(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, fo
     scored: Scored = []
     for item_id in head:
         row = rows.get(item_id)
-        if row is None:
+        if row is None or _after(request, row):
             continue
         parts = components(
             cfg, row, found.kind_of[item_id], found.similarity.get(item_id, 0.0), request.now, request.cues, rng
@@ -488,6 +493,12 @@ async def blend(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, fo
     scored = below_superseders(scored, memory_rows)
     scored.sort(key=lambda x: (-x[0], str(x[1])))
     return Blended(scored=scored, weights=weights, rows=rows)
+
+
+def _after(request: Request, row: Mapping[str, Any]) -> bool:
+    """Whether an item was written after the point in time the recall is made at (``as_of``)."""
+    created = row.get("created_at")
+    return request.as_of is not None and isinstance(created, datetime) and created > request.as_of
 
 
 def _draws(rt: Runtime, request: Request) -> random.Random | None:

@@ -79,14 +79,22 @@ async def memory_states(
 
 
 async def strongest(
-    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, limit: int, *, anchored: bool
+    conn: psycopg.AsyncConnection,
+    entity_id: str,
+    namespace: str,
+    limit: int,
+    *,
+    anchored: bool,
+    written_by: datetime | None = None,
 ) -> list[dict[str, Any]]:
-    """Active memories by weight centre, strongest first: anchored ones, or the top ``limit`` others."""
+    """Active memories by weight centre, strongest first: anchored ones, or the top ``limit`` others
+    (only those written by ``written_by`` when given)."""
     cur = await conn.execute(
         f"SELECT {_STATE_SQL} FROM mnemo.memories "  # noqa: S608
         "WHERE entity_id = %s AND namespace = %s AND status = 'active' AND anchored = %s "
+        "AND (%s::timestamptz IS NULL OR created_at <= %s) "
         "ORDER BY alpha / (alpha + beta) DESC, id LIMIT %s",
-        (entity_id, namespace, anchored, limit),
+        (entity_id, namespace, anchored, written_by, written_by, limit),
     )
     return [dict(zip(STATE_COLUMNS, r, strict=True)) for r in await cur.fetchall()]
 

@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from mnemo._validate import check_content, check_id, check_kind, check_role, check_session
+from mnemo._validate import check_content, check_id, check_kind, check_role, check_session, to_utc
 from mnemo.errors import InvalidContentError
 from mnemo.interfaces.cli._common import (
     EntityOpt,
@@ -157,6 +157,12 @@ def import_(
     )
 
 
+AsOfOpt = Annotated[
+    str | None,
+    typer.Option("--as-of", help="Recall as at this time (ISO-8601, UTC without an offset): nothing written after it."),
+]
+
+
 @fail_cleanly
 def recall(
     query: Annotated[str, typer.Argument(help="What to recall.")],
@@ -166,6 +172,7 @@ def recall(
     as_entity: Annotated[str | None, typer.Option(help="Read as this entity (needs a grant).")] = None,
     threshold: Annotated[float | None, typer.Option(help="Refusal threshold (cosine similarity).")] = None,
     read_only: Annotated[bool, typer.Option(help="No retrieval side effects.")] = False,
+    as_of: AsOfOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Recall memories and turns for a query: hybrid search, then the cognitive blend (table: similarity,
@@ -174,9 +181,16 @@ def recall(
     check_content(query, max_chars=config.max_content_chars, label="query")
     if not 1 <= k <= config.max_k:
         raise InvalidContentError(f"k must be an integer between 1 and {config.max_k}, not {k!r}")
+    when = None if as_of is None else to_utc(as_of, label="--as-of")
     with open_archive(config) as archive:
         result = archive.recall(
-            Scope(entity, namespace), query, k, as_entity=as_entity, threshold=threshold, read_only=read_only
+            Scope(entity, namespace),
+            query,
+            k,
+            as_entity=as_entity,
+            threshold=threshold,
+            read_only=read_only,
+            as_of=when,
         )
     print_recall(result, as_json)
 
@@ -189,13 +203,15 @@ def context(
     namespace: NamespaceOpt = "default",
     seed: Annotated[int | None, typer.Option(help="Seed for the identity rolls and blend.")] = None,
     read_only: Annotated[bool, typer.Option(help="No retrieval side effects.")] = False,
+    as_of: AsOfOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Print the context block to prepend for TEXT: anchored, identity and situational memories."""
     config = settings()
     check_content(text, max_chars=config.max_content_chars, label="attention text")
+    when = None if as_of is None else to_utc(as_of, label="--as-of")
     with open_archive(config) as archive:
-        block = archive.context(Scope(entity, namespace), text, budget, seed=seed, read_only=read_only)
+        block = archive.context(Scope(entity, namespace), text, budget, seed=seed, read_only=read_only, as_of=when)
     if as_json:
         print_json(to_jsonable(block))
         return
