@@ -79,6 +79,11 @@ class Settings(BaseSettings):
     )
     neighbour_anchors: int = Field(default=30, ge=0, le=1000, description="Top candidates whose neighbours join.")
     turn_context: bool = Field(default=True, description="Embed turns as 'Speaker: content'.")
+    late_interaction: bool = Field(
+        default=True,
+        description="Re-rank the blend's head by MaxSim over the embedder's token embeddings (ColBERT-style, "
+        "IDF-weighted over the candidates); local sentence-transformers embedders only.",
+    )
     max_k: int = Field(default=200, ge=1, le=10_000)
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from mnemo.cognition.late import TokenVectors
 from mnemo.errors import ConfigurationError, EmbedderError
 
 __all__ = ["KIND_PREFIXES", "Embeddings", "Slug", "load_embedder"]
@@ -96,6 +97,7 @@ class Embeddings:
         # before batching, which halves padding waste compared with fixed small calls.
         self.chunk_size = max(chunk_size, batch_size)
         self._token_counts: dict[str, int] = {}  # recall counts the same lines again and again
+        self._token_model: Callable[[], Any] | None = None  # a local sentence-transformers model's source
 
     @classmethod
     def deferred(cls, slug: Slug, loader: Loader, *, batch_size: int = 32, kind_prefixes: bool = True) -> Embeddings:
@@ -182,6 +184,48 @@ class Embeddings:
         norms[norms == 0] = 1.0
         return (matrix / norms).astype(np.float32, copy=False)
 
+    @property
+    def reads_tokens(self) -> bool:
+        """Whether this embedder can give its token embeddings (a local sentence-transformers model);
+        late-interaction re-ranking needs them."""
+        return self._token_model is not None
+
+    async def embed_documents_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[TokenVectors]]:
+        """:meth:`embed_documents` and each text's content-token embeddings, from one forward pass."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32), []
+        vectors, tokens = await asyncio.to_thread(self._encode, list(texts), query=False)
+        return self._check(vectors), tokens
+
+    async def embed_query_with_tokens(self, text: str) -> tuple[np.ndarray, TokenVectors]:
+        """:meth:`embed_query` and the query's content-token embeddings, from one forward pass."""
+        vectors, tokens = await asyncio.to_thread(self._encode, [text], query=True)
+        return self._check(vectors)[0], tokens[0]
+
+    def _encode(self, texts: list[str], *, query: bool) -> tuple[np.ndarray, list[TokenVectors]]:
+        if self._token_model is None:
+            raise EmbedderError(f"{self.slug} gives no token embeddings (only local sentence-transformers models do)")
+        self.load()
+        model = self._token_model()
+        encode = getattr(model, "encode_query" if query else "encode_document", model.encode)
+        vectors: list[np.ndarray] = []
+        tokens: list[TokenVectors] = []
+        special = set(model.tokenizer.all_special_ids)
+        try:
+            for start in range(0, len(texts), self.chunk_size):
+                for out in encode(
+                    texts[start : start + self.chunk_size],
+                    output_value=None,
+                    batch_size=self.batch_size,
+                    convert_to_numpy=False,
+                    show_progress_bar=False,
+                ):
+                    vectors.append(out["sentence_embedding"].float().cpu().numpy())
+                    tokens.append(_content_tokens(out, special))
+        except Exception as exc:
+            raise EmbedderError(f"embedding failed with {self.slug}: {exc}") from exc
+        return np.stack(vectors).astype(np.float32), tokens
+
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Token counts with the embedder's tokenizer (whitespace words when it has none); loads a
         deferred model."""
@@ -200,6 +244,19 @@ class Embeddings:
             known.update(fresh)
             counts |= fresh
         return [counts[t] for t in texts]
+
+
+def _content_tokens(out: dict[str, Any], special: set[int]) -> TokenVectors:
+    """One text's tokens from a sentence-transformers output: padding and special tokens left out,
+    each embedding unit length, float16."""
+    mask = out["attention_mask"].cpu().numpy().astype(bool)
+    ids = out["input_ids"].cpu().numpy()[mask].astype(np.int32)
+    rows = out["token_embeddings"].float().cpu().numpy()[mask]
+    keep = np.array([int(t) not in special for t in ids], dtype=bool)
+    ids, rows = ids[keep], rows[keep]
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return TokenVectors(ids, (rows / norms).astype(np.float16))
 
 
 def _offline_env() -> None:
@@ -305,13 +362,15 @@ def _sentence_transformer(
     if dim is None:  # an unusual pipeline: ask the model itself
         model = _st_model(path, truncate_dim)
         dim = _st_dim(model, path)
-        return Embeddings(
+        direct = Embeddings(
             _st_embedder(model, batch_size),
             Slug("sentence-transformers", name, dim),
             tokenizer=model.tokenizer,
             batch_size=batch_size,
             kind_prefixes=kind_prefixes,
         )
+        direct._token_model = functools.partial(_st_model, path, truncate_dim)
+        return direct
     expected = dim
 
     def loader() -> tuple[Any, Any]:
@@ -325,7 +384,9 @@ def _sentence_transformer(
         return _st_embedder(model, batch_size), model.tokenizer
 
     slug = Slug("sentence-transformers", name, dim)
-    return Embeddings.deferred(slug, loader, batch_size=batch_size, kind_prefixes=kind_prefixes)
+    deferred = Embeddings.deferred(slug, loader, batch_size=batch_size, kind_prefixes=kind_prefixes)
+    deferred._token_model = functools.partial(_st_model, path, truncate_dim)
+    return deferred
 
 
 def load_embedder(

@@ -241,6 +241,9 @@ class Hit:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     neighbour_boost: float = 0.0
     fused: float | None = None  # the fused, neighbour-smoothed search score (z-score units)
+    late: float | None = None
+    """MaxSim of the query's tokens over the item's (late interaction), when it re-ranked this hit; the
+    search score is then the re-ranked one."""
     search: float = 0.0  # fused score min-max scaled over the blended candidates, [0, 1]
     activation: float = 0.0  # ACT-R retrieval probability, [0, 1]
     weight: float = 0.0  # Beta weight centre (deterministic) or a draw (stochastic)
@@ -277,6 +280,7 @@ class Hit:
             "lexical_rank": self.lexical_rank,
             "lexical_score": self.lexical_score,
             "neighbour_boost": self.neighbour_boost,
+            "late": self.late,
         }
 
 

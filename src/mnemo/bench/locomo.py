@@ -22,11 +22,18 @@ with like; recall@k is
 not comparable with the turn-only mode (one block covers several turns).
 By default the night cycle's retention removes the raw turns the blocks
 cover; ``--set retention=false`` keeps them.
+
+Refusal: every question is asked with the configured refusal threshold (a
+refused question is still ranked, by its rejected candidates), and every
+conversation is also asked as many *foreign* questions, drawn (seeded) from the
+other conversations: questions about people and events it never heard of. The
+``refusal`` figures are the share of own and of foreign questions refused.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -43,7 +50,7 @@ from mnemo.cognition.fusion import rrf
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.errors import MalformedImportError
-from mnemo.models import Scope
+from mnemo.models import Refusal, Scope
 from mnemo.store import night as night_rows
 from mnemo.write.formats import TurnInput, parse_locomo
 from mnemo.write.importer import import_turns
@@ -62,6 +69,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "z-score fusion (RRF instead)": {"fusion": "rrf"},
     "neighbour smoothing": {"neighbour_weights": ()},
     "speaker in turn embeddings": {"turn_context": False},
+    "late interaction (MaxSim re-rank)": {"late_interaction": False},
 }
 
 
@@ -90,6 +98,8 @@ class SystemRun:
     item_tokens: dict[str, int] = field(default_factory=dict)  # memory hit -> its own token count
     quoted: set[str] = field(default_factory=set)  # excerpt hits: they cost the turns they quote
     night: dict[str, Any] = field(default_factory=dict)
+    refused_own: list[bool] = field(default_factory=list)  # per own question, in row order
+    refused_foreign: list[bool] = field(default_factory=list)  # per foreign question
 
 
 def load_locomo(path: Path, *, max_chars: int = 32_000) -> list[Conversation]:
@@ -137,11 +147,37 @@ def score(run: SystemRun, tokens: Mapping[str, Mapping[str, int]], sample_of: Se
         group: {"n": len(recs), **{m: round(100 * mean([r[m] for r in recs]), 2) for m in metrics}}
         for group, recs in groups.items()
     }
+    if run.refused_own or run.refused_foreign:
+        out["refusal"] = refusal_rates(run)
     if run.latencies_ms:
         out["latency_ms"] = {
             "p50": round(percentile(run.latencies_ms, 50), 2),
             "p95": round(percentile(run.latencies_ms, 95), 2),
         }
+    return out
+
+
+def refusal_rates(run: SystemRun) -> dict[str, Any]:
+    """The share (%) of own and of foreign questions refused, own also per category."""
+    rates: dict[str, Any] = {
+        "own": round(100 * mean([float(r) for r in run.refused_own]), 2),
+        "foreign": round(100 * mean([float(r) for r in run.refused_foreign]), 2),
+        "n_own": len(run.refused_own),
+        "n_foreign": len(run.refused_foreign),
+    }
+    for category, name in CATEGORIES.items():
+        own = [float(r) for (c, _, _), r in zip(run.rows, run.refused_own, strict=True) if c == category]
+        rates[f"own {name}"] = round(100 * mean(own), 2) if own else None
+    return rates
+
+
+def foreign_questions(conversations: Sequence[Conversation], seed: int = 0) -> dict[str, list[Question]]:
+    """Per conversation, as many questions as it has, drawn (seeded) from the other conversations'."""
+    out: dict[str, list[Question]] = {}
+    for conv in conversations:
+        pool = [q for other in conversations if other.sample_id != conv.sample_id for q in other.questions]
+        rng = random.Random(f"{seed}:{conv.sample_id}")
+        out[conv.sample_id] = rng.sample(pool, min(len(conv.questions), len(pool)))
     return out
 
 
@@ -157,8 +193,9 @@ async def run_mnemo(
     run = SystemRun(name)
     archive = await AsyncArchive.open(settings, embeddings=embeddings)
     kinds = ("turn", "memory") if night else ("turn",)
+    foreign = foreign_questions(conversations)
     try:
-        total = sum(len(c.questions) for c in conversations)
+        total = sum(len(c.questions) + len(foreign[c.sample_id]) for c in conversations)
         done = 0
         for conv in conversations:
             scope = Scope("locomo-night" if night else "locomo", conv.sample_id)
@@ -174,10 +211,17 @@ async def run_mnemo(
                 run.night["memory_tokens"] = run.night.get("memory_tokens", 0) + sum(c for _, c in provenance.values())
             for q in conv.questions:
                 started = time.perf_counter()
-                result = await archive.recall(scope, q.text, max(KS), read_only=True, threshold=-1.0, kinds=kinds)
+                result = await archive.recall(scope, q.text, max(KS), read_only=True, kinds=kinds)
                 run.latencies_ms.append((time.perf_counter() - started) * 1000)
-                hits = result.hits if result.hits else getattr(result, "candidates", ())
+                hits = result.candidates if isinstance(result, Refusal) else result.hits
                 run.rows.append((q.category, q.evidence, [_ranked(run, h, rank, dia) for rank, h in enumerate(hits)]))
+                run.refused_own.append(isinstance(result, Refusal))
+                done += 1
+                if progress is not None:
+                    progress("mnemo", done, total)
+            for q in foreign[conv.sample_id]:
+                result = await archive.recall(scope, q.text, max(KS), read_only=True, kinds=kinds)
+                run.refused_foreign.append(isinstance(result, Refusal))
                 done += 1
                 if progress is not None:
                     progress("mnemo", done, total)

@@ -83,11 +83,39 @@ def print_locomo(result: dict[str, Any], console: Console) -> None:
             ),
         )
     console.print(table)
+    _print_refusal(systems, console)
+
+
+def _print_refusal(systems: dict[str, Any], console: Console) -> None:
+    rated = {name: s["refusal"] for name, s in systems.items() if "refusal" in s}
+    if not rated:
+        return
+    table = Table(title="refusal: share of questions refused (foreign: other conversations' questions)")
+    for col in ("system", "foreign", "own", *(f"own {c}" for c in CATEGORIES.values())):
+        table.add_column(col, justify="left" if col == "system" else "right")
+    for name, r in rated.items():
+        table.add_row(
+            name,
+            f"{r['foreign']:.1f} of {r['n_foreign']}",
+            f"{r['own']:.1f} of {r['n_own']}",
+            *("-" if r.get(f"own {c}") is None else f"{r[f'own {c}']:.1f}" for c in CATEGORIES.values()),
+        )
+    console.print(table)
 
 
 def print_ablation(rows: list[tuple[str, dict[str, Any]]], console: Console) -> None:
     table = Table(title="ablation: each recall piece switched off (overall, all 5 categories)")
-    for col in ("configuration", "R@5", "R@10", "R@25", "ev@1000tok", "p50 ms"):
+    for col in (
+        "configuration",
+        "R@5",
+        "R@10",
+        "R@25",
+        "ev@1000tok",
+        "refused foreign",
+        "refused own",
+        "p50 ms",
+        "p95 ms",
+    ):
         table.add_column(col, justify="left" if col == "configuration" else "right")
     for name, scores in rows:
         row = scores["overall 1-5"]
@@ -97,7 +125,10 @@ def print_ablation(rows: list[tuple[str, dict[str, Any]]], console: Console) -> 
             f"{row['R@10']:.1f}",
             f"{row['R@25']:.1f}",
             f"{row['B@1000']:.1f}",
+            _ms(scores.get("refusal", {}).get("foreign")),
+            _ms(scores.get("refusal", {}).get("own")),
             _ms(scores.get("latency_ms", {}).get("p50")),
+            _ms(scores.get("latency_ms", {}).get("p95")),
         )
     console.print(table)
 

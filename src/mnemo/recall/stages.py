@@ -8,6 +8,7 @@ Seeds: cognitive-plan §2.5, §2.7, §3.1, §3.8; archive-adr §7 ("The Mentat R
 3. :func:`retrieve` checks access and gathers lexical, then vector candidates;
 4. :func:`fuse` turns both retrievers' scores into one (z-scores or RRF);
 5. :func:`smooth_neighbours` lets turns share their session neighbours' scores;
+5b. :func:`late_interaction` re-ranks the head by MaxSim over token embeddings;
 6. :func:`blend` scores the head of the ranking cognitively (activation, weight, recency,
    co-access, noise) and keeps superseded memories below their superseders;
 7. :func:`decide` takes the top k, the near misses, and refuses below the threshold;
@@ -45,6 +46,7 @@ from mnemo.cognition.activation import (
     spreading,
 )
 from mnemo.cognition.fusion import rrf, zscore_fuse
+from mnemo.cognition.late import TokenVectors, combine, late_scores
 from mnemo.cognition.neighbours import smooth
 from mnemo.cognition.relevance import COLD_START_ALPHAS, MATURE_ALPHAS, blend_weights, minmax, recency
 from mnemo.cognition.relevance import blend as blend_score
@@ -58,6 +60,7 @@ from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import lexicon, tiers
 from mnemo.store import scopes as scope_rows
 from mnemo.store import search as search_rows
+from mnemo.store import token_vectors as token_rows
 from mnemo.store import traces as trace_rows
 from mnemo.store import vectors as vector_rows
 
@@ -72,6 +75,7 @@ __all__ = [
     "decide",
     "follow_links",
     "fuse",
+    "late_interaction",
     "quote",
     "recall_at_level",
     "result",
@@ -142,7 +146,13 @@ class Candidates:
     base: dict[uuid.UUID, float] = field(default_factory=dict)
     """The fused search score."""
     final: dict[uuid.UUID, float] = field(default_factory=dict)
-    """The fused score after neighbour smoothing."""
+    """The fused score after neighbour smoothing (and late interaction)."""
+    query_tokens: TokenVectors | None = None
+    """The query's token embeddings, when late interaction re-ranks."""
+    smoothed: dict[uuid.UUID, float] = field(default_factory=dict)
+    """The fused score after neighbour smoothing, before late interaction re-ranked the head."""
+    late: dict[uuid.UUID, float] = field(default_factory=dict)
+    """Late-interaction (MaxSim) scores of the re-ranked head."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,15 +230,35 @@ def check(
 
 
 # --- 2-3. embed and retrieve -----------------------------------------------------------------------
-def start_embedding(rt: Runtime, request: Request) -> asyncio.Future[np.ndarray] | None:
-    """Embed the query in a worker thread (None when the caller gave its vector)."""
-    if request.given_vector is not None:
+def start_embedding(
+    rt: Runtime, request: Request
+) -> asyncio.Future[tuple[np.ndarray | None, TokenVectors | None]] | None:
+    """Embed the query in a worker thread, with its token embeddings when late interaction re-ranks
+    (None when the caller gave its vector and nothing else is needed)."""
+    tokens = _late(rt)
+    if request.given_vector is not None and not tokens:
         return None
-    return asyncio.ensure_future(rt.embeddings.embed_query(request.text))
+    return asyncio.ensure_future(_embed_query(rt, request.text, tokens, request.given_vector is None))
+
+
+def _late(rt: Runtime) -> bool:
+    return rt.settings.late_interaction and rt.embeddings.reads_tokens
+
+
+async def _embed_query(
+    rt: Runtime, text: str, tokens: bool, vector: bool
+) -> tuple[np.ndarray | None, TokenVectors | None]:
+    if tokens:
+        embedded, query_tokens = await rt.embeddings.embed_query_with_tokens(text)
+        return (embedded if vector else None), query_tokens
+    return await rt.embeddings.embed_query(text), None
 
 
 async def retrieve(
-    rt: Runtime, conn: psycopg.AsyncConnection, request: Request, embedding: asyncio.Future[np.ndarray] | None
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    request: Request,
+    embedding: asyncio.Future[tuple[np.ndarray | None, TokenVectors | None]] | None,
 ) -> Candidates:
     """Check read access, run the lexical retriever while the query is embedded, then HNSW."""
     scope = request.scope
@@ -236,7 +266,8 @@ async def retrieve(
         await _check_access(conn, scope, request.reader)
         deep = rt.settings.cortex and await tiers.has_cortex(conn, scope.entity_id, scope.namespace)
         lexical = await _lexical(rt, conn, scope, request.text, request.depth, request.kinds)
-        vector = await embedding if embedding is not None else request.given_vector
+        embedded, query_tokens = await embedding if embedding is not None else (None, None)
+        vector = request.given_vector if request.given_vector is not None else embedded
         assert vector is not None
     except BaseException:
         if embedding is not None and not embedding.done():
@@ -278,6 +309,7 @@ async def retrieve(
         lexical_order=[x[0] for x in lexical],
         similarity={d[0]: d[2] for d in dense},
         lexical_score={x[0]: x[2] for x in lexical},
+        query_tokens=query_tokens,
     )
 
 
@@ -452,6 +484,63 @@ async def smooth_neighbours(rt: Runtime, conn: psycopg.AsyncConnection, request:
     found.final = smooth(base, where, cfg.neighbour_weights, floor=min(base.values()), bounds=bounds)
 
 
+# --- 5b. late interaction ----------------------------------------------------------------------------
+async def late_interaction(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates) -> None:
+    """Re-rank the head the blend will score (cognitive-plan §2.6): each candidate's fused score and
+    its MaxSim over token embeddings (:mod:`mnemo.cognition.late`), as z-scores, added. Token
+    embeddings come from the cache; a candidate missing there is embedded once and cached."""
+    final = found.final
+    if found.query_tokens is None or len(found.query_tokens.ids) == 0 or len(final) < 2:
+        return
+    head = _head(rt, request, final)
+    tokens = await _token_vectors(rt, conn, request.scope, head)
+    read = [i for i in head if i in tokens]
+    if len(read) < 2:
+        return
+    scored = dict(zip(read, late_scores(found.query_tokens, [tokens[i] for i in read]).tolist(), strict=True))
+    # a head item with no text to read (a cortex block) is taken as average on the late scale
+    average = sum(scored.values()) / len(scored)
+    combined = combine([final[i] for i in head], [scored.get(i, average) for i in head])
+    # the re-ranked head stays above everything else, in its new order
+    taken = set(head)
+    floor = max((score for i, score in final.items() if i not in taken), default=0.0)
+    shift = floor + 1.0 - float(combined.min())
+    found.smoothed = final
+    found.late = scored
+    found.final = final | {i: float(c) + shift for i, c in zip(head, combined, strict=True)}
+
+
+def _head(rt: Runtime, request: Request, scores: Mapping[uuid.UUID, float]) -> list[uuid.UUID]:
+    """The top of the search ranking that the blend scores."""
+    return sorted(scores, key=lambda i: (-scores[i], str(i)))[: max(rt.settings.blend_depth, request.k * 2)]
+
+
+async def _token_vectors(
+    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, TokenVectors]:
+    """``ids``' cached token embeddings; the missing ones are embedded now and cached."""
+    e, ns, slug = scope.entity_id, scope.namespace, str(rt.slug)
+    found = await token_rows.fetch(conn, e, ns, slug, ids)
+    missing = [i for i in ids if i not in found]
+    if not missing:
+        return found
+    texts = await token_rows.texts(conn, e, ns, missing)
+    if not texts:
+        return found
+    todo = list(texts)
+    _, fresh = await rt.embeddings.embed_documents_with_tokens([_token_text(rt, *texts[i]) for i in todo])
+    made = dict(zip(todo, fresh, strict=True))
+    await token_rows.write(conn, e, ns, slug, made)
+    return found | made
+
+
+def _token_text(rt: Runtime, content: str, speaker: str | None, kind: str | None) -> str:
+    """What the model reads for an item: the text its vector was embedded from."""
+    if kind is not None:
+        return rt.embeddings.document_text(content, kind)
+    return rt.embeddings.turn_text(content, speaker if rt.settings.turn_context else None)
+
+
 # --- 6. cognitive blend -------------------------------------------------------------------------
 async def blend(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates) -> Blended:
     """Score the head of the search ranking, plus memories reached by spreading activation, by the
@@ -459,7 +548,7 @@ async def blend(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, fo
     cfg = rt.settings
     scope = request.scope
     final = found.final
-    head = sorted(final, key=lambda i: (-final[i], str(i)))[: max(cfg.blend_depth, request.k * 2)]
+    head = _head(rt, request, final)
     searched = minmax({i: final[i] for i in head})
     activated = await _spread(rt, conn, request, found, head, searched)
     await _similarities(rt, conn, request, found, [i for i in head if i not in found.similarity])
@@ -644,8 +733,9 @@ def _hit(
         memory_kind=row.get("kind"),
         token_count=row.get("token_count", 0),
         metadata=row.get("metadata") or {},
-        neighbour_boost=found.final.get(item_id, 0.0) - found.base.get(item_id, 0.0),
-        fused=found.final.get(item_id),
+        neighbour_boost=(found.smoothed or found.final).get(item_id, 0.0) - found.base.get(item_id, 0.0),
+        fused=(found.smoothed or found.final).get(item_id),
+        late=found.late.get(item_id),
         search=parts["search"],
         activation=parts["activation"],
         weight=parts["weight"],

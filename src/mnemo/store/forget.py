@@ -114,6 +114,11 @@ async def forget_items(
         "memories", "DELETE FROM mnemo.memories WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)"
     )
     await run("postings", "DELETE FROM mnemo.postings WHERE entity_id = %(e)s AND item_id = ANY(%(index_ids)s)")
+    await run(
+        "token_vectors",
+        "DELETE FROM mnemo.token_vectors "
+        "WHERE entity_id = %(e)s AND namespace = %(ns)s AND item_id = ANY(%(index_ids)s)",
+    )
     for table in await _vector_tables(conn):
         await run(
             "vectors",
@@ -224,6 +229,7 @@ async def purge_scope(conn: psycopg.AsyncConnection, entity_id: str, namespace: 
     # Co-access links go before the memories they reference; grants go with the scope (CASCADE).
     for label, schema, table in (
         ("postings", "mnemo", "postings"),
+        ("token_vectors", "mnemo", "token_vectors"),
         ("lexical_stats", "mnemo", "lexical_stats"),
         ("co_access", "mnemo", "co_access"),
         ("traces", "traces", "retrievals"),

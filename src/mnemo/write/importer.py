@@ -44,12 +44,15 @@ import psycopg
 
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
+from mnemo.cognition.late import TokenVectors
 from mnemo.errors import InvalidContentError, MalformedImportError
 from mnemo.models import ImportReport, Role, Scope, Turn, uuid7
 from mnemo.store import lexicon
+from mnemo.store import token_vectors as token_rows
 from mnemo.store import turns as turn_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.write import ingest
+from mnemo.write.embedding import embed_with_tokens
 from mnemo.write.formats import Skipped, TurnInput, detect_format, parse_file
 from mnemo.write.remember import Progress, ensure_scope
 
@@ -122,12 +125,16 @@ async def import_turns(
     # Counted before any embedding starts: the tokenizer object is shared with the model and is
     # not safe to use from two threads at once.
     tokens = rt.embeddings.count_tokens([t.content for t in turns])
-    ready = list(vectors) if vectors is not None else await _embed(rt, turns, deferred, progress)
+    read: dict[int, TokenVectors] = {}  # the embedded turns' token embeddings (late interaction)
+    ready = list(vectors) if vectors is not None else await _embed(rt, turns, deferred, progress, read)
     async with rt.store.transaction() as conn:
         await ensure_scope(conn, rt, scope)
         rows = await _number(conn, scope, turns, tokens)
         await _write_rows(conn, rows, bulk)
         await _write_vectors(rt, conn, scope, rows, ready, bulk)
+        await token_rows.write(
+            conn, scope.entity_id, scope.namespace, str(rt.slug), {rows[i][0]: tv for i, tv in read.items()}
+        )
         if deferred:
             await ingest.defer_embeds(conn, scope, [r[0] for r, v in zip(rows, ready, strict=True) if v is None])
         # Last: the postings update the scope's lexical_stats row, which every writer to the scope
@@ -140,10 +147,15 @@ async def import_turns(
 
 
 async def _embed(
-    rt: Runtime, turns: Sequence[TurnInput], deferred: bool, progress: Progress | None
+    rt: Runtime,
+    turns: Sequence[TurnInput],
+    deferred: bool,
+    progress: Progress | None,
+    read: dict[int, TokenVectors],
 ) -> list[np.ndarray | None]:
     """Every turn's vector, computed before any transaction: a precomputed one as given, the others
-    embedded chunk by chunk (``None`` for them when embedding is deferred to the worker)."""
+    embedded chunk by chunk (``None`` for them when embedding is deferred to the worker). With late
+    interaction on, the same forward pass gives the embedded turns' token embeddings (into ``read``)."""
     ready: list[np.ndarray | None] = [t.embedding for t in turns]
     todo = [i for i, v in enumerate(ready) if v is None]
     if deferred or not todo:
@@ -156,7 +168,10 @@ async def _embed(
             rt.embeddings.turn_text(turns[i].content, turns[i].speaker if rt.settings.turn_context else None)
             for i in chunk
         ]
-        for i, vector in zip(chunk, await rt.embeddings.embed_documents(texts), strict=True):
+        embedded, token_vectors = await embed_with_tokens(rt, texts)
+        if token_vectors is not None:
+            read.update(zip(chunk, token_vectors, strict=True))
+        for i, vector in zip(chunk, embedded, strict=True):
             ready[i] = vector
         done += len(chunk)
         if progress is not None:

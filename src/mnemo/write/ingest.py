@@ -29,7 +29,9 @@ from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
 from mnemo.models import Scope
 from mnemo.store import queue as queue_rows
+from mnemo.store import token_vectors as token_rows
 from mnemo.store import vectors as vector_rows
+from mnemo.write.embedding import embed_with_tokens
 
 __all__ = ["JOB_BATCH", "defer_embeds", "embed_turns"]
 
@@ -58,10 +60,15 @@ async def embed_turns(rt: Runtime, scope: Scope, turn_ids: Sequence[uuid.UUID]) 
     texts = [
         rt.embeddings.turn_text(content, speaker if rt.settings.turn_context else None) for _, content, speaker in todo
     ]
-    vectors = dict(zip([t[0] for t in todo], await rt.embeddings.embed_documents(texts), strict=True))
+    embedded, read = await embed_with_tokens(rt, texts)
+    vectors = dict(zip([t[0] for t in todo], embedded, strict=True))
     async with rt.store.transaction() as conn:
         # Re-checked under a share lock: a turn forgotten while it was being embedded gets no vector.
         still = await vector_rows.turns_missing(conn, rt.table, rt.slug, e, ns, list(vectors), lock=True)
         await vector_rows.upsert_vectors(conn, rt.table, [(e, ns, i, "turn", rt.slug, vectors[i]) for i, _, _ in still])
+        if read is not None:
+            taken = {i for i, _, _ in still}
+            cached = {t[0]: tv for t, tv in zip(todo, read, strict=True) if t[0] in taken}
+            await token_rows.write(conn, e, ns, str(rt.slug), cached)
     await note_writes(rt, len(still))
     return len(still)

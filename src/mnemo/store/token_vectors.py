@@ -1,0 +1,101 @@
+"""Token embeddings of stored items (``mnemo.token_vectors``), for late-interaction re-ranking.
+
+Seed: cognitive-plan §2.6. A cache keyed by ``(entity, item, model slug)``: written with an item's
+vector on import, else the first time a recall re-ranks it; :mod:`mnemo.store.forget` deletes an
+item's rows with the item and a scope's with the scope.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import psycopg
+
+from mnemo.cognition.late import TokenVectors
+
+__all__ = ["fetch", "texts", "write"]
+
+
+def _pack(tv: TokenVectors) -> tuple[bytes, bytes]:
+    return (
+        np.ascontiguousarray(tv.ids, dtype="<i4").tobytes(),
+        np.ascontiguousarray(tv.vectors, dtype="<f2").tobytes(),
+    )
+
+
+def _unpack(ids: bytes, vectors: bytes) -> TokenVectors:
+    token_ids = np.frombuffer(ids, dtype="<i4")
+    rows = np.frombuffer(vectors, dtype="<f2")
+    width = len(rows) // len(token_ids) if len(token_ids) else 0
+    return TokenVectors(token_ids, rows.reshape(len(token_ids), width) if width else np.zeros((0, 1), "<f2"))
+
+
+async def fetch(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, slug: str, item_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, TokenVectors]:
+    """The cached token vectors of those of ``item_ids`` that have them (in ``slug``'s space)."""
+    if not item_ids:
+        return {}
+    cur = await conn.execute(
+        """SELECT item_id, token_ids, vectors FROM mnemo.token_vectors
+           WHERE entity_id = %s AND namespace = %s AND slug = %s AND item_id = ANY(%s)""",
+        (entity_id, namespace, slug, list(item_ids)),
+    )
+    return {r[0]: _unpack(r[1], r[2]) for r in await cur.fetchall()}
+
+
+async def write(
+    conn: psycopg.AsyncConnection,
+    entity_id: str,
+    namespace: str,
+    slug: str,
+    found: Mapping[uuid.UUID, TokenVectors],
+) -> None:
+    """Cache ``found``, only for items that still exist in the scope (one a concurrent ``forget``
+    removed gets no row); an item that has its rows already keeps them."""
+    if not found:
+        return
+    ids = list(found)
+    packed = [_pack(found[i]) for i in ids]
+    await conn.execute(
+        """INSERT INTO mnemo.token_vectors (entity_id, namespace, item_id, slug, token_ids, vectors)
+           SELECT %(e)s, %(ns)s, u.id, %(slug)s, u.t, u.v
+           FROM unnest(%(ids)s::uuid[], %(t)s::bytea[], %(v)s::bytea[]) AS u(id, t, v)
+           WHERE EXISTS (SELECT 1 FROM mnemo.turns WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = u.id)
+              OR EXISTS (SELECT 1 FROM mnemo.memories WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = u.id)
+              OR EXISTS (SELECT 1 FROM mnemo.block_lines
+                         WHERE entity_id = %(e)s AND namespace = %(ns)s AND turn_id = u.id)
+           ON CONFLICT DO NOTHING""",
+        {
+            "e": entity_id,
+            "ns": namespace,
+            "slug": slug,
+            "ids": ids,
+            "t": [p[0] for p in packed],
+            "v": [p[1] for p in packed],
+        },
+    )
+
+
+async def texts(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, item_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, tuple[str, str | None, str | None]]:
+    """``(content, speaker, memory kind)`` of each of ``item_ids`` that is a turn, a line or a memory."""
+    if not item_ids:
+        return {}
+    cur = await conn.execute(
+        """SELECT id, content, speaker, NULL::text FROM mnemo.turns
+             WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)
+           UNION ALL
+           SELECT DISTINCT ON (turn_id) turn_id, content, speaker, NULL::text FROM mnemo.block_lines
+             WHERE entity_id = %(e)s AND namespace = %(ns)s AND turn_id = ANY(%(ids)s)
+               AND NOT EXISTS (SELECT 1 FROM mnemo.turns t
+                               WHERE t.entity_id = %(e)s AND t.namespace = %(ns)s AND t.id = turn_id)
+           UNION ALL
+           SELECT id, content, NULL, kind FROM mnemo.memories
+             WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)""",
+        {"e": entity_id, "ns": namespace, "ids": list(item_ids)},
+    )
+    return {r[0]: (r[1], r[2], r[3]) for r in await cur.fetchall()}

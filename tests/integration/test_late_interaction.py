@@ -1,0 +1,104 @@
+"""Late-interaction re-ranking against the real store and the bundled model (issue 14 item 1):
+token embeddings are cached with the items they belong to, fill in on first use, go with the
+item when it is forgotten, and score the hits."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psycopg
+
+from mnemo import AsyncArchive, RecallResult, Scope, Settings
+from mnemo.embed import Embeddings
+
+SCOPE = Scope("late", "chat")
+
+TURNS = [
+    {"session": "a", "speaker": "Ana", "content": "I'm training for the Berlin marathon in September"},
+    {"session": "a", "speaker": "Ben", "content": "Nice, what pace are you aiming for?"},
+    {"session": "a", "speaker": "Ana", "content": "Around five minutes per kilometre, my knee permitting"},
+    {"session": "b", "speaker": "Ben", "content": "I started pottery classes on Thursdays"},
+    {"session": "b", "speaker": "Ana", "content": "Pottery sounds relaxing, what did you make?"},
+    {"session": "b", "speaker": "Ben", "content": "A lopsided blue bowl for my sister"},
+]
+
+
+def _rows(url: str, scope: Scope = SCOPE) -> dict[str, tuple[bytes, str]]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT item_id::text, token_ids, slug FROM mnemo.token_vectors WHERE entity_id = %s AND namespace = %s",
+            (scope.entity_id, scope.namespace),
+        ).fetchall()
+    return {r[0]: (bytes(r[1]), r[2]) for r in rows}
+
+
+async def _import(archive: AsyncArchive, tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    path.write_text("\n".join(json.dumps(t) for t in TURNS) + "\n")
+    await archive.import_file(SCOPE, path)
+
+
+async def test_import_caches_each_turns_content_tokens_and_recall_scores_hits_with_them(
+    archive: AsyncArchive, embeddings: Embeddings, database_url: str, tmp_path: Path
+) -> None:
+    await _import(archive, tmp_path)
+    rows = _rows(database_url)
+    assert len(rows) == len(TURNS)
+    assert {slug for _, slug in rows.values()} == {str(embeddings.slug)}
+    tokenizer = embeddings.tokenizer
+    assert tokenizer is not None
+    words = [tokenizer.decode(list(memoryview(ids).cast("i"))) for ids, _ in rows.values()]
+    assert any("berlin marathon" in w for w in words)
+    assert not any("[CLS]" in w or "[SEP]" in w or "[PAD]" in w for w in words)  # content tokens only
+
+    result = await archive.recall(SCOPE, "which bowl did Ben make in pottery", k=4, read_only=True)
+    assert isinstance(result, RecallResult)
+    scored = [h for h in result.hits if h.late is not None]
+    assert len(scored) == len(result.hits)
+    best = max(scored, key=lambda h: h.late or 0.0)
+    assert "bowl" in best.content  # the turn holding the rare query words matches them best
+    assert result.hits[0].content == best.content
+    assert all(h.components()["late"] == h.late for h in result.hits)
+
+
+async def test_token_rows_are_written_with_a_memory_or_on_first_recall_and_forgotten_with_it(
+    archive: AsyncArchive, embeddings: Embeddings, database_url: str
+) -> None:
+    memory = await archive.remember(SCOPE, "Ana's sister lives in Lisbon and teaches ceramics")
+    assert set(_rows(database_url)) == {str(memory.id)}  # read in the same forward pass as its vector
+    # a memory given with its vector was never read by the model here: its tokens come on first use
+    text = "Ben prefers tea over coffee in the morning"
+    given = await embeddings.embed_documents([embeddings.document_text(text, "semantic")])
+    other = await archive.remember(SCOPE, text, embedding=given[0])
+    assert set(_rows(database_url)) == {str(memory.id)}
+    first = await archive.recall(SCOPE, "where does Ana's sister live", k=2, read_only=True)
+    assert isinstance(first, RecallResult)
+    assert set(_rows(database_url)) == {str(memory.id), str(other.id)}
+    cached = _rows(database_url)
+    again = await archive.recall(SCOPE, "where does Ana's sister live", k=2, read_only=True)
+    assert isinstance(again, RecallResult)
+    assert _rows(database_url) == cached  # read from the cache, not written again
+    assert [h.late for h in again.hits] == [h.late for h in first.hits]
+
+    removed = await archive.forget(SCOPE, memory.id)
+    assert removed.get("token_vectors") == 1
+    assert set(_rows(database_url)) == {str(other.id)}
+    removed = await archive.purge(SCOPE)
+    assert removed.get("token_vectors") == 1
+    assert _rows(database_url) == {}
+
+
+async def test_turned_off_no_token_rows_and_no_late_scores(
+    database_url: str, embeddings: Embeddings, tmp_path: Path
+) -> None:
+    settings = Settings(database_url=database_url, seed=7, late_interaction=False)
+    archive = await AsyncArchive.open(settings, embeddings=embeddings)
+    try:
+        await _import(archive, tmp_path)
+        result = await archive.recall(SCOPE, "which bowl did Ben make in pottery", k=3, read_only=True)
+    finally:
+        await archive.close()
+    assert isinstance(result, RecallResult)
+    assert _rows(database_url) == {}
+    assert result.hits and all(h.late is None for h in result.hits)

@@ -1,0 +1,108 @@
+"""Late interaction: IDF-weighted MaxSim and its combination with the first-stage score (issue 14)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from mnemo.cognition.late import TokenVectors, combine, idf_weights, late_scores, maxsim
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def _tokens(seed: int, n: int, dim: int = 8, vocab: int = 20) -> TokenVectors:
+    rng = np.random.default_rng(seed)
+    return TokenVectors(rng.integers(0, vocab, size=n).astype(np.int32), _unit(rng.normal(size=(n, dim))))
+
+
+_seeds = st.integers(0, 10_000)
+_lengths = st.integers(1, 12)
+
+
+def test_token_ids_and_vectors_must_match() -> None:
+    with pytest.raises(ValueError, match="do not match"):
+        TokenVectors(np.arange(3, dtype=np.int32), np.zeros((2, 4)))
+    with pytest.raises(ValueError, match="do not match"):
+        TokenVectors(np.arange(3, dtype=np.int32), np.zeros(3))
+
+
+@given(_seeds, st.integers(1, 8))
+def test_idf_is_positive_and_falls_as_more_candidates_share_a_token(seed: int, n: int) -> None:
+    candidates = [_tokens(seed + i, 6) for i in range(n)]
+    query_ids = list(range(25))  # some in no candidate (vocabulary is 0..19), some in many
+    weights = idf_weights(query_ids, candidates)
+    df = [sum(t in set(c.ids.tolist()) for c in candidates) for t in query_ids]
+    assert (weights > 0).all()
+    for (w1, d1) in zip(weights, df, strict=True):
+        for (w2, d2) in zip(weights, df, strict=True):
+            if d1 < d2:
+                assert w1 > w2
+    assert math.isclose(weights[-1], math.log((n + 1) / 0.5))  # token 24 is in no candidate
+
+
+@given(_seeds, _lengths, _lengths)
+def test_maxsim_is_a_weighted_mean_of_best_cosines(seed: int, nq: int, nd: int) -> None:
+    q, d = _tokens(seed, nq), _tokens(seed + 1, nd)
+    w = np.random.default_rng(seed).uniform(0.1, 3.0, size=nq)
+    score = maxsim(q.vectors, d.vectors, w)
+    assert -1.0 - 1e-6 <= score <= 1.0 + 1e-6
+    # the document's token order does not matter; more document tokens never lower it
+    assert math.isclose(score, maxsim(q.vectors, d.vectors[::-1], w), abs_tol=1e-6)
+    more = np.vstack([d.vectors, _tokens(seed + 2, 3).vectors])
+    assert maxsim(q.vectors, more, w) >= score - 1e-6
+    # a document holding every query token scores 1
+    assert math.isclose(maxsim(q.vectors, np.vstack([d.vectors, q.vectors]), w), 1.0, abs_tol=1e-5)
+
+
+def test_maxsim_of_nothing_is_zero() -> None:
+    q = _tokens(1, 3)
+    assert maxsim(q.vectors[:0], q.vectors, np.ones(0)) == 0.0
+    assert maxsim(q.vectors, q.vectors[:0], np.ones(3)) == 0.0
+    assert maxsim(q.vectors, q.vectors, np.zeros(3)) == 0.0
+
+
+def test_a_rare_query_token_decides_more_than_a_common_one() -> None:
+    """Two candidates each match one of two query tokens exactly; the one matching the token fewer
+    candidates share ranks first."""
+    e = np.eye(4)
+    common, rare = 10, 11
+    query = TokenVectors(np.array([common, rare], np.int32), e[:2])
+    filler = TokenVectors(np.array([common], np.int32), e[[0]])  # makes `common` common
+    has_common = TokenVectors(np.array([common, 5], np.int32), e[[0, 2]])
+    has_rare = TokenVectors(np.array([rare, 6], np.int32), e[[1, 3]])
+    scores = late_scores(query, [has_common, has_rare, filler, filler])
+    assert scores[1] > scores[0]
+    # unweighted, the two would tie
+    plain = np.ones(2)
+    assert math.isclose(maxsim(query.vectors, has_common.vectors, plain), maxsim(query.vectors, has_rare.vectors, plain))
+
+
+@given(
+    st.lists(st.floats(-5, 5, allow_nan=False), min_size=2, max_size=20),
+    st.floats(0.1, 10),
+    st.floats(-10, 10),
+)
+def test_combine_ignores_the_scale_of_either_score(first: list[float], scale: float, shift: float) -> None:
+    assume(float(np.std(first)) > 1e-6)
+    late = np.linspace(0.0, 1.0, len(first))
+    a = combine(first, late)
+    b = combine(np.asarray(first) * scale + shift, late * 3.0 - 1.0)
+    assert np.allclose(a, b, atol=1e-6)
+
+
+@given(st.lists(st.floats(-5, 5, allow_nan=False), min_size=2, max_size=20, unique=True))
+def test_a_late_score_that_separates_nothing_keeps_the_first_ranking(first: list[float]) -> None:
+    assume(float(np.std(first)) > 1e-6 and min(np.diff(sorted(first))) > 1e-9)
+    combined = combine(first, [0.4] * len(first))
+    assert list(np.argsort(combined, kind="stable")) == list(np.argsort(first, kind="stable"))
+
+
+def test_combine_needs_one_late_score_per_candidate() -> None:
+    with pytest.raises(ValueError, match="late scores"):
+        combine([1.0, 2.0], [1.0])
