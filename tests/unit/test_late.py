@@ -39,8 +39,8 @@ def test_idf_is_positive_and_falls_as_more_candidates_share_a_token(seed: int, n
     weights = idf_weights(query_ids, candidates)
     df = [sum(t in set(c.ids.tolist()) for c in candidates) for t in query_ids]
     assert (weights > 0).all()
-    for (w1, d1) in zip(weights, df, strict=True):
-        for (w2, d2) in zip(weights, df, strict=True):
+    for w1, d1 in zip(weights, df, strict=True):
+        for w2, d2 in zip(weights, df, strict=True):
             if d1 < d2:
                 assert w1 > w2
     assert math.isclose(weights[-1], math.log((n + 1) / 0.5))  # token 24 is in no candidate
