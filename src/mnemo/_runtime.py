@@ -10,6 +10,7 @@ from mnemo.config import Settings
 from mnemo.cortex.store import Cortex
 from mnemo.embed import Embeddings
 from mnemo.store import Store
+from mnemo.store import token_vectors as token_rows
 
 __all__ = ["Runtime", "WriteTally"]
 
@@ -37,6 +38,14 @@ class Runtime:
     tally: WriteTally = field(default_factory=WriteTally)
     extra_embeddings: dict[str, Embeddings] = field(default_factory=dict)  # second vector spaces, loaded on use
     cortex: Cortex | None = None  # the long-term tier (LanceDB), connected on first use
+    token_cache: token_rows.Cache = field(default_factory=token_rows.Cache)  # late interaction's reads
+
+    def __post_init__(self) -> None:
+        self.token_cache.max_bytes = self.settings.token_cache_mb << 20
+
+    def tokens(self) -> token_rows.Cache:
+        """The cache of recently read token embeddings (``token_cache_mb``)."""
+        return self.token_cache
 
     def child_rng(self) -> random.Random:
         """A generator for one operation, drawn from the archive's seeded stream."""

@@ -62,7 +62,11 @@ class Settings(BaseSettings):
 
     # --- recall path ---------------------------------------------------------
     refusal_threshold: float = Field(
-        default=0.25, ge=-1.0, le=1.0, description="Cosine similarity below which recall refuses."
+        default=0.25, ge=-1.0, le=1.0, description="Cosine similarity below which recall refuses (-1: never refuse)."
+    )
+    refuse_unknown_names: bool = Field(
+        default=True,
+        description="Refuse a question whose names (capitalised words inside a sentence) the scope never mentions.",
     )
     rrf_k: int = Field(default=60, ge=1, le=10_000)
     candidate_depth: int = Field(default=100, ge=1, le=10_000, description="Candidates per retriever.")
@@ -83,6 +87,14 @@ class Settings(BaseSettings):
         default=True,
         description="Re-rank the blend's head by MaxSim over the embedder's token embeddings (ColBERT-style, "
         "IDF-weighted over the candidates); local sentence-transformers embedders only.",
+    )
+    passages: bool = Field(
+        default=True,
+        description="Also embed an item longer than the model's window as overlapping passages (half a window "
+        "apart); its similarity is its best vector's.",
+    )
+    token_cache_mb: int = Field(
+        default=64, ge=0, le=65_536, description="Memory for the token embeddings recalls read most recently (MiB)."
     )
     max_k: int = Field(default=200, ge=1, le=10_000)
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)

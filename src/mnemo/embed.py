@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from mnemo.cognition.late import TokenVectors
+from mnemo.cognition.passages import passage_spans
 from mnemo.errors import ConfigurationError, EmbedderError
 
 __all__ = ["KIND_PREFIXES", "Embeddings", "Slug", "load_embedder"]
@@ -98,6 +99,8 @@ class Embeddings:
         self.chunk_size = max(chunk_size, batch_size)
         self._token_counts: dict[str, int] = {}  # recall counts the same lines again and again
         self._token_model: Callable[[], Any] | None = None  # a local sentence-transformers model's source
+        self.max_tokens: int | None = None
+        """How many tokens the model reads (special tokens included); the rest of a text is dropped."""
 
     @classmethod
     def deferred(cls, slug: Slug, loader: Loader, *, batch_size: int = 32, kind_prefixes: bool = True) -> Embeddings:
@@ -144,6 +147,14 @@ class Embeddings:
         if kind is not None and self.kind_prefixes:
             return KIND_PREFIXES.get(kind, "") + content
         return content
+
+    def turn_prefix(self, speaker: str | None = None) -> str:
+        """What :meth:`turn_text` puts before a turn's content."""
+        return f"{speaker}: " if speaker else ""
+
+    def document_prefix(self, kind: str | None = None) -> str:
+        """What :meth:`document_text` puts before a memory's content."""
+        return KIND_PREFIXES.get(kind, "") if kind is not None and self.kind_prefixes else ""
 
     def turn_text(self, content: str, speaker: str | None = None) -> str:
         """The text embedded for a conversation turn: ``"Speaker: content"`` when the speaker is known.
@@ -226,6 +237,19 @@ class Embeddings:
             raise EmbedderError(f"embedding failed with {self.slug}: {exc}") from exc
         return np.stack(vectors).astype(np.float32), tokens
 
+    def passages(self, content: str, prefix: str = "") -> list[str]:
+        """``content``'s passages after the first model window (:mod:`mnemo.cognition.passages`),
+        each with ``prefix`` (the speaker or kind prefix its item is embedded with); empty when the
+        whole text fits the model or the model's window is unknown."""
+        if self.max_tokens is None or self.tokenizer is None:
+            return []
+        if self.count_tokens([content])[0] + 2 <= self.max_tokens:
+            return []
+        reserve = 2 + (self.count_tokens([prefix])[0] if prefix else 0)  # special tokens and the prefix
+        encoded = self.tokenizer(content, add_special_tokens=False, truncation=False, return_offsets_mapping=True)
+        spans = passage_spans(encoded["offset_mapping"], max(self.max_tokens - reserve, 2))
+        return [prefix + content[start:end] for start, end in spans]
+
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Token counts with the embedder's tokenizer (whitespace words when it has none); loads a
         deferred model."""
@@ -248,7 +272,7 @@ class Embeddings:
 
 def _content_tokens(out: dict[str, Any], special: set[int]) -> TokenVectors:
     """One text's tokens from a sentence-transformers output: padding and special tokens left out,
-    each embedding unit length, float16."""
+    each embedding unit length (float32)."""
     mask = out["attention_mask"].cpu().numpy().astype(bool)
     ids = out["input_ids"].cpu().numpy()[mask].astype(np.int32)
     rows = out["token_embeddings"].float().cpu().numpy()[mask]
@@ -256,7 +280,7 @@ def _content_tokens(out: dict[str, Any], special: set[int]) -> TokenVectors:
     ids, rows = ids[keep], rows[keep]
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return TokenVectors(ids, (rows / norms).astype(np.float16))
+    return TokenVectors(ids, (rows / norms).astype(np.float32))
 
 
 def _offline_env() -> None:
@@ -355,6 +379,15 @@ def _configured_dim(path: str, truncate_dim: int | None) -> int | None:
     return dim if truncate_dim is None else min(dim, truncate_dim)
 
 
+def _configured_max_tokens(path: str) -> int | None:
+    """The ``max_seq_length`` a sentence-transformers model directory declares (None if it says none)."""
+    try:
+        value = json.loads((Path(path) / "sentence_bert_config.json").read_text()).get("max_seq_length")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return int(value) if isinstance(value, int) and value > 2 else None
+
+
 def _sentence_transformer(
     path: str, name: str, *, batch_size: int, kind_prefixes: bool, truncate_dim: int | None
 ) -> Embeddings:
@@ -370,6 +403,7 @@ def _sentence_transformer(
             kind_prefixes=kind_prefixes,
         )
         direct._token_model = functools.partial(_st_model, path, truncate_dim)
+        direct.max_tokens = int(model.max_seq_length) if model.max_seq_length else None
         return direct
     expected = dim
 
@@ -386,6 +420,7 @@ def _sentence_transformer(
     slug = Slug("sentence-transformers", name, dim)
     deferred = Embeddings.deferred(slug, loader, batch_size=batch_size, kind_prefixes=kind_prefixes)
     deferred._token_model = functools.partial(_st_model, path, truncate_dim)
+    deferred.max_tokens = _configured_max_tokens(path)
     return deferred
 
 

@@ -341,6 +341,9 @@ class Refusal:
     candidates: tuple[Hit, ...] = ()
     refused: Literal[True] = True
     message: str = "The archive contains nothing reliable about this."
+    unknown: tuple[str, ...] = ()
+    """The names the question is about that nothing in the scope mentions, when that is why it was
+    refused (empty when nothing was similar enough)."""
 
     @property
     def hits(self) -> tuple[Hit, ...]:

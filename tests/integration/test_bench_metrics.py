@@ -6,7 +6,7 @@ from pathlib import Path
 
 from mnemo.bench.locomo import run_locomo
 from mnemo.embed import Embeddings
-from tests.bench_data import tiny
+from tests.bench_data import tiny, two
 
 
 async def test_locomo_harness_on_a_known_conversation(
@@ -22,3 +22,20 @@ async def test_locomo_harness_on_a_known_conversation(
     assert mnemo["overall 1-5"]["R@5"] == 100.0 and mnemo["overall 1-5"]["B@500"] == 100.0
     assert set(result["systems"]) == {"mnemo", "bm25s", "dense", "bm25s+dense rrf"}
     assert mnemo["latency_ms"]["p50"] > 0
+
+
+async def test_each_conversation_is_asked_the_others_questions_and_refuses_them(
+    tmp_path: Path, database_url: str, embeddings: Embeddings
+) -> None:
+    result = await run_locomo(
+        two(tmp_path / "two.json"), embeddings=embeddings, database_url=database_url, baselines=False
+    )
+    refusal = result["systems"]["mnemo"]["refusal"]
+    # 4 and 3 own questions: each conversation gets as many foreign ones as the other has, at most its own
+    assert (refusal["n_own"], refusal["n_foreign"]) == (7, 6)
+    # every foreign question names people the conversation never mentions
+    assert refusal["foreign"] == 100.0 and refusal["unknown names: foreign"] == 100.0
+    assert refusal["own single-hop"] == 0.0 and refusal["unknown names: own"] == 0.0
+    curve = [refusal["by threshold"][t]["own"] for t in sorted(refusal["by threshold"])]
+    assert curve == sorted(curve)  # a higher threshold refuses at least as much
+    assert all(v["foreign"] == 100.0 for v in refusal["by threshold"].values())

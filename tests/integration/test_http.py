@@ -79,7 +79,8 @@ def test_remember_recall_context_forget_over_http(server: str, tokens: dict[str,
         assert found["hits"][0]["memory_kind"] == "preference" and found["hits"][0]["item_kind"] == "memory"
         assert {"search", "activation", "weight"} <= set(found["hits"][0])  # a Hit's scores, as in the record
         refused = c.post("/v1/recall", json={"query": "orbital mechanics of Saturn's rings"}).json()
-        assert refused["refused"] is True and refused["message"] == "The archive contains nothing reliable about this."
+        assert refused["refused"] is True and refused["unknown"] == ["Saturn"]  # a name it never heard of
+        assert refused["message"] == "The archive holds nothing that mentions Saturn."
         assert refused["query"] == "orbital mechanics of Saturn's rings" and refused["scope"] == "alice/default"
         block = c.post("/v1/context", json={"text": "make Alice a tea", "budget": 80}).json()
         assert "oolong" in block["text"] and block["tokens"] <= 80

@@ -81,12 +81,19 @@ async def test_token_rows_are_written_with_a_memory_or_on_first_recall_and_forgo
     assert _rows(database_url) == cached  # read from the cache, not written again
     assert [h.late for h in again.hits] == [h.late for h in first.hits]
 
+    cache = archive.runtime.tokens()
+    slug = str(embeddings.slug)
+    key = (SCOPE.entity_id, SCOPE.namespace, memory.id, slug)
+    other_key = (SCOPE.entity_id, SCOPE.namespace, other.id, slug)
+    assert set(cache.get([key, other_key])) == {key, other_key}  # held in memory for the next recall
     removed = await archive.forget(SCOPE, memory.id)
     assert removed.get("token_vectors") == 1
     assert set(_rows(database_url)) == {str(other.id)}
+    assert set(cache.get([key, other_key])) == {other_key}  # forgotten in memory too
     removed = await archive.purge(SCOPE)
     assert removed.get("token_vectors") == 1
     assert _rows(database_url) == {}
+    assert cache.get([other_key]) == {}
 
 
 async def test_turned_off_no_token_rows_and_no_late_scores(

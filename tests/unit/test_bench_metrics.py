@@ -47,3 +47,20 @@ def test_budget_recall_stops_at_the_first_item_that_does_not_fit() -> None:
 def test_percentile() -> None:
     assert percentile([5.0, 1.0, 3.0], 50) == 3.0
     assert percentile(list(map(float, range(101))), 95) == 95.0
+
+
+def test_foreign_questions_come_from_the_other_conversations_seeded() -> None:
+    from mnemo.bench.locomo import Conversation, Question, foreign_questions
+
+    convs = [
+        Conversation(f"c{i}", (), tuple(Question(f"q{i}-{j}", 4, ()) for j in range(n)))
+        for i, n in enumerate((5, 2, 3))
+    ]
+    drawn = foreign_questions(convs, seed=1)
+    for conv in convs:
+        own = set(conv.questions)
+        assert not own & set(drawn[conv.sample_id])
+        assert len(drawn[conv.sample_id]) == min(len(conv.questions), 5 + 2 + 3 - len(conv.questions))
+        assert len(set(drawn[conv.sample_id])) == len(drawn[conv.sample_id])
+    assert drawn == foreign_questions(convs, seed=1)
+    assert drawn != foreign_questions(convs, seed=2)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from mnemo.cognition.late import TokenVectors, combine, idf_weights, late_scores, maxsim
+from mnemo.cognition.late import TokenVectors, combine, idf_weights, late_scores, maxsim, quantize
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
@@ -107,3 +107,56 @@ def test_a_late_score_that_separates_nothing_keeps_the_first_ranking(first: list
 def test_combine_needs_one_late_score_per_candidate() -> None:
     with pytest.raises(ValueError, match="late scores"):
         combine([1.0, 2.0], [1.0])
+
+
+@given(_seeds, st.lists(st.integers(0, 9), min_size=1, max_size=8), _lengths)
+def test_late_scores_are_each_candidates_maxsim_under_candidate_idf(seed: int, sizes: list[int], nq: int) -> None:
+    """The batched scorer agrees with scoring candidates one by one (an empty candidate scores 0)."""
+    query = _tokens(seed, nq)
+    candidates = [
+        _tokens(seed + 1 + i, n) if n else TokenVectors(np.zeros(0, np.int32), np.zeros((0, 8)))
+        for i, n in enumerate(sizes)
+    ]
+    weights = idf_weights(query.ids.tolist(), candidates)
+    df = [sum(int(t) in set(c.ids.tolist()) for c in candidates) for t in query.ids]
+    assert np.allclose(weights, [math.log((len(candidates) + 1) / (d + 0.5)) for d in df])
+    expected = [maxsim(query.vectors, c.vectors, weights) for c in candidates]
+    assert np.allclose(late_scores(query, candidates), expected, atol=1e-5)
+
+
+@given(_seeds, _lengths, st.lists(_lengths, min_size=1, max_size=6))
+def test_int8_codes_score_within_a_hundredth_of_floats(seed: int, nq: int, sizes: list[int]) -> None:
+    query = _tokens(seed, nq, dim=32)
+    candidates = [_tokens(seed + 1 + i, n, dim=32) for i, n in enumerate(sizes)]
+    codes = [quantize(c) for c in candidates]
+    assert all(c.vectors.dtype == np.int8 and c.scale == pytest.approx(1 / 127) for c in codes)
+    assert np.allclose(late_scores(query, codes), late_scores(query, candidates), atol=0.01)
+    assert quantize(codes[0]) is codes[0]  # already codes
+
+
+# --- the in-process cache of token embeddings ------------------------------------------------------
+def test_the_token_cache_keeps_the_most_recently_read_within_its_bytes_and_forgets_on_demand() -> None:
+    import uuid
+
+    from mnemo.store.token_vectors import Cache
+
+    one = quantize(_tokens(1, 10, dim=16))  # 10 * 4 + 10 * 16 bytes, plus overhead
+    size = one.ids.nbytes + one.vectors.nbytes + 64
+    cache = Cache(max_bytes=3 * size)
+    ids = [uuid.UUID(int=i) for i in range(5)]
+    keys = [("ana", "chat", i, "m") for i in ids]
+    cache.put({keys[0]: one, keys[1]: one, keys[2]: one})
+    assert len(cache) == 3
+    assert set(cache.get([keys[0]])) == {keys[0]}  # read: now the most recent
+    cache.put({keys[3]: one})  # over the bound: the least recently read (keys[1]) goes
+    assert set(cache.get(keys)) == {keys[0], keys[2], keys[3]}
+    cache.drop("ana", [ids[2]])
+    assert set(cache.get(keys)) == {keys[0], keys[3]}
+    cache.put({("ana", "work", ids[4], "m"): one, ("bob", "chat", ids[4], "m"): one})
+    cache.drop_scope("ana", "chat")
+    assert len(cache) == 2 and cache.get([("ana", "work", ids[4], "m")])
+    cache.drop_scope("ana")
+    assert list(cache.get([("bob", "chat", ids[4], "m")])) == [("bob", "chat", ids[4], "m")] and len(cache) == 1
+    off = Cache(max_bytes=0)
+    off.put({keys[0]: one})
+    assert len(off) == 0

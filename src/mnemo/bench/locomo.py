@@ -70,6 +70,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "neighbour smoothing": {"neighbour_weights": ()},
     "speaker in turn embeddings": {"turn_context": False},
     "late interaction (MaxSim re-rank)": {"late_interaction": False},
+    "refusal of unknown names": {"refuse_unknown_names": False},
 }
 
 
@@ -100,6 +101,9 @@ class SystemRun:
     night: dict[str, Any] = field(default_factory=dict)
     refused_own: list[bool] = field(default_factory=list)  # per own question, in row order
     refused_foreign: list[bool] = field(default_factory=list)  # per foreign question
+    # per own / foreign question: (refused for unknown names, best similarity): the threshold curve
+    evidence_own: list[tuple[bool, float | None]] = field(default_factory=list)
+    evidence_foreign: list[tuple[bool, float | None]] = field(default_factory=list)
 
 
 def load_locomo(path: Path, *, max_chars: int = 32_000) -> list[Conversation]:
@@ -168,7 +172,25 @@ def refusal_rates(run: SystemRun) -> dict[str, Any]:
     for category, name in CATEGORIES.items():
         own = [float(r) for (c, _, _), r in zip(run.rows, run.refused_own, strict=True) if c == category]
         rates[f"own {name}"] = round(100 * mean(own), 2) if own else None
+    rates["unknown names: foreign"] = round(100 * mean([float(n) for n, _ in run.evidence_foreign]), 2)
+    rates["unknown names: own"] = round(100 * mean([float(n) for n, _ in run.evidence_own]), 2)
+    rates["by threshold"] = {
+        f"{t:.2f}": {"own": _refused_at(run.evidence_own, t), "foreign": _refused_at(run.evidence_foreign, t)}
+        for t in THRESHOLDS
+    }
     return rates
+
+
+THRESHOLDS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+
+
+def _refused_at(evidence: Sequence[tuple[bool, float | None]], threshold: float) -> float:
+    """The share (%) refused had the similarity threshold been ``threshold`` (names rule as run)."""
+    return round(100 * mean([float(names or best is None or best < threshold) for names, best in evidence]), 2)
+
+
+def _evidence(result: Any) -> tuple[bool, float | None]:
+    return bool(getattr(result, "unknown", ())), result.best_similarity
 
 
 def foreign_questions(conversations: Sequence[Conversation], seed: int = 0) -> dict[str, list[Question]]:
@@ -216,12 +238,14 @@ async def run_mnemo(
                 hits = result.candidates if isinstance(result, Refusal) else result.hits
                 run.rows.append((q.category, q.evidence, [_ranked(run, h, rank, dia) for rank, h in enumerate(hits)]))
                 run.refused_own.append(isinstance(result, Refusal))
+                run.evidence_own.append(_evidence(result))
                 done += 1
                 if progress is not None:
                     progress("mnemo", done, total)
             for q in foreign[conv.sample_id]:
                 result = await archive.recall(scope, q.text, max(KS), read_only=True, kinds=kinds)
                 run.refused_foreign.append(isinstance(result, Refusal))
+                run.evidence_foreign.append(_evidence(result))
                 done += 1
                 if progress is not None:
                     progress("mnemo", done, total)

@@ -101,6 +101,12 @@ def _print_refusal(systems: dict[str, Any], console: Console) -> None:
             *("-" if r.get(f"own {c}") is None else f"{r[f'own {c}']:.1f}" for c in CATEGORIES.values()),
         )
     console.print(table)
+    for name, r in rated.items():
+        curve = "  ".join(f"{t}: {v['own']:.1f}/{v['foreign']:.1f}" for t, v in r["by threshold"].items())
+        console.print(
+            f"{name}: refused for unknown names {r['unknown names: foreign']:.1f}% of foreign, "
+            f"{r['unknown names: own']:.1f}% of own questions; own/foreign refused % by similarity threshold: {curve}"
+        )
 
 
 def print_ablation(rows: list[tuple[str, dict[str, Any]]], console: Console) -> None:

@@ -46,8 +46,9 @@ from mnemo.cognition.activation import (
     spreading,
 )
 from mnemo.cognition.fusion import rrf, zscore_fuse
-from mnemo.cognition.late import TokenVectors, combine, late_scores
+from mnemo.cognition.late import TokenVectors, combine, late_scores, quantize
 from mnemo.cognition.neighbours import smooth
+from mnemo.cognition.refusal import judge, proper_names
 from mnemo.cognition.relevance import COLD_START_ALPHAS, MATURE_ALPHAS, blend_weights, minmax, recency
 from mnemo.cognition.relevance import blend as blend_score
 from mnemo.cognition.spreading import spread
@@ -58,6 +59,7 @@ from mnemo.errors import AccessDeniedError, InvalidContentError
 from mnemo.models import Hit, ItemKind, RecallResult, Refusal, Scope, uuid7
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import lexicon, tiers
+from mnemo.store import passages as passage_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import search as search_rows
 from mnemo.store import token_vectors as token_rows
@@ -153,6 +155,8 @@ class Candidates:
     """The fused score after neighbour smoothing, before late interaction re-ranked the head."""
     late: dict[uuid.UUID, float] = field(default_factory=dict)
     """Late-interaction (MaxSim) scores of the re-ranked head."""
+    names: dict[str, bool] = field(default_factory=dict)
+    """The names the question is about, and whether the scope mentions each (the refusal's evidence)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +177,8 @@ class Decision:
     latency_ms: float
     spare: tuple[Hit, ...] = ()
     """The next candidates after the top k: they move up when a hit is dropped as a repeat."""
+    unknown: tuple[str, ...] = ()
+    """The question's names the scope never mentions, when the recall is refused for them."""
 
 
 # --- 1. check ---------------------------------------------------------------------------------
@@ -266,6 +272,7 @@ async def retrieve(
         await _check_access(conn, scope, request.reader)
         deep = rt.settings.cortex and await tiers.has_cortex(conn, scope.entity_id, scope.namespace)
         lexical = await _lexical(rt, conn, scope, request.text, request.depth, request.kinds)
+        names = await _names(rt, conn, request)
         embedded, query_tokens = await embedding if embedding is not None else (None, None)
         vector = request.given_vector if request.given_vector is not None else embedded
         assert vector is not None
@@ -294,6 +301,8 @@ async def retrieve(
                 await cortex
         raise
     dense = [d for d in dense if d[1] in request.kinds]
+    if rt.settings.passages:
+        dense = await _with_passages(rt, conn, request, vector, dense)
     if cortex is not None:
         dense = _with_cortex(request, dense, *(await cortex))
     if request.blocks_by_lines:
@@ -310,7 +319,28 @@ async def retrieve(
         similarity={d[0]: d[2] for d in dense},
         lexical_score={x[0]: x[2] for x in lexical},
         query_tokens=query_tokens,
+        names=names,
     )
+
+
+async def _with_passages(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    request: Request,
+    vector: np.ndarray,
+    dense: list[tuple[uuid.UUID, str, float]],
+) -> list[tuple[uuid.UUID, str, float]]:
+    """Long items found by their later passages join the dense ranking; an item's similarity is
+    the best of its own vector's and its passages' (:mod:`mnemo.cognition.passages`)."""
+    scope = request.scope
+    found = await passage_rows.search(conn, scope.entity_id, scope.namespace, rt.slug, vector, request.depth)
+    if not found:
+        return dense
+    best = {d[0]: d for d in dense}
+    for item_id, kind, sim in found:
+        if kind in request.kinds and (item_id not in best or sim > best[item_id][2]):
+            best[item_id] = (item_id, kind, sim)
+    return sorted(best.values(), key=lambda d: (-d[2], str(d[0])))[: request.depth]
 
 
 def _with_cortex(
@@ -399,6 +429,9 @@ async def _similarities(
     memories whose vectors migrated there (the retrieval chain, memory-architecture §1.3)."""
     scope = request.scope
     found.similarity |= await vector_rows.similarities(conn, rt.table, scope.entity_id, rt.slug, found.vector, ids)
+    if rt.settings.passages:
+        longer = await passage_rows.similarities(conn, scope.entity_id, scope.namespace, rt.slug, found.vector, ids)
+        found.similarity |= {i: s for i, s in longer.items() if s > found.similarity.get(i, -2.0)}
     deep = [i for i in ids if i not in found.similarity and found.kind_of.get(i) == "memory"]
     if deep and rt.settings.cortex:
         found.similarity |= await cortex_search.cortex_similarities(rt, scope, found.vector, deep)
@@ -484,6 +517,15 @@ async def smooth_neighbours(rt: Runtime, conn: psycopg.AsyncConnection, request:
     found.final = smooth(base, where, cfg.neighbour_weights, floor=min(base.values()), bounds=bounds)
 
 
+async def _names(rt: Runtime, conn: psycopg.AsyncConnection, request: Request) -> dict[str, bool]:
+    """The question's names and whether the scope mentions each (none when refusal is off: a
+    threshold of -1, or ``refuse_unknown_names`` false)."""
+    if not rt.settings.refuse_unknown_names or request.threshold <= -1.0:
+        return {}
+    names = proper_names(request.text)
+    return await lexicon.known_words(conn, request.scope.entity_id, request.scope.namespace, names)
+
+
 # --- 5b. late interaction ----------------------------------------------------------------------------
 async def late_interaction(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates) -> None:
     """Re-rank the head the blend will score (cognitive-plan §2.6): each candidate's fused score and
@@ -520,7 +562,11 @@ async def _token_vectors(
 ) -> dict[uuid.UUID, TokenVectors]:
     """``ids``' cached token embeddings; the missing ones are embedded now and cached."""
     e, ns, slug = scope.entity_id, scope.namespace, str(rt.slug)
-    found = await token_rows.fetch(conn, e, ns, slug, ids)
+    cache = rt.tokens()
+    found = {k[2]: tv for k, tv in cache.get([(e, ns, i, slug) for i in ids]).items()}
+    stored = await token_rows.fetch(conn, e, ns, slug, [i for i in ids if i not in found])
+    cache.put({(e, ns, i, slug): tv for i, tv in stored.items()})
+    found |= stored
     missing = [i for i in ids if i not in found]
     if not missing:
         return found
@@ -529,7 +575,7 @@ async def _token_vectors(
         return found
     todo = list(texts)
     _, fresh = await rt.embeddings.embed_documents_with_tokens([_token_text(rt, *texts[i]) for i in todo])
-    made = dict(zip(todo, fresh, strict=True))
+    made = {i: quantize(tv) for i, tv in zip(todo, fresh, strict=True)}  # as the store will give them
     await token_rows.write(conn, e, ns, slug, made)
     return found | made
 
@@ -697,13 +743,15 @@ def decide(rt: Runtime, request: Request, found: Candidates, blended: Blended, s
     near = blended.scored[max(request.k, 5) : rt.settings.near_miss_until]
     sims = [h.similarity for h in hits if h.similarity is not None]
     best = max(sims) if sims else None
+    verdict = judge(best, request.threshold, found.names)
     return Decision(
         hits=hits,
         near_misses=[i for _, i, _ in near if found.kind_of[i] == "memory"],
         best=best,
-        refused=best is None or best < request.threshold,
+        refused=verdict.refused,
         latency_ms=(time.perf_counter() - started) * 1000,
         spare=spare,
+        unknown=verdict.unknown,
     )
 
 
@@ -837,9 +885,14 @@ async def recall_at_level(
 
 
 # --- 9. result ------------------------------------------------------------------------------------
+def _unknown_message(names: Sequence[str]) -> str:
+    listed = ", ".join(names[:-1]) + (" or " if len(names) > 1 else "") + names[-1]
+    return f"The archive holds nothing that mentions {listed}."
+
+
 def result(request: Request, decision: Decision, blended: Blended) -> RecallResult | Refusal:
     if decision.refused:
-        return Refusal(
+        refusal = Refusal(
             query=request.text,
             scope=request.scope,
             best_similarity=decision.best,
@@ -847,6 +900,9 @@ def result(request: Request, decision: Decision, blended: Blended) -> RecallResu
             latency_ms=decision.latency_ms,
             candidates=decision.hits,
         )
+        if decision.unknown:
+            return dataclasses.replace(refusal, unknown=decision.unknown, message=_unknown_message(decision.unknown))
+        return refusal
     return RecallResult(
         query=request.text,
         scope=request.scope,

@@ -115,6 +115,10 @@ async def forget_items(
     )
     await run("postings", "DELETE FROM mnemo.postings WHERE entity_id = %(e)s AND item_id = ANY(%(index_ids)s)")
     await run(
+        "passages",
+        "DELETE FROM mnemo.passages WHERE entity_id = %(e)s AND namespace = %(ns)s AND item_id = ANY(%(ids)s)",
+    )
+    await run(
         "token_vectors",
         "DELETE FROM mnemo.token_vectors "
         "WHERE entity_id = %(e)s AND namespace = %(ns)s AND item_id = ANY(%(index_ids)s)",
@@ -230,6 +234,7 @@ async def purge_scope(conn: psycopg.AsyncConnection, entity_id: str, namespace: 
     for label, schema, table in (
         ("postings", "mnemo", "postings"),
         ("token_vectors", "mnemo", "token_vectors"),
+        ("passages", "mnemo", "passages"),
         ("lexical_stats", "mnemo", "lexical_stats"),
         ("co_access", "mnemo", "co_access"),
         ("traces", "traces", "retrievals"),

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import psycopg
 
-__all__ = ["add_postings", "bm25"]
+__all__ = ["add_postings", "bm25", "known_words"]
 
 K1 = 1.2
 B = 0.75
@@ -139,3 +139,21 @@ async def analyze(conn: psycopg.AsyncConnection) -> None:
     VACUUM cannot run in a transaction: call this on an autocommit connection.
     """
     await conn.execute("VACUUM (ANALYZE) mnemo.postings")
+
+
+async def known_words(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, words: Sequence[str]
+) -> dict[str, bool]:
+    """For each of ``words`` that is searchable (it has a stemmed english lexeme: stop words have
+    none), whether the scope's postings hold all its lexemes. Lookups on the primary key prefix."""
+    if not words:
+        return {}
+    cur = await conn.execute(
+        """SELECT w, bool_and(EXISTS (SELECT 1 FROM mnemo.postings p
+                                      WHERE p.entity_id = %(e)s AND p.namespace = %(ns)s AND p.term = l.lexeme))
+           FROM unnest(%(words)s::text[]) AS w CROSS JOIN LATERAL unnest(to_tsvector('english', w)) AS l
+           GROUP BY w""",
+        {"e": entity_id, "ns": namespace, "words": list(words)},
+    )
+    found = {r[0]: bool(r[1]) for r in await cur.fetchall()}
+    return {w: found[w] for w in words if w in found}

@@ -8,28 +8,86 @@ item's rows with the item and a scope's with the scope.
 from __future__ import annotations
 
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import psycopg
 
-from mnemo.cognition.late import TokenVectors
+from mnemo.cognition.late import QUANT, TokenVectors, quantize
 
-__all__ = ["fetch", "texts", "write"]
+__all__ = ["Cache", "fetch", "texts", "write"]
+
+Key = tuple[str, str, uuid.UUID, str]
+"""``(entity_id, namespace, item_id, slug)``."""
+
+
+class Cache:
+    """The token embeddings recalls read most recently, in this process, bounded in bytes.
+
+    An item's token embeddings never change under one slug, so a cached entry is never stale;
+    it is only ever used for an item a scoped search returned. :meth:`drop` and
+    :meth:`drop_scope` evict what ``forget`` and ``purge`` remove, so no forgotten text stays
+    readable in memory (token ids decode to the text).
+    """
+
+    def __init__(self, max_bytes: int = 64 << 20) -> None:
+        self.max_bytes = max_bytes
+        self._rows: OrderedDict[Key, TokenVectors] = OrderedDict()
+        self._bytes = 0
+
+    def get(self, keys: Sequence[Key]) -> dict[Key, TokenVectors]:
+        found = {}
+        for key in keys:
+            tv = self._rows.get(key)
+            if tv is not None:
+                self._rows.move_to_end(key)
+                found[key] = tv
+        return found
+
+    def put(self, found: Mapping[Key, TokenVectors]) -> None:
+        for key, tv in found.items():
+            if key in self._rows or self.max_bytes <= 0:
+                continue
+            self._rows[key] = tv
+            self._bytes += _size(tv)
+        while self._bytes > self.max_bytes and self._rows:
+            _, old = self._rows.popitem(last=False)
+            self._bytes -= _size(old)
+
+    def drop(self, entity_id: str, item_ids: Sequence[uuid.UUID]) -> None:
+        gone = set(item_ids)
+        self._evict([k for k in self._rows if k[0] == entity_id and k[2] in gone])
+
+    def drop_scope(self, entity_id: str, namespace: str | None = None) -> None:
+        self._evict([k for k in self._rows if k[0] == entity_id and namespace in (None, k[1])])
+
+    def _evict(self, keys: Sequence[Key]) -> None:
+        for key in keys:
+            self._bytes -= _size(self._rows.pop(key))
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+def _size(tv: TokenVectors) -> int:
+    return int(tv.ids.nbytes + tv.vectors.nbytes) + 64
 
 
 def _pack(tv: TokenVectors) -> tuple[bytes, bytes]:
+    """Token ids as little-endian int32, embeddings as int8 codes (:func:`~mnemo.cognition.late.quantize`)."""
     return (
         np.ascontiguousarray(tv.ids, dtype="<i4").tobytes(),
-        np.ascontiguousarray(tv.vectors, dtype="<f2").tobytes(),
+        np.ascontiguousarray(quantize(tv).vectors, dtype=np.int8).tobytes(),
     )
 
 
 def _unpack(ids: bytes, vectors: bytes) -> TokenVectors:
     token_ids = np.frombuffer(ids, dtype="<i4")
-    rows = np.frombuffer(vectors, dtype="<f2")
+    rows = np.frombuffer(vectors, dtype=np.int8)
     width = len(rows) // len(token_ids) if len(token_ids) else 0
-    return TokenVectors(token_ids, rows.reshape(len(token_ids), width) if width else np.zeros((0, 1), "<f2"))
+    codes = rows.reshape(len(token_ids), width) if width else np.zeros((0, 1), np.int8)
+    return TokenVectors(token_ids, codes, 1.0 / QUANT)
 
 
 async def fetch(
@@ -42,6 +100,7 @@ async def fetch(
         """SELECT item_id, token_ids, vectors FROM mnemo.token_vectors
            WHERE entity_id = %s AND namespace = %s AND slug = %s AND item_id = ANY(%s)""",
         (entity_id, namespace, slug, list(item_ids)),
+        binary=True,  # bytea as bytes on the wire, not hex text to parse
     )
     return {r[0]: _unpack(r[1], r[2]) for r in await cur.fetchall()}
 

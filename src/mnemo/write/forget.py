@@ -30,6 +30,7 @@ async def forget(rt: Runtime, scope: Scope, item_id: uuid.UUID | str) -> dict[st
         items = await forget_rows.derived_items(conn, scope.entity_id, scope.namespace, [item])
         migrated = await tiers.migrated_blocks_of(conn, scope.entity_id, scope.namespace, items)
         removed = await forget_rows.forget_items(conn, scope.entity_id, scope.namespace, items)
+    rt.tokens().drop(scope.entity_id, items)
     if migrated and rt.cortex is not None:
         # After the commit: a crash here leaves cortex rows no hippocampus row names, which no
         # recall can hydrate and the next night's migrate stage removes (cortex.migrate.reconcile).
@@ -45,6 +46,7 @@ async def purge(rt: Runtime, scope: Scope) -> dict[str, int]:
         if not exists:
             raise UnknownScopeError(f"scope {scope} does not exist")
         removed = await forget_rows.purge_scope(conn, scope.entity_id, scope.namespace)
+    rt.tokens().drop_scope(scope.entity_id, scope.namespace)
     await _purge_cortex(rt, [scope])
     return removed
 
@@ -69,5 +71,6 @@ async def purge_entity(rt: Runtime, entity_id: str) -> dict[str, int]:
         for namespace in namespaces:
             for place, n in (await forget_rows.purge_scope(conn, entity, namespace)).items():
                 removed[place] = removed.get(place, 0) + n
+    rt.tokens().drop_scope(entity)
     await _purge_cortex(rt, [Scope(entity, ns) for ns in namespaces])
     return removed

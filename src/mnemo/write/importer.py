@@ -48,11 +48,12 @@ from mnemo.cognition.late import TokenVectors
 from mnemo.errors import InvalidContentError, MalformedImportError
 from mnemo.models import ImportReport, Role, Scope, Turn, uuid7
 from mnemo.store import lexicon
+from mnemo.store import passages as passage_rows
 from mnemo.store import token_vectors as token_rows
 from mnemo.store import turns as turn_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.write import ingest
-from mnemo.write.embedding import embed_with_tokens
+from mnemo.write.embedding import embed_items
 from mnemo.write.formats import Skipped, TurnInput, detect_format, parse_file
 from mnemo.write.remember import Progress, ensure_scope
 
@@ -126,7 +127,8 @@ async def import_turns(
     # not safe to use from two threads at once.
     tokens = rt.embeddings.count_tokens([t.content for t in turns])
     read: dict[int, TokenVectors] = {}  # the embedded turns' token embeddings (late interaction)
-    ready = list(vectors) if vectors is not None else await _embed(rt, turns, deferred, progress, read)
+    windows: dict[int, list[np.ndarray]] = {}  # long turns' passage vectors
+    ready = list(vectors) if vectors is not None else await _embed(rt, turns, deferred, progress, read, windows)
     async with rt.store.transaction() as conn:
         await ensure_scope(conn, rt, scope)
         rows = await _number(conn, scope, turns, tokens)
@@ -135,6 +137,8 @@ async def import_turns(
         await token_rows.write(
             conn, scope.entity_id, scope.namespace, str(rt.slug), {rows[i][0]: tv for i, tv in read.items()}
         )
+        passage_rows_ = [(rows[i][0], "turn", n, v) for i, vs in windows.items() for n, v in enumerate(vs, start=1)]
+        await passage_rows.write(conn, scope.entity_id, scope.namespace, str(rt.slug), passage_rows_)
         if deferred:
             await ingest.defer_embeds(conn, scope, [r[0] for r, v in zip(rows, ready, strict=True) if v is None])
         # Last: the postings update the scope's lexical_stats row, which every writer to the scope
@@ -152,10 +156,12 @@ async def _embed(
     deferred: bool,
     progress: Progress | None,
     read: dict[int, TokenVectors],
+    windows: dict[int, list[np.ndarray]],
 ) -> list[np.ndarray | None]:
     """Every turn's vector, computed before any transaction: a precomputed one as given, the others
     embedded chunk by chunk (``None`` for them when embedding is deferred to the worker). With late
-    interaction on, the same forward pass gives the embedded turns' token embeddings (into ``read``)."""
+    interaction on, the same forward pass gives the embedded turns' token embeddings (into ``read``);
+    a long turn's later passages go into ``windows``."""
     ready: list[np.ndarray | None] = [t.embedding for t in turns]
     todo = [i for i, v in enumerate(ready) if v is None]
     if deferred or not todo:
@@ -164,14 +170,15 @@ async def _embed(
     step = rt.embeddings.chunk_size
     for start in range(0, len(todo), step):
         chunk = todo[start : start + step]
-        texts = [
-            rt.embeddings.turn_text(turns[i].content, turns[i].speaker if rt.settings.turn_context else None)
+        items = [
+            (turns[i].content, rt.embeddings.turn_prefix(turns[i].speaker if rt.settings.turn_context else None))
             for i in chunk
         ]
-        embedded, token_vectors = await embed_with_tokens(rt, texts)
-        if token_vectors is not None:
-            read.update(zip(chunk, token_vectors, strict=True))
-        for i, vector in zip(chunk, embedded, strict=True):
+        embedded = await embed_items(rt, items)
+        if embedded.tokens is not None:
+            read.update(zip(chunk, embedded.tokens, strict=True))
+        windows.update((i, vs) for i, vs in zip(chunk, embedded.passages, strict=True) if vs)
+        for i, vector in zip(chunk, embedded.vectors, strict=True):
             ready[i] = vector
         done += len(chunk)
         if progress is not None:

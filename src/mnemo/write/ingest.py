@@ -28,10 +28,11 @@ import psycopg
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
 from mnemo.models import Scope
+from mnemo.store import passages as passage_rows
 from mnemo.store import queue as queue_rows
 from mnemo.store import token_vectors as token_rows
 from mnemo.store import vectors as vector_rows
-from mnemo.write.embedding import embed_with_tokens
+from mnemo.write.embedding import embed_items
 
 __all__ = ["JOB_BATCH", "defer_embeds", "embed_turns"]
 
@@ -57,11 +58,13 @@ async def embed_turns(rt: Runtime, scope: Scope, turn_ids: Sequence[uuid.UUID]) 
         todo = await vector_rows.turns_missing(conn, rt.table, rt.slug, e, ns, turn_ids)
     if not todo:
         return 0
-    texts = [
-        rt.embeddings.turn_text(content, speaker if rt.settings.turn_context else None) for _, content, speaker in todo
+    items = [
+        (content, rt.embeddings.turn_prefix(speaker if rt.settings.turn_context else None))
+        for _, content, speaker in todo
     ]
-    embedded, read = await embed_with_tokens(rt, texts)
-    vectors = dict(zip([t[0] for t in todo], embedded, strict=True))
+    embedded = await embed_items(rt, items)
+    read = embedded.tokens
+    vectors = dict(zip([t[0] for t in todo], embedded.vectors, strict=True))
     async with rt.store.transaction() as conn:
         # Re-checked under a share lock: a turn forgotten while it was being embedded gets no vector.
         still = await vector_rows.turns_missing(conn, rt.table, rt.slug, e, ns, list(vectors), lock=True)
@@ -70,5 +73,12 @@ async def embed_turns(rt: Runtime, scope: Scope, turn_ids: Sequence[uuid.UUID]) 
             taken = {i for i, _, _ in still}
             cached = {t[0]: tv for t, tv in zip(todo, read, strict=True) if t[0] in taken}
             await token_rows.write(conn, e, ns, str(rt.slug), cached)
+        windows = [
+            (t[0], "turn", n, v)
+            for t, vs in zip(todo, embedded.passages, strict=True)
+            if t[0] in {i for i, _, _ in still}
+            for n, v in enumerate(vs, start=1)
+        ]
+        await passage_rows.write(conn, e, ns, str(rt.slug), windows)
     await note_writes(rt, len(still))
     return len(still)

@@ -16,11 +16,14 @@ from collections.abc import Callable
 from mnemo._runtime import Runtime
 from mnemo.cortex.reembed import reembed_scope
 from mnemo.models import Scope
+from mnemo.store import passages as passage_rows
 from mnemo.store import queue as queue_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import status as meta_rows
 from mnemo.store import tiers
+from mnemo.store import token_vectors as token_rows
 from mnemo.store import vectors as vector_rows
+from mnemo.write.embedding import embed_items
 
 __all__ = ["defer", "note_active_slug", "pending", "reembed"]
 
@@ -82,19 +85,30 @@ async def reembed(rt: Runtime, *, batch_size: int = 256, progress: Callable[[int
                 batch = await vector_rows.missing_batch(conn, rt.table, rt.slug, entity_id, namespace, batch_size)
             if not batch:
                 break
-            texts = [
-                rt.embeddings.turn_text(content, speaker if rt.settings.turn_context else None)
+            items = [
+                (content, rt.embeddings.turn_prefix(speaker if rt.settings.turn_context else None))
                 if item_kind in ("turn", "line")
-                else rt.embeddings.document_text(content, memory_kind)
+                else (content, rt.embeddings.document_prefix(memory_kind))
                 for _, item_kind, content, memory_kind, speaker in batch
             ]
-            vectors = await rt.embeddings.embed_documents(texts)
+            embedded = await embed_items(rt, items)
             rows = [
                 (entity_id, namespace, item_id, item_kind, rt.slug, vector)
-                for (item_id, item_kind, _, _, _), vector in zip(batch, vectors, strict=True)
+                for (item_id, item_kind, _, _, _), vector in zip(batch, embedded.vectors, strict=True)
+            ]
+            # a long item's passages in the new model's space too (a line's turn is gone: no passages)
+            windows = [
+                (item_id, item_kind, n, v)
+                for (item_id, item_kind, _, _, _), vs in zip(batch, embedded.passages, strict=True)
+                if item_kind in ("turn", "memory")
+                for n, v in enumerate(vs, start=1)
             ]
             async with rt.store.transaction() as conn:
                 await vector_rows.upsert_vectors(conn, rt.table, rows)
+                await passage_rows.write(conn, entity_id, namespace, rt.slug, windows)
+                if embedded.tokens is not None:
+                    read = {b[0]: tv for b, tv in zip(batch, embedded.tokens, strict=True)}
+                    await token_rows.write(conn, entity_id, namespace, rt.slug, read)
             done += len(batch)
             if progress is not None:
                 progress(done, max(total, done))

@@ -38,10 +38,11 @@ from mnemo.models import Memory, MemoryKind, MemoryStatus, Scope, Turn, uuid7
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import lexicon
 from mnemo.store import memories as memory_rows
+from mnemo.store import passages as passage_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import token_vectors as token_rows
 from mnemo.store import vectors as vector_rows
-from mnemo.write.embedding import embed_with_tokens
+from mnemo.write.embedding import embed_items
 from mnemo.write.formats import TurnInput
 
 __all__ = ["ensure_scope", "memory_row", "record_turn", "remember", "store_memory", "supersede"]
@@ -104,12 +105,12 @@ async def remember(
     if status not in ("candidate", "active"):
         raise InvalidContentError("new memories start as 'candidate' or 'active'")
     when = None if event_time is None else to_utc(event_time, label="event_time")
-    read = None
+    read, windows = None, []
     if embedding is not None:
         vector = check_vector(embedding, rt.embeddings.dim)
     else:
-        embedded, read = await embed_with_tokens(rt, [rt.embeddings.document_text(text, kind)])
-        vector = embedded[0]
+        embedded = await embed_items(rt, [(text, rt.embeddings.document_prefix(kind))])
+        vector, read, windows = embedded.vectors[0], embedded.tokens, embedded.passages[0]
     item_id = uuid7()
     old_ids = [check_id(i) for i in supersedes]
     if old_ids:
@@ -140,6 +141,10 @@ async def remember(
         created = await store_memory(conn, rt, scope, row, vector)
         if read:
             await token_rows.write(conn, scope.entity_id, scope.namespace, str(rt.slug), {item_id: read[0]})
+        await passage_rows.write(
+            conn, scope.entity_id, scope.namespace, str(rt.slug),
+            [(item_id, "memory", n, v) for n, v in enumerate(windows, start=1)],
+        )  # fmt: skip
         await supersede(conn, rt, scope, old_ids, item_id, reason="superseded")
     await note_writes(rt, 1 + len(old_ids))
     return Memory(

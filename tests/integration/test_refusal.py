@@ -1,0 +1,76 @@
+"""The hard refusal knows what it never heard of (issue 14 item 5): a question whose names the
+scope never mentions is refused, with the names, on the API and over HTTP."""
+
+from __future__ import annotations
+
+import httpx
+
+from mnemo import Archive, AsyncArchive, RecallResult, Refusal, Scope, Settings
+from mnemo.embed import Embeddings
+from mnemo.interfaces.http import create_app
+from tests.integration.test_http import auth, serve
+
+ME = Scope("ana", "chat")
+FACTS = [
+    "Ana is training for the Berlin marathon in September",
+    "Ben gave Ana a lopsided blue bowl he made at pottery class",
+    "Ana's knee hurts after long runs",
+]
+
+
+async def test_a_question_about_names_the_scope_never_mentions_is_refused_with_them(
+    archive: AsyncArchive,
+) -> None:
+    for fact in FACTS:
+        await archive.remember(ME, fact)
+    foreign = await archive.recall(ME, "When did Melanie paint a sunrise with Gina?", read_only=True)
+    assert isinstance(foreign, Refusal)
+    assert foreign.unknown == ("Melanie", "Gina")
+    assert "Melanie" in foreign.message and "Gina" in foreign.message
+    assert foreign.candidates  # the rejected candidates are still there to inspect
+    # one known name is enough: the question may bring something new beside someone known
+    own = await archive.recall(ME, "Did Ben ever meet Melanie at the Berlin marathon?", read_only=True)
+    assert isinstance(own, RecallResult) and own.hits
+    assert "Berlin" in own.hits[0].content or "Ben" in own.hits[0].content
+    # a possessive, a name inside the sentence
+    assert isinstance(await archive.recall(ME, "What did Ben's pottery class make?", read_only=True), RecallResult)
+    # threshold -1 turns refusal off altogether
+    assert isinstance(await archive.recall(ME, "When did Melanie paint?", read_only=True, threshold=-1.0), RecallResult)
+
+
+async def test_names_are_looked_up_in_the_readers_scope_only(archive: AsyncArchive) -> None:
+    other = Scope("melanie", "chat")
+    await archive.remember(other, "Melanie painted a sunrise over the lake in 2022")
+    await archive.remember(ME, FACTS[0])
+    refused = await archive.recall(ME, "When did Melanie paint a sunrise?", read_only=True)
+    assert isinstance(refused, Refusal) and refused.unknown == ("Melanie",)
+    answered = await archive.recall(other, "When did Melanie paint a sunrise?", read_only=True)
+    assert isinstance(answered, RecallResult) and "sunrise" in answered.hits[0].content
+
+
+async def test_the_names_rule_can_be_switched_off(database_url: str, embeddings: Embeddings) -> None:
+    settings = Settings(database_url=database_url, seed=3, refuse_unknown_names=False)
+    archive = await AsyncArchive.open(settings, embeddings=embeddings)
+    try:
+        for fact in FACTS:
+            await archive.remember(ME, fact)
+        result = await archive.recall(ME, "Is Melanie training for the Berlin marathon?", read_only=True)
+    finally:
+        await archive.close()
+    assert isinstance(result, RecallResult)  # similar enough, and names are not checked
+
+
+def test_the_refusal_names_the_unknown_over_http(settings: Settings, embeddings: Embeddings) -> None:
+    with Archive(settings, embeddings=embeddings) as archive:
+        for fact in FACTS:
+            archive.remember(ME, fact)
+        token, _ = archive.create_token(ME.entity_id)
+    with serve(create_app(settings, embeddings=embeddings)) as url, httpx.Client(base_url=url, timeout=60) as c:
+        body = {"query": "What is Melanie's favourite colour?", "namespace": ME.namespace}
+        refused = c.post("/v1/recall", json=body, headers=auth(token))
+        assert refused.status_code == 200, refused.text
+        assert refused.json()["refused"] is True and refused.json()["unknown"] == ["Melanie"]
+        assert "Melanie" in refused.json()["message"]
+        body = {"query": "How is Ana's knee?", "namespace": ME.namespace}
+        answered = c.post("/v1/recall", json=body, headers=auth(token)).json()
+        assert answered["refused"] is False and "knee" in answered["hits"][0]["content"]
