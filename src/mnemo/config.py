@@ -88,6 +88,11 @@ class Settings(BaseSettings):
         description="Re-rank the blend's head by MaxSim over the embedder's token embeddings (ColBERT-style, "
         "IDF-weighted over the candidates); local sentence-transformers embedders only.",
     )
+    time_aware: bool = Field(
+        default=True,
+        description="Rank first the candidates of the period a question names ('in May 2023', 'last week'), "
+        "resolved against the time it is asked at (as_of).",
+    )
     passages: bool = Field(
         default=True,
         description="Also embed an item longer than the model's window as overlapping passages (half a window "

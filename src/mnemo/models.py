@@ -244,6 +244,9 @@ class Hit:
     late: float | None = None
     """MaxSim of the query's tokens over the item's (late interaction), when it re-ranked this hit; the
     search score is then the re-ranked one."""
+    in_period: bool = False
+    """Whether the item is of the period the question names ("in May 2023", "last week"), for which
+    its search score was lifted (time-aware queries)."""
     search: float = 0.0  # fused score min-max scaled over the blended candidates, [0, 1]
     activation: float = 0.0  # ACT-R retrieval probability, [0, 1]
     weight: float = 0.0  # Beta weight centre (deterministic) or a draw (stochastic)

@@ -38,7 +38,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -211,6 +211,7 @@ async def run_mnemo(
     *,
     night: bool = False,
     name: str = "mnemo",
+    ask_at: str = "now",
 ) -> SystemRun:
     run = SystemRun(name)
     archive = await AsyncArchive.open(settings, embeddings=embeddings)
@@ -231,9 +232,10 @@ async def run_mnemo(
                     run.cover[str(memory_id)] = _dia_ids(sources, provenance, dia)
                     run.item_tokens[str(memory_id)] = count
                 run.night["memory_tokens"] = run.night.get("memory_tokens", 0) + sum(c for _, c in provenance.values())
+            as_of = _asked_at(conv, ask_at)
             for q in conv.questions:
                 started = time.perf_counter()
-                result = await archive.recall(scope, q.text, max(KS), read_only=True, kinds=kinds)
+                result = await archive.recall(scope, q.text, max(KS), read_only=True, kinds=kinds, as_of=as_of)
                 run.latencies_ms.append((time.perf_counter() - started) * 1000)
                 hits = result.candidates if isinstance(result, Refusal) else result.hits
                 run.rows.append((q.category, q.evidence, [_ranked(run, h, rank, dia) for rank, h in enumerate(hits)]))
@@ -243,7 +245,7 @@ async def run_mnemo(
                 if progress is not None:
                     progress("mnemo", done, total)
             for q in foreign[conv.sample_id]:
-                result = await archive.recall(scope, q.text, max(KS), read_only=True, kinds=kinds)
+                result = await archive.recall(scope, q.text, max(KS), read_only=True, kinds=kinds, as_of=as_of)
                 run.refused_foreign.append(isinstance(result, Refusal))
                 run.evidence_foreign.append(_evidence(result))
                 done += 1
@@ -252,6 +254,14 @@ async def run_mnemo(
     finally:
         await archive.close()
     return run
+
+
+def _asked_at(conv: Conversation, ask_at: str) -> datetime | None:
+    """``as_of`` for the conversation's questions: None (now), or a day after its last turn."""
+    if ask_at == "now":
+        return None
+    times = [t.created_at for t in conv.turns if t.created_at is not None]
+    return max(times) + timedelta(days=1) if times else None
 
 
 # The second night of a --night run: a week and a day later, when the first night's raw turns have
@@ -360,6 +370,7 @@ async def run_locomo(
     baselines: bool = True,
     progress: Progress | None = None,
     night: bool = False,
+    ask_at: str = "now",
 ) -> dict[str, Any]:
     """Run the benchmark; returns every figure (what ``--json`` writes)."""
     conversations = load_locomo(path)
@@ -380,10 +391,14 @@ async def run_locomo(
             home=Path(home), database_url=database_url, **({"scoring": "deterministic"} | dict(overrides or {}))
         )
         started = time.perf_counter()
-        mnemo_run = await run_mnemo(conversations, settings, embeddings, progress, night=night)
+        mnemo_run = await run_mnemo(conversations, settings, embeddings, progress, night=night, ask_at=ask_at)
         seconds = time.perf_counter() - started
         # --night: the turn-only run beside it, in the same invocation (another entity, same database)
-        turn_run = await run_mnemo(conversations, settings, embeddings, progress, name="mnemo turns") if night else None
+        turn_run = (
+            await run_mnemo(conversations, settings, embeddings, progress, name="mnemo turns", ask_at=ask_at)
+            if night
+            else None
+        )
     systems = {"mnemo": score(mnemo_run, tokens, sample_of)}
     if turn_run is not None:
         systems["mnemo turns only"] = score(turn_run, tokens, sample_of)
@@ -401,6 +416,7 @@ async def run_locomo(
         "embedder": str(embeddings.slug),
         "settings": {k: v for k, v in settings.model_dump(mode="json").items() if k not in {"home", "database_url"}},
         "mnemo_seconds": round(seconds, 1),
+        "asked_at": ask_at,
         "night": (mnemo_run.night | {"turn_tokens": sum(sum(t.values()) for t in tokens.values())})
         if mnemo_run.night
         else None,

@@ -95,6 +95,7 @@ async def recall(
         await stages.follow_links(rt, conn, request, found)
         await stages.smooth_neighbours(rt, conn, request, found)
         await stages.late_interaction(rt, conn, request, found)
+        await stages.time_frame(rt, conn, request, found)
         blended = await stages.blend(rt, conn, request, found)
         decision = stages.decide(rt, request, found, blended, started)
         decision = await stages.quote(rt, conn, request, found, decision, blended.rows)

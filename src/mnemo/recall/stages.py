@@ -9,6 +9,7 @@ Seeds: cognitive-plan §2.5, §2.7, §3.1, §3.8; archive-adr §7 ("The Mentat R
 4. :func:`fuse` turns both retrievers' scores into one (z-scores or RRF);
 5. :func:`smooth_neighbours` lets turns share their session neighbours' scores;
 5b. :func:`late_interaction` re-ranks the head by MaxSim over token embeddings;
+5c. :func:`time_frame` lifts the head's candidates of the period the question names;
 6. :func:`blend` scores the head of the ranking cognitively (activation, weight, recency,
    co-access, noise) and keeps superseded memories below their superseders;
 7. :func:`decide` takes the top k, the near misses, and refuses below the threshold;
@@ -52,6 +53,7 @@ from mnemo.cognition.refusal import judge, proper_names
 from mnemo.cognition.relevance import COLD_START_ALPHAS, MATURE_ALPHAS, blend_weights, minmax, recency
 from mnemo.cognition.relevance import blend as blend_score
 from mnemo.cognition.spreading import spread
+from mnemo.cognition.timeframe import in_window, query_window
 from mnemo.cognition.weights import DEFAULT
 from mnemo.config import Settings
 from mnemo.cortex import search as cortex_search
@@ -84,6 +86,7 @@ __all__ = [
     "retrieve",
     "smooth_neighbours",
     "start_embedding",
+    "time_frame",
     "trace_and_mutate",
 ]
 
@@ -155,6 +158,8 @@ class Candidates:
     """The fused score after neighbour smoothing, before late interaction re-ranked the head."""
     late: dict[uuid.UUID, float] = field(default_factory=dict)
     """Late-interaction (MaxSim) scores of the re-ranked head."""
+    in_period: set[uuid.UUID] = field(default_factory=set)
+    """Candidates of the period the question names, lifted by :func:`time_frame`."""
     names: dict[str, bool] = field(default_factory=dict)
     """The names the question is about, and whether the scope mentions each (the refusal's evidence)."""
 
@@ -552,6 +557,27 @@ async def late_interaction(rt: Runtime, conn: psycopg.AsyncConnection, request: 
     found.final = final | {i: float(c) + shift for i, c in zip(head, combined, strict=True)}
 
 
+# --- 5c. time-aware queries -----------------------------------------------------------------------
+async def time_frame(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates) -> None:
+    """Rank the head's candidates of the period the question names (:mod:`mnemo.cognition.timeframe`)
+    above the rest of the head, each group in its own order."""
+    if not rt.settings.time_aware or len(found.final) < 2:
+        return
+    window = query_window(request.text, request.now)
+    if window is None:
+        return
+    head = _head(rt, request, found.final)
+    times = await search_rows.item_times(conn, request.scope.entity_id, request.scope.namespace, head)
+    inside = [i for i in head if i in times and in_window(window, *times[i])]
+    if not inside or len(inside) == len(head):
+        return  # nothing, or everything, is of that period: nothing to tell apart
+    scores = [found.final[i] for i in head]
+    lift = max(scores) - min(scores) + 1.0
+    found.in_period = set(inside)
+    found.smoothed = found.smoothed or found.final
+    found.final = found.final | {i: found.final[i] + lift for i in inside}
+
+
 def _head(rt: Runtime, request: Request, scores: Mapping[uuid.UUID, float]) -> list[uuid.UUID]:
     """The top of the search ranking that the blend scores."""
     return sorted(scores, key=lambda i: (-scores[i], str(i)))[: max(rt.settings.blend_depth, request.k * 2)]
@@ -784,6 +810,7 @@ def _hit(
         neighbour_boost=(found.smoothed or found.final).get(item_id, 0.0) - found.base.get(item_id, 0.0),
         fused=(found.smoothed or found.final).get(item_id),
         late=found.late.get(item_id),
+        in_period=item_id in found.in_period,
         search=parts["search"],
         activation=parts["activation"],
         weight=parts["weight"],

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import psycopg
 
-__all__ = ["has_at_least", "hydrate_memories", "hydrate_turns", "lexical", "positions"]
+__all__ = ["has_at_least", "hydrate_memories", "hydrate_turns", "item_times", "lexical", "positions"]
 
 _LEXICAL_TURNS = """
     SELECT id, 'turn' AS item_kind, ts_rank_cd(tsv, q.q, 1) AS rank
@@ -170,3 +171,24 @@ async def has_at_least(conn: psycopg.AsyncConnection, entity_id: str, namespace:
     )
     row = await cur.fetchone()
     return row is not None and int(row[0]) >= n
+
+
+async def item_times(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, item_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, tuple[str, datetime]]:
+    """``(content, time)`` of each of ``item_ids`` that is a turn (its time), a line (its turn's) or a
+    memory (its event time, else when it was written): what a time-aware query checks."""
+    if not item_ids:
+        return {}
+    cur = await conn.execute(
+        """SELECT id, content, created_at FROM mnemo.turns
+             WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)
+           UNION ALL
+           SELECT DISTINCT ON (turn_id) turn_id, content, created_at FROM mnemo.block_lines
+             WHERE entity_id = %(e)s AND namespace = %(ns)s AND turn_id = ANY(%(ids)s)
+           UNION ALL
+           SELECT id, content, coalesce(event_time, created_at) FROM mnemo.memories
+             WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)""",
+        {"e": entity_id, "ns": namespace, "ids": list(item_ids)},
+    )
+    return {r[0]: (r[1], r[2]) for r in await cur.fetchall()}

@@ -46,6 +46,14 @@ def bench_locomo(
     night: Annotated[
         bool, typer.Option("--night", help="Run the night cycle first; recall turns, blocks, facts and insights.")
     ] = False,
+    ask_at: Annotated[
+        str,
+        typer.Option(
+            "--ask-at",
+            help="When questions are asked: 'now', or 'end' (a day after the conversation's last turn, "
+            "as recall's as_of: 'last week' means the conversation's last week).",
+        ),
+    ] = "now",
 ) -> None:
     """Retrieval quality on LoCoMo: recall@k per category, evidence within token budgets, latency."""
     import asyncio
@@ -57,6 +65,11 @@ def bench_locomo(
 
     if not path.is_file():
         raise typer.BadParameter(f"{path} is not a file", param_hint="PATH")
+    if ask_at not in ("now", "end"):
+        raise typer.BadParameter(f"must be 'now' or 'end', not {ask_at!r}", param_hint="--ask-at")
+    if ask_at == "end" and night:
+        # the nights run now: asked at the conversation's end, recall would leave out all they made
+        raise typer.BadParameter("--night runs its nights now; use --ask-at now with it", param_hint="--ask-at")
     overrides = _overrides(set_ or [])
     settings = load_settings(**overrides)  # validates the overrides before the long run
     embeddings = load_embedder(
@@ -74,6 +87,7 @@ def bench_locomo(
                     database_url=settings.database_url,
                     progress=lambda _name, done, total: update(done, total),
                     night=night,
+                    ask_at=ask_at,
                 )
             )
 
