@@ -71,6 +71,8 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "speaker in turn embeddings": {"turn_context": False},
     "late interaction (MaxSim re-rank)": {"late_interaction": False},
     "refusal of unknown names": {"refuse_unknown_names": False},
+    "time-aware queries": {"time_aware": False},
+    "passages of long items": {"passages": False},
 }
 
 

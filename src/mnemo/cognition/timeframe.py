@@ -12,6 +12,7 @@ names a period asks about that period.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
@@ -46,10 +47,15 @@ def item_times(content: str, at: datetime | None) -> Iterable[tuple[datetime, da
     """The periods an item is about: its own time's day and each time its text speaks of."""
     if at is not None:
         yield span(at.replace(hour=0, minute=0, second=0, microsecond=0), "day")
-    for _start, _end, kind, match in find_times(content):
-        resolved = resolve_time(kind, match, at, "past")
-        if resolved is not None:
-            yield span(*resolved)
+    yield from _spoken_of(content, at)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _spoken_of(content: str, at: datetime | None) -> tuple[tuple[datetime, datetime], ...]:
+    """The periods ``content`` speaks of, resolved against ``at`` (remembered: the same candidates
+    come back query after query, and an item's text and time never change)."""
+    found = (resolve_time(kind, match, at, "past") for _start, _end, kind, match in find_times(content))
+    return tuple(span(*resolved) for resolved in found if resolved is not None)
 
 
 def in_window(window: tuple[datetime, datetime], content: str, at: datetime | None) -> bool:
