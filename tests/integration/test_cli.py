@@ -168,3 +168,13 @@ def test_observe_and_curate_json_are_their_records(env: dict[str, str]) -> None:
     change = plan["changes"][0]  # the candidate: the curator decides about it
     assert change["content"] == "The ferns need water on Sundays" and change["from_status"] == "candidate"
     assert {"verdict", "score", "reasons"} == set(change["classification"])
+
+
+def test_bench_locomo_refuses_a_bad_ask_at_before_any_work(env: dict[str, str], tmp_path: Path) -> None:
+    from tests.bench_data import tiny
+
+    data = tiny(tmp_path / "tiny.json")
+    code, _, err = run(env, "bench", "locomo", str(data), "--ask-at", "soon")
+    assert code == 2 and "must be 'now' or 'end'" in err
+    code, _, err = run(env, "bench", "locomo", str(data), "--ask-at", "end", "--night")
+    assert code == 2 and "--night runs its nights now" in err

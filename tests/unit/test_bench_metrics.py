@@ -64,3 +64,16 @@ def test_foreign_questions_come_from_the_other_conversations_seeded() -> None:
         assert len(set(drawn[conv.sample_id])) == len(drawn[conv.sample_id])
     assert drawn == foreign_questions(convs, seed=1)
     assert drawn != foreign_questions(convs, seed=2)
+
+
+def test_questions_asked_at_the_end_are_asked_a_day_after_the_last_turn() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from mnemo.bench.locomo import Conversation, _asked_at
+    from mnemo.write.formats import TurnInput
+
+    times = [datetime(2023, 5, 8, 13, 56, tzinfo=UTC), datetime(2023, 6, 2, 10, 5, tzinfo=UTC), None]
+    conv = Conversation("c", tuple(TurnInput("s", "user", "hi", created_at=t) for t in times), ())
+    assert _asked_at(conv, "end") == datetime(2023, 6, 2, 10, 5, tzinfo=UTC) + timedelta(days=1)
+    assert _asked_at(conv, "now") is None
+    assert _asked_at(Conversation("e", (), ()), "end") is None

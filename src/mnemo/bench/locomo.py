@@ -28,6 +28,10 @@ refused question is still ranked, by its rejected candidates), and every
 conversation is also asked as many *foreign* questions, drawn (seeded) from the
 other conversations: questions about people and events it never heard of. The
 ``refusal`` figures are the share of own and of foreign questions refused.
+
+Questions are asked now, or with ``ask_at="end"`` (``--ask-at end``) a day after
+each conversation's last turn (recall's ``as_of``): "last week" is then the
+conversation's last week, and recency is measured from its end.
 """
 
 from __future__ import annotations

@@ -1,0 +1,75 @@
+"""Recall latency with and without issue 14's recall pieces, on one database, interleaved.
+
+    .venv/bin/python benchmarks/recall_latency.py path/to/locomo.json [--rounds 3] [--k 50]
+
+"before": late interaction, the unknown-names refusal, time-aware queries and passages off
+(recall as it was before them); "now": the defaults. Every conversation is imported once per
+configuration (its own scope, one embedded database); then every question is recalled
+read-only, round after round, the two configurations alternating which goes first. Prints
+p50 / p95 per round and their medians: the machine is shared and noisy, so compare only
+figures from one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from mnemo import AsyncArchive, Scope, Settings
+from mnemo.bench.locomo import load_locomo
+from mnemo.bench.metrics import percentile
+from mnemo.embed import load_embedder
+from mnemo.write.importer import import_turns
+
+BEFORE = {"late_interaction": False, "refuse_unknown_names": False, "time_aware": False, "passages": False}
+
+
+async def run(path: Path, rounds: int, k: int) -> dict[str, tuple[float, float]]:
+    conversations = load_locomo(path)
+    embeddings = load_embedder("bundled")
+    with tempfile.TemporaryDirectory(prefix="mnemo-latency-") as home:
+        archives: dict[str, AsyncArchive] = {}
+        try:
+            for name, extra in (("before", BEFORE), ("now", {})):
+                settings = Settings(home=Path(home), scoring="deterministic", **extra)  # type: ignore[arg-type]
+                archives[name] = await AsyncArchive.open(settings, embeddings=embeddings)
+                for conv in conversations:
+                    await import_turns(archives[name].runtime, Scope(name, conv.sample_id), conv.turns)
+            figures: dict[str, list[tuple[float, float]]] = {name: [] for name in archives}
+            for round_ in range(rounds):
+                for name in ("before", "now") if round_ % 2 == 0 else ("now", "before"):
+                    latencies = []
+                    for conv in conversations:
+                        for q in conv.questions:
+                            started = time.perf_counter()
+                            await archives[name].recall(Scope(name, conv.sample_id), q.text, k, read_only=True)
+                            latencies.append((time.perf_counter() - started) * 1000)
+                    figures[name].append((percentile(latencies, 50), percentile(latencies, 95)))
+                    print(
+                        f"round {round_ + 1} {name}: p50 {figures[name][-1][0]:.1f} p95 {figures[name][-1][1]:.1f} ms"
+                    )
+        finally:
+            for archive in archives.values():
+                await archive.close()
+    return {
+        name: (statistics.median(f[0] for f in runs), statistics.median(f[1] for f in runs))
+        for name, runs in figures.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("path", type=Path)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--k", type=int, default=50)
+    args = parser.parse_args()
+    for name, (p50, p95) in asyncio.run(run(args.path, args.rounds, args.k)).items():
+        print(f"{name}: median of {args.rounds} rounds, p50 {p50:.1f} ms, p95 {p95:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
