@@ -39,6 +39,7 @@ class Runtime:
     extra_embeddings: dict[str, Embeddings] = field(default_factory=dict)  # second vector spaces, loaded on use
     cortex: Cortex | None = None  # the long-term tier (LanceDB), connected on first use
     token_cache: token_rows.Cache = field(default_factory=token_rows.Cache)  # late interaction's reads
+    reranker: Any = None  # a local cross-encoder (mnemo.rerank.Reranker) when settings.reranker is set
 
     def __post_init__(self) -> None:
         self.token_cache.max_bytes = self.settings.token_cache_mb << 20

@@ -18,6 +18,7 @@ from mnemo._runtime import Runtime
 from mnemo.config import Settings, load_settings
 from mnemo.cortex.store import Cortex
 from mnemo.embed import Embeddings, load_embedder
+from mnemo.rerank import load_reranker
 from mnemo.store import Store, tiers
 from mnemo.store import vectors as vector_rows
 from mnemo.write import gates, reembed
@@ -54,6 +55,7 @@ async def start(
             random.Random(settings.seed),
             llm or settings.llm,
             cortex=Cortex(settings.cortex_uri or _cortex_locator(settings, store)),
+            reranker=load_reranker(settings.reranker),
         )
         pending = await reembed.note_active_slug(runtime)
         recovered = await gates.recover(runtime)

@@ -98,6 +98,11 @@ class Settings(BaseSettings):
         description="Also embed an item longer than the model's window as overlapping passages (half a window "
         "apart); its similarity is its best vector's.",
     )
+    reranker: Path | None = Field(
+        default=None,
+        description="A local sentence-transformers CrossEncoder directory: with late_interaction on, it re-ranks "
+        "the head instead of MaxSim. Never downloaded.",
+    )
     token_cache_mb: int = Field(
         default=64, ge=0, le=65_536, description="Memory for the token embeddings recalls read most recently (MiB)."
     )

@@ -242,8 +242,8 @@ class Hit:
     neighbour_boost: float = 0.0
     fused: float | None = None  # the fused, neighbour-smoothed search score (z-score units)
     late: float | None = None
-    """MaxSim of the query's tokens over the item's (late interaction), when it re-ranked this hit; the
-    search score is then the re-ranked one."""
+    """MaxSim of the query's tokens over the item's (late interaction), or the configured
+    cross-encoder's score, when it re-ranked this hit; the search score is then the re-ranked one."""
     in_period: bool = False
     """Whether the item is of the period the question names ("in May 2023", "last week"), for which
     its search score was lifted (time-aware queries)."""

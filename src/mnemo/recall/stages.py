@@ -253,7 +253,8 @@ def start_embedding(
 
 
 def _late(rt: Runtime) -> bool:
-    return rt.settings.late_interaction and rt.embeddings.reads_tokens
+    """Whether the query's token embeddings are needed: MaxSim re-ranks (no cross-encoder does)."""
+    return rt.settings.late_interaction and rt.embeddings.reads_tokens and rt.reranker is None
 
 
 async def _embed_query(
@@ -534,17 +535,23 @@ async def _names(rt: Runtime, conn: psycopg.AsyncConnection, request: Request) -
 # --- 5b. late interaction ----------------------------------------------------------------------------
 async def late_interaction(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates) -> None:
     """Re-rank the head the blend will score (cognitive-plan §2.6): each candidate's fused score and
-    its MaxSim over token embeddings (:mod:`mnemo.cognition.late`), as z-scores, added. Token
-    embeddings come from the cache; a candidate missing there is embedded once and cached."""
+    its MaxSim over token embeddings (:mod:`mnemo.cognition.late`), or the configured cross-encoder's
+    score (:mod:`mnemo.rerank`), as z-scores, added. Token embeddings come from the cache; a
+    candidate missing there is embedded once and cached."""
     final = found.final
-    if found.query_tokens is None or len(found.query_tokens.ids) == 0 or len(final) < 2:
+    if len(final) < 2 or not rt.settings.late_interaction:
         return
     head = _head(rt, request, final)
-    tokens = await _token_vectors(rt, conn, request.scope, head)
-    read = [i for i in head if i in tokens]
-    if len(read) < 2:
+    if rt.reranker is not None:
+        scored = await _cross_scores(rt, conn, request, head)
+    elif found.query_tokens is not None and len(found.query_tokens.ids) > 0:
+        tokens = await _token_vectors(rt, conn, request.scope, head)
+        read = [i for i in head if i in tokens]
+        scored = dict(zip(read, late_scores(found.query_tokens, [tokens[i] for i in read]).tolist(), strict=True))
+    else:
         return
-    scored = dict(zip(read, late_scores(found.query_tokens, [tokens[i] for i in read]).tolist(), strict=True))
+    if len(scored) < 2:
+        return
     # a head item with no text to read (a cortex block) is taken as average on the late scale
     average = sum(scored.values()) / len(scored)
     combined = combine([final[i] for i in head], [scored.get(i, average) for i in head])
@@ -576,6 +583,16 @@ async def time_frame(rt: Runtime, conn: psycopg.AsyncConnection, request: Reques
     found.in_period = set(inside)
     found.smoothed = found.smoothed or found.final
     found.final = found.final | {i: found.final[i] + lift for i in inside}
+
+
+async def _cross_scores(
+    rt: Runtime, conn: psycopg.AsyncConnection, request: Request, head: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, float]:
+    """The cross-encoder's score of each head item that has text here (turns, lines, memories)."""
+    texts = await token_rows.texts(conn, request.scope.entity_id, request.scope.namespace, head)
+    read = [i for i in head if i in texts]
+    scores = await rt.reranker.scores(request.text, [_token_text(rt, *texts[i]) for i in read])
+    return dict(zip(read, scores.tolist(), strict=True))
 
 
 def _head(rt: Runtime, request: Request, scores: Mapping[uuid.UUID, float]) -> list[uuid.UUID]:
