@@ -33,6 +33,7 @@ from mnemo._validate import (
     check_vector,
     to_utc,
 )
+from mnemo.cognition.late import TokenVectors
 from mnemo.errors import InvalidContentError, UnknownScopeError
 from mnemo.models import Memory, MemoryKind, MemoryStatus, Scope, Turn, uuid7
 from mnemo.store import dynamics as dynamic_rows
@@ -105,12 +106,7 @@ async def remember(
     if status not in ("candidate", "active"):
         raise InvalidContentError("new memories start as 'candidate' or 'active'")
     when = None if event_time is None else to_utc(event_time, label="event_time")
-    read, windows = None, []
-    if embedding is not None:
-        vector = check_vector(embedding, rt.embeddings.dim)
-    else:
-        embedded = await embed_items(rt, [(text, rt.embeddings.document_prefix(kind))])
-        vector, read, windows = embedded.vectors[0], embedded.tokens, embedded.passages[0]
+    vector, read, windows = await _embedded(rt, text, kind, embedding)
     item_id = uuid7()
     old_ids = [check_id(i) for i in supersedes]
     if old_ids:
@@ -139,29 +135,56 @@ async def remember(
             if same is not None:
                 return await _remembered_again(conn, rt, scope, same, source_tag)
         created = await store_memory(conn, rt, scope, row, vector)
-        if read:
-            await token_rows.write(conn, scope.entity_id, scope.namespace, str(rt.slug), {item_id: read[0]})
-        await passage_rows.write(
-            conn, scope.entity_id, scope.namespace, str(rt.slug),
-            [(item_id, "memory", n, v) for n, v in enumerate(windows, start=1)],
-        )  # fmt: skip
+        await _store_reading(conn, rt, scope, item_id, read, windows)
         await supersede(conn, rt, scope, old_ids, item_id, reason="superseded")
     await note_writes(rt, 1 + len(old_ids))
+    return _stored(scope, row, created)
+
+
+async def _embedded(
+    rt: Runtime, text: str, kind: str, embedding: Sequence[float] | np.ndarray | None
+) -> tuple[np.ndarray, TokenVectors | None, list[np.ndarray]]:
+    """The memory's vector (the caller's, checked, or embedded), with its token embeddings and
+    passage vectors when it was embedded here."""
+    if embedding is not None:
+        return check_vector(embedding, rt.embeddings.dim), None, []
+    embedded = await embed_items(rt, [(text, rt.embeddings.document_prefix(kind))])
+    return embedded.vectors[0], embedded.tokens[0] if embedded.tokens else None, embedded.passages[0]
+
+
+async def _store_reading(
+    conn: psycopg.AsyncConnection,
+    rt: Runtime,
+    scope: Scope,
+    item_id: uuid.UUID,
+    read: TokenVectors | None,
+    windows: Sequence[np.ndarray],
+) -> None:
+    """The new memory's token embeddings (late interaction) and passages (long items)."""
+    slug = str(rt.slug)
+    if read is not None:
+        await token_rows.write(conn, scope.entity_id, scope.namespace, slug, {item_id: read})
+    rows = [(item_id, "memory", n, v) for n, v in enumerate(windows, start=1)]
+    await passage_rows.write(conn, scope.entity_id, scope.namespace, slug, rows)
+
+
+def _stored(scope: Scope, row: Mapping[str, Any], created: datetime) -> Memory:
+    """The record of a memory just stored, from its row."""
     return Memory(
-        id=item_id,
+        id=row["id"],
         scope=scope,
-        kind=cast(MemoryKind, kind),  # checked above
-        content=text,
+        kind=cast(MemoryKind, row["kind"]),  # checked by remember
+        content=row["content"],
         created_at=created,
         alpha=row["alpha"],
         beta=row["beta"],
-        status=cast(MemoryStatus, status),  # checked above
-        anchored=anchored,
-        compressed=compressed,
-        source_tag=source_tag,
+        status=cast(MemoryStatus, row["status"]),  # checked by remember
+        anchored=row["anchored"],
+        compressed=row["compressed"],
+        source_tag=row["source_tag"],
         source_confidence=row["source_confidence"],
         provenance=tuple(row["provenance"]),
-        event_time=when,
+        event_time=row["event_time"],
         token_count=row["token_count"],
         metadata=row["metadata"],
     )
