@@ -574,8 +574,8 @@ async def time_frame(rt: Runtime, conn: psycopg.AsyncConnection, request: Reques
     if window is None:
         return
     head = _head(rt, request, found.final)
-    times = await search_rows.item_times(conn, request.scope.entity_id, request.scope.namespace, head)
-    inside = [i for i in head if i in times and in_window(window, *times[i])]
+    texts = await search_rows.item_texts(conn, request.scope.entity_id, request.scope.namespace, head)
+    inside = [i for i in head if i in texts and in_window(window, texts[i].content, texts[i].at)]
     if not inside or len(inside) == len(head):
         return  # nothing, or everything, is of that period: nothing to tell apart
     scores = [found.final[i] for i in head]
@@ -589,9 +589,9 @@ async def _cross_scores(
     rt: Runtime, conn: psycopg.AsyncConnection, request: Request, head: Sequence[uuid.UUID]
 ) -> dict[uuid.UUID, float]:
     """The cross-encoder's score of each head item that has text here (turns, lines, memories)."""
-    texts = await token_rows.texts(conn, request.scope.entity_id, request.scope.namespace, head)
+    texts = await search_rows.item_texts(conn, request.scope.entity_id, request.scope.namespace, head)
     read = [i for i in head if i in texts]
-    scores = await rt.reranker.scores(request.text, [_token_text(rt, *texts[i]) for i in read])
+    scores = await rt.reranker.scores(request.text, [_token_text(rt, texts[i]) for i in read])
     return dict(zip(read, scores.tolist(), strict=True))
 
 
@@ -613,21 +613,21 @@ async def _token_vectors(
     missing = [i for i in ids if i not in found]
     if not missing:
         return found
-    texts = await token_rows.texts(conn, e, ns, missing)
+    texts = await search_rows.item_texts(conn, e, ns, missing)
     if not texts:
         return found
     todo = list(texts)
-    _, fresh = await rt.embeddings.embed_documents_with_tokens([_token_text(rt, *texts[i]) for i in todo])
+    _, fresh = await rt.embeddings.embed_documents_with_tokens([_token_text(rt, texts[i]) for i in todo])
     made = {i: quantize(tv) for i, tv in zip(todo, fresh, strict=True)}  # as the store will give them
     await token_rows.write(conn, e, ns, slug, made)
     return found | made
 
 
-def _token_text(rt: Runtime, content: str, speaker: str | None, kind: str | None) -> str:
+def _token_text(rt: Runtime, item: search_rows.ItemText) -> str:
     """What the model reads for an item: the text its vector was embedded from."""
-    if kind is not None:
-        return rt.embeddings.document_text(content, kind)
-    return rt.embeddings.turn_text(content, speaker if rt.settings.turn_context else None)
+    if item.kind is not None:
+        return rt.embeddings.document_text(item.content, item.kind)
+    return rt.embeddings.turn_text(item.content, item.speaker if rt.settings.turn_context else None)
 
 
 # --- 6. cognitive blend -------------------------------------------------------------------------

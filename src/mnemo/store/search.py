@@ -11,11 +11,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 
-__all__ = ["has_at_least", "hydrate_memories", "hydrate_turns", "item_times", "lexical", "positions"]
+__all__ = ["ItemText", "has_at_least", "hydrate_memories", "hydrate_turns", "item_texts", "lexical", "positions"]
 
 _LEXICAL_TURNS = """
     SELECT id, 'turn' AS item_kind, ts_rank_cd(tsv, q.q, 1) AS rank
@@ -173,22 +173,33 @@ async def has_at_least(conn: psycopg.AsyncConnection, entity_id: str, namespace:
     return row is not None and int(row[0]) >= n
 
 
-async def item_times(
+class ItemText(NamedTuple):
+    """What recall's later stages read of a candidate: its text, who said it, its memory kind, its time."""
+
+    content: str
+    speaker: str | None
+    kind: str | None  # a memory's kind; None for a turn or line
+    at: datetime  # a turn's (a line's turn's) time; a memory's event time, else when it was written
+
+
+async def item_texts(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, item_ids: Sequence[uuid.UUID]
-) -> dict[uuid.UUID, tuple[str, datetime]]:
-    """``(content, time)`` of each of ``item_ids`` that is a turn (its time), a line (its turn's) or a
-    memory (its event time, else when it was written): what a time-aware query checks."""
+) -> dict[uuid.UUID, ItemText]:
+    """The :class:`ItemText` of each of ``item_ids`` that is a turn, a line or a memory: what the
+    re-rankers read and what a time-aware query checks."""
     if not item_ids:
         return {}
     cur = await conn.execute(
-        """SELECT id, content, created_at FROM mnemo.turns
+        """SELECT id, content, speaker, NULL::text, created_at FROM mnemo.turns
              WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)
            UNION ALL
-           SELECT DISTINCT ON (turn_id) turn_id, content, created_at FROM mnemo.block_lines
+           SELECT DISTINCT ON (turn_id) turn_id, content, speaker, NULL::text, created_at FROM mnemo.block_lines
              WHERE entity_id = %(e)s AND namespace = %(ns)s AND turn_id = ANY(%(ids)s)
+               AND NOT EXISTS (SELECT 1 FROM mnemo.turns t
+                               WHERE t.entity_id = %(e)s AND t.namespace = %(ns)s AND t.id = turn_id)
            UNION ALL
-           SELECT id, content, coalesce(event_time, created_at) FROM mnemo.memories
+           SELECT id, content, NULL, kind, coalesce(event_time, created_at) FROM mnemo.memories
              WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)""",
         {"e": entity_id, "ns": namespace, "ids": list(item_ids)},
     )
-    return {r[0]: (r[1], r[2]) for r in await cur.fetchall()}
+    return {r[0]: ItemText(r[1], r[2], r[3], r[4]) for r in await cur.fetchall()}

@@ -16,7 +16,7 @@ import psycopg
 
 from mnemo.cognition.late import QUANT, TokenVectors, quantize
 
-__all__ = ["Cache", "fetch", "texts", "write"]
+__all__ = ["Cache", "fetch", "write"]
 
 Key = tuple[str, str, uuid.UUID, str]
 """``(entity_id, namespace, item_id, slug)``."""
@@ -136,25 +136,3 @@ async def write(
             "v": [p[1] for p in packed],
         },
     )
-
-
-async def texts(
-    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, item_ids: Sequence[uuid.UUID]
-) -> dict[uuid.UUID, tuple[str, str | None, str | None]]:
-    """``(content, speaker, memory kind)`` of each of ``item_ids`` that is a turn, a line or a memory."""
-    if not item_ids:
-        return {}
-    cur = await conn.execute(
-        """SELECT id, content, speaker, NULL::text FROM mnemo.turns
-             WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)
-           UNION ALL
-           SELECT DISTINCT ON (turn_id) turn_id, content, speaker, NULL::text FROM mnemo.block_lines
-             WHERE entity_id = %(e)s AND namespace = %(ns)s AND turn_id = ANY(%(ids)s)
-               AND NOT EXISTS (SELECT 1 FROM mnemo.turns t
-                               WHERE t.entity_id = %(e)s AND t.namespace = %(ns)s AND t.id = turn_id)
-           UNION ALL
-           SELECT id, content, NULL, kind FROM mnemo.memories
-             WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)""",
-        {"e": entity_id, "ns": namespace, "ids": list(item_ids)},
-    )
-    return {r[0]: (r[1], r[2], r[3]) for r in await cur.fetchall()}
