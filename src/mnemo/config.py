@@ -98,6 +98,18 @@ class Settings(BaseSettings):
         description="Also embed an item longer than the model's window as overlapping passages (half a window "
         "apart); its similarity is its best vector's.",
     )
+    late_retrieval: bool = Field(
+        default=True,
+        description="With late_interaction on, MaxSim also retrieves: every turn and memory of a scope of at most "
+        "late_scan_limit items is scored, and the score joins the fusion as a third retriever.",
+    )
+    late_scan_limit: int = Field(
+        default=5000,
+        ge=0,
+        le=1_000_000,
+        description="Largest scope (items with token embeddings) late retrieval scans; above it MaxSim only "
+        "re-ranks the head. Bounds the scan's time and memory, not a quality knob.",
+    )
     reranker: Path | None = Field(
         default=None,
         description="A local sentence-transformers CrossEncoder directory: with late_interaction on, it re-ranks "

@@ -11,6 +11,7 @@ import psycopg
 
 from mnemo import AsyncArchive, RecallResult, Scope, Settings
 from mnemo.embed import Embeddings
+from mnemo.recall import stages
 
 SCOPE = Scope("late", "chat")
 
@@ -109,3 +110,91 @@ async def test_turned_off_no_token_rows_and_no_late_scores(
     assert isinstance(result, RecallResult)
     assert _rows(database_url) == {}
     assert result.hits and all(h.late is None for h in result.hits)
+
+
+# --- late interaction as a retriever: the whole scope scanned -------------------------------------
+async def _scan_best(archive: AsyncArchive, embeddings: Embeddings, database_url: str, query: str) -> str:
+    """The turn MaxSim ranks first among all of the scope's turns, computed here from the stored rows."""
+    from mnemo.cognition.late import late_scores
+    from mnemo.store.token_vectors import fetch
+
+    async with archive.runtime.store.connection() as conn:
+        cur = await conn.execute(
+            "SELECT id, content FROM mnemo.turns WHERE entity_id = %s AND namespace = %s",
+            (SCOPE.entity_id, SCOPE.namespace),
+        )
+        contents = dict(await cur.fetchall())
+        stored = await fetch(conn, SCOPE.entity_id, SCOPE.namespace, str(embeddings.slug), list(contents))
+    _, query_tokens = await embeddings.embed_query_with_tokens(query)
+    ids = list(stored)
+    scores = late_scores(query_tokens, [stored[i] for i in ids])
+    return str(contents[ids[int(scores.argmax())]])
+
+
+async def _candidates(archive: AsyncArchive, query: str, vector: object = None) -> stages.Candidates:
+    """What the first stage found for ``query`` (depth 1: one candidate per retriever)."""
+    rt = archive.runtime
+    request = stages.check(
+        rt, SCOPE, query, 1, as_entity=None, read_only=True, threshold=None, kinds=("turn", "memory"), trace=False,
+        query_vector=vector, cues=None, now=None, seed=None, hops=None,  # type: ignore[arg-type]
+    )  # fmt: skip
+    async with rt.store.connection() as conn:
+        return await stages.retrieve(rt, conn, request, stages.start_embedding(rt, request))
+
+
+async def test_the_scan_scores_every_turn_and_brings_in_the_best_late_match(
+    database_url: str, embeddings: Embeddings, tmp_path: Path
+) -> None:
+    query = "what ceramic object did Ben create"
+    # the dense retriever is pointed elsewhere (a given query vector: another turn's), so only the
+    # scan can bring in what MaxSim ranks first
+    elsewhere = (await embeddings.embed_documents([TURNS[2]["content"]]))[0]
+    found: dict[bool, stages.Candidates] = {}
+    for scan in (False, True):
+        settings = Settings(database_url=database_url, seed=7, late_retrieval=scan, candidate_depth=1)
+        archive = await AsyncArchive.open(settings, embeddings=embeddings)
+        try:
+            if not scan:
+                await _import(archive, tmp_path)
+            best = await _scan_best(archive, embeddings, database_url, query)
+            found[scan] = await _candidates(archive, query, elsewhere)
+            contents = {i: t.content for i, t in (await _texts(archive, list(found[scan].kind_of))).items()}
+        finally:
+            await archive.close()
+        assert (best in contents.values()) is scan
+    assert found[False].scanned == {}
+    assert len(found[True].scanned) == len(TURNS)  # every turn of the scope, scored
+    assert set(found[False].kind_of) < set(found[True].kind_of) and len(found[True].kind_of) <= 3
+
+
+async def _texts(archive: AsyncArchive, ids: list) -> dict:  # type: ignore[type-arg]
+    from mnemo.store.search import item_texts
+
+    async with archive.runtime.store.connection() as conn:
+        return await item_texts(conn, SCOPE.entity_id, SCOPE.namespace, ids)
+
+
+async def test_the_scan_stays_in_its_scope_forgets_at_once_and_is_off_above_its_limit(
+    database_url: str, embeddings: Embeddings, tmp_path: Path
+) -> None:
+    other = Scope("late", "elsewhere")
+    query = "what did Ben make for his sister"
+    archive = await AsyncArchive.open(Settings(database_url=database_url, seed=7), embeddings=embeddings)
+    try:
+        await _import(archive, tmp_path)
+        stranger = await archive.remember(other, "Ben made a lopsided blue bowl for his sister in pottery class")
+        found = await _candidates(archive, query)
+        assert stranger.id not in found.scanned and len(found.scanned) == len(TURNS)
+        # a forgotten turn leaves the scan at once (the scope's index is rebuilt without it)
+        best = max(found.scanned, key=lambda i: found.scanned[i])
+        await archive.forget(SCOPE, best)
+        after = await _candidates(archive, query)
+        assert best not in after.scanned and best not in after.kind_of and len(after.scanned) == len(TURNS) - 1
+    finally:
+        await archive.close()
+    capped = Settings(database_url=database_url, seed=7, late_scan_limit=len(TURNS) - 2)
+    archive = await AsyncArchive.open(capped, embeddings=embeddings)
+    try:
+        assert (await _candidates(archive, query)).scanned == {}  # more items than the limit: no scan
+    finally:
+        await archive.close()

@@ -163,3 +163,62 @@ def test_the_token_cache_keeps_the_most_recently_read_within_its_bytes_and_forge
     off = Cache(max_bytes=0)
     off.put({keys[0]: one})
     assert len(off) == 0
+
+
+# --- the index: late interaction over a whole scope -----------------------------------------------
+@given(_seeds, st.lists(st.integers(0, 9), min_size=1, max_size=8), _lengths)
+def test_an_index_scores_as_late_scores_does_with_idf_over_every_indexed_item(
+    seed: int, sizes: list[int], nq: int
+) -> None:
+    from mnemo.cognition.late import index_scores, index_tokens
+
+    query = _tokens(seed, nq)
+    items = [
+        quantize(_tokens(seed + 1 + i, n)) if n else TokenVectors(np.zeros(0, np.int32), np.zeros((0, 8), np.int8))
+        for i, n in enumerate(sizes)
+    ]
+    index = index_tokens(items)
+    assert index.size == len(items) and len(index.filled) == sum(n > 0 for n in sizes)
+    assert not len(index.filled) or index.rows.dtype == np.int8  # codes stay codes: 4x less memory
+    assert np.allclose(index_scores(query, index), late_scores(query, items), atol=1e-6)
+    weights = idf_weights(query.ids.tolist(), items)
+    expected = [maxsim(query.vectors, c.vectors.astype(np.float32) * c.scale, weights) for c in items]
+    assert np.allclose(index_scores(query, index), expected, atol=1e-5)
+    assert index.nbytes >= index.rows.nbytes
+
+
+def test_the_cache_keeps_a_scopes_index_only_for_the_items_it_was_built_from() -> None:
+    import uuid
+
+    from mnemo.cognition.late import index_tokens
+    from mnemo.store.token_vectors import Cache
+
+    one = quantize(_tokens(1, 10, dim=16))
+    ids = tuple(uuid.UUID(int=i) for i in range(3))
+    index = index_tokens([one, one, one])
+    cache = Cache(max_bytes=2 * index.nbytes + 1)
+    cache.keep_index(("ana", "chat", "m"), ids, index)
+    assert cache.index(("ana", "chat", "m"), ids) is index
+    assert cache.index(("ana", "chat", "m"), ids[:2]) is None  # an item came or went: rebuilt
+    assert cache.index(("ana", "work", "m"), ids) is None  # another scope's is never served
+    cache.keep_index(("ana", "work", "m"), ids, index)
+    cache.keep_index(("bob", "chat", "m"), ids, index)  # over the bound: the least recently read goes
+    assert cache.index(("ana", "chat", "m"), ids) is None and cache.index(("bob", "chat", "m"), ids) is index
+    cache.drop("bob", [ids[1]])  # forgetting one of its items drops the index
+    assert cache.index(("bob", "chat", "m"), ids) is None
+    cache.drop_scope("ana", "work")
+    assert cache.index(("ana", "work", "m"), ids) is None
+    Cache(max_bytes=0).keep_index(("ana", "chat", "m"), ids, index)  # too big for the budget: not kept
+    small = Cache(max_bytes=0)
+    small.keep_index(("ana", "chat", "m"), ids, index)
+    assert small.index(("ana", "chat", "m"), ids) is None
+
+
+def test_scoring_block_by_block_gives_the_same_scores(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mnemo.cognition import late
+
+    query = _tokens(3, 5)
+    items = [quantize(_tokens(10 + i, n)) for i, n in enumerate([4, 7, 1, 9, 3])]
+    whole = late.index_scores(query, late.index_tokens(items))
+    monkeypatch.setattr(late, "BLOCK", 3)  # blocks that split items
+    assert np.allclose(late.index_scores(query, late.index_tokens(items)), whole, atol=1e-6)

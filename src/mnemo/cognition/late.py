@@ -13,6 +13,13 @@ from the candidates themselves, so there is nothing to fit and nothing to store 
 
 The first-stage and late scores are put on one scale (z-scores over the candidates) and
 added with equal weight (:func:`combine`).
+
+Late interaction also *retrieves*: a :class:`TokenIndex` lays a whole scope's token embeddings
+out as one matrix, so every item is scored at once (:func:`index_scores`, IDF over the scope)
+and the best join the candidates that HNSW and BM25 found. On LoCoMo the whole-scope MaxSim
+alone ranks better than either first-stage retriever (R@10 71.6, against 45.3 for the same
+model's single vector and 50.3 for BM25), because a question's words meet the evidence's words
+one by one instead of through one pooled vector.
 """
 
 from __future__ import annotations
@@ -22,7 +29,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["QUANT", "TokenVectors", "combine", "idf_weights", "late_scores", "maxsim", "quantize"]
+__all__ = [
+    "QUANT",
+    "TokenIndex",
+    "TokenVectors",
+    "combine",
+    "idf_weights",
+    "index_scores",
+    "index_tokens",
+    "late_scores",
+    "maxsim",
+    "quantize",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,14 +77,24 @@ def quantize(tv: TokenVectors) -> TokenVectors:
 def idf_weights(query_ids: Sequence[int] | np.ndarray, candidates: Sequence[TokenVectors]) -> np.ndarray:
     """``ln((N + 1) / (df + 0.5))`` per query token, ``df`` counted over the candidates' token sets:
     always positive, largest for a token no candidate has."""
-    query = np.asarray(query_ids, dtype=np.int64)
-    n = len(candidates)
+    return _idf(query_ids, *_document_frequencies(candidates), len(candidates))
+
+
+def _document_frequencies(candidates: Sequence[TokenVectors]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct token ids over ``candidates`` (sorted) and how many candidates hold each."""
+    if not candidates:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     # each candidate's distinct tokens, together: a token's count there is its document frequency
-    seen = np.concatenate([np.unique(c.ids) for c in candidates]) if n else np.zeros(0, np.int64)
-    tokens, df = np.unique(seen, return_counts=True)
-    at = np.clip(np.searchsorted(tokens, query), 0, max(len(tokens) - 1, 0))
-    found = df[at] if len(tokens) else np.zeros(len(query), np.int64)
-    counts = np.where((tokens[at] == query) if len(tokens) else False, found, 0)
+    seen = np.concatenate([np.unique(c.ids) for c in candidates]).astype(np.int64, copy=False)
+    return np.unique(seen, return_counts=True)
+
+
+def _idf(query_ids: Sequence[int] | np.ndarray, tokens: np.ndarray, df: np.ndarray, n: int) -> np.ndarray:
+    query = np.asarray(query_ids, dtype=np.int64)
+    if not len(tokens):
+        return np.full(len(query), np.log((n + 1) / 0.5))
+    at = np.clip(np.searchsorted(tokens, query), 0, len(tokens) - 1)
+    counts = np.where(tokens[at] == query, df[at], 0)
     return np.log((n + 1) / (counts + 0.5))
 
 
@@ -79,25 +107,92 @@ def maxsim(query: np.ndarray, doc: np.ndarray, weights: np.ndarray) -> float:
     return float((best.astype(np.float64) * weights).sum() / weights.sum())
 
 
-def late_scores(query: TokenVectors, candidates: Sequence[TokenVectors]) -> np.ndarray:
-    """Every candidate's late score against the query, IDF-weighted over these candidates: one
-    matrix product over all their tokens, then each candidate's best match per query token."""
-    weights = idf_weights(query.ids, candidates)
-    scores = np.zeros(len(candidates), dtype=np.float64)
+@dataclass(frozen=True, slots=True)
+class TokenIndex:
+    """Many items' token embeddings laid out to be scored at once (:func:`index_scores`): one
+    matrix of every token, where each item starts, and the items' token document frequencies.
+
+    Built once per candidate set by :func:`late_scores`, or once per scope and kept, so that late
+    interaction can retrieve over every item of a scope, not only re-rank the head."""
+
+    size: int
+    """How many items (those without tokens included: they score 0)."""
+    rows: np.ndarray
+    """Every token of the items with any, item after item, ``(tokens, dim)`` (int8 codes or floats)."""
+    filled: np.ndarray
+    """Positions of the items with at least one token."""
+    starts: np.ndarray
+    """Where each of :attr:`filled` starts in :attr:`rows`."""
+    scales: np.ndarray
+    """Each of :attr:`filled`'s scale (what its rows are multiplied by to be unit length)."""
+    vocabulary: np.ndarray
+    """The distinct token ids of all items, sorted."""
+    df: np.ndarray
+    """How many items hold each of :attr:`vocabulary`."""
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(a.nbytes for a in (self.rows, self.filled, self.starts, self.scales, self.vocabulary, self.df)))
+
+
+def index_tokens(candidates: Sequence[TokenVectors]) -> TokenIndex:
+    """Lay ``candidates`` out for :func:`index_scores` (their order is the scores' order)."""
     sizes = np.array([len(c.ids) for c in candidates], dtype=np.int64)
     filled = np.flatnonzero(sizes)
-    if len(query.ids) == 0 or len(filled) == 0 or float(weights.sum()) <= 0.0:
-        return scores
     present = [candidates[int(i)] for i in filled]
-    tokens = np.concatenate([c.vectors for c in present]).astype(np.float32, copy=False)
+    dim = present[0].vectors.shape[1] if present else 1
+    dtype = np.int8 if all(c.vectors.dtype == np.int8 for c in present) else np.float32
+    rows = np.concatenate([c.vectors for c in present]) if present else np.zeros((0, dim))
+    rows = rows.astype(dtype, copy=False)
+    vocabulary, df = _document_frequencies(candidates)
+    return TokenIndex(
+        size=len(candidates),
+        rows=rows,
+        filled=filled,
+        starts=np.concatenate([[0], np.cumsum(sizes[filled])[:-1]]).astype(np.int64),
+        scales=np.array([c.scale for c in present], dtype=np.float32),
+        vocabulary=vocabulary,
+        df=df,
+    )
+
+
+def index_scores(query: TokenVectors, index: TokenIndex) -> np.ndarray:
+    """Every indexed item's late score against the query, IDF-weighted over the indexed items:
+    one matrix product over all their tokens, then each item's best match per query token."""
+    weights = _idf(query.ids, index.vocabulary, index.df, index.size)
+    scores = np.zeros(index.size, dtype=np.float64)
+    if len(query.ids) == 0 or len(index.filled) == 0 or float(weights.sum()) <= 0.0:
+        return scores
     query_rows = np.asarray(query.vectors, dtype=np.float32) * np.float32(query.scale)
-    sims = query_rows @ tokens.T  # (query tokens, all candidate tokens)
-    starts = np.concatenate([[0], np.cumsum(sizes[filled])[:-1]])
-    # a candidate's scale is positive and shared by its tokens: apply it after the max
-    scales = np.array([c.scale for c in present], dtype=np.float32)
-    best = np.maximum.reduceat(sims, starts, axis=1) * scales  # (query tokens, filled candidates)
-    scores[filled] = (weights @ best.astype(np.float64)) / weights.sum()
+    sims = _similarities(query_rows, index.rows)  # (query tokens, all item tokens)
+    # an item's scale is positive and shared by its tokens: apply it after the max
+    best = np.maximum.reduceat(sims, index.starts, axis=1) * index.scales  # (query tokens, filled items)
+    scores[index.filled] = (weights @ best.astype(np.float64)) / weights.sum()
     return scores
+
+
+BLOCK = 4096
+"""Item tokens converted to floats at a time: a block stays in cache between its conversion and
+its product, so the int8 codes are the only thing read from memory (2.4x faster than converting
+them all first)."""
+
+
+def _similarities(query_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``query_rows @ rows.T`` in float32, ``rows`` converted block by block."""
+    if rows.dtype == np.float32:
+        return query_rows @ rows.T
+    sims = np.empty((len(query_rows), len(rows)), dtype=np.float32)
+    block = np.empty((min(BLOCK, len(rows)), rows.shape[1]), dtype=np.float32)
+    for start in range(0, len(rows), BLOCK):
+        part = rows[start : start + BLOCK]
+        np.copyto(block[: len(part)], part, casting="unsafe")
+        np.matmul(query_rows, block[: len(part)].T, out=sims[:, start : start + len(part)])
+    return sims
+
+
+def late_scores(query: TokenVectors, candidates: Sequence[TokenVectors]) -> np.ndarray:
+    """Every candidate's late score against the query, IDF-weighted over these candidates."""
+    return index_scores(query, index_tokens(candidates))
 
 
 def _z(values: np.ndarray) -> np.ndarray:

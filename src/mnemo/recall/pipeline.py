@@ -14,11 +14,12 @@ Pipeline (each piece switchable in :class:`~mnemo.config.Settings`, measured by
 ``mnemo bench locomo --ablate``):
 
 1. check access; embed the query;
-2. candidates of that scope and the active embedder slug only: HNSW (cosine)
-   and lexical (``lexical``: in-database BM25, or ``ts_rank_cd``),
-   ``candidate_depth`` each;
-3. fuse (``fusion``): z-scores of both retrievers over the candidates, lexical
-   weighted by ``lexical_weight``, every candidate scored by both retrievers
+2. candidates of that scope and the active embedder slug only: HNSW (cosine),
+   lexical (``lexical``: in-database BM25, or ``ts_rank_cd``) and, in a scope
+   of at most ``late_scan_limit`` items, late interaction (``late_retrieval``:
+   MaxSim over every item's token embeddings), ``candidate_depth`` each;
+3. fuse (``fusion``): z-scores of the retrievers over the candidates, lexical
+   weighted by ``lexical_weight``, every candidate scored by every retriever
    exactly — or reciprocal-rank fusion (k = ``rrf_k``);
 4. neighbour smoothing (``neighbour_weights``): the top ``neighbour_anchors``
    turns bring their session neighbours in, and every turn earns a share of

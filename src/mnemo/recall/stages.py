@@ -47,7 +47,7 @@ from mnemo.cognition.activation import (
     spreading,
 )
 from mnemo.cognition.fusion import rrf, zscore_fuse
-from mnemo.cognition.late import TokenVectors, combine, late_scores, quantize
+from mnemo.cognition.late import QUANT, TokenVectors, combine, index_scores, index_tokens, late_scores, quantize
 from mnemo.cognition.neighbours import smooth
 from mnemo.cognition.refusal import judge, proper_names
 from mnemo.cognition.relevance import COLD_START_ALPHAS, MATURE_ALPHAS, blend_weights, minmax, recency
@@ -162,6 +162,9 @@ class Candidates:
     """Candidates of the period the question names, lifted by :func:`time_frame`."""
     names: dict[str, bool] = field(default_factory=dict)
     """The names the question is about, and whether the scope mentions each (the refusal's evidence)."""
+    scanned: dict[uuid.UUID, float] = field(default_factory=dict)
+    """Late-interaction scores of every item of the scope, when late interaction retrieved
+    (:func:`_late_retrieval`): the fusion's third retriever."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,8 +316,14 @@ async def retrieve(
         dense = _with_cortex(request, dense, *(await cortex))
     if request.blocks_by_lines:
         dense, lexical = await _without_blocks(conn, scope, dense, lexical)
-    kind_of = {d[0]: d[1] for d in dense} | {x[0]: x[1] for x in lexical}
+    scanned, scan_kinds = await _late_retrieval(rt, conn, request, query_tokens)
+    late = sorted(scanned, key=lambda i: (-scanned[i], str(i)))[: request.depth]
+    if request.blocks_by_lines and late:
+        blocks = await tiers.block_memories(conn, scope.entity_id, scope.namespace, late)
+        late = [i for i in late if i not in blocks]
+    kind_of = {d[0]: d[1] for d in dense} | {x[0]: x[1] for x in lexical} | {i: scan_kinds[i] for i in late}
     return Candidates(
+        scanned=scanned,
         vector=vector,
         kind_of=kind_of,
         ids=list(kind_of),
@@ -327,6 +336,34 @@ async def retrieve(
         query_tokens=query_tokens,
         names=names,
     )
+
+
+_NO_TOKENS = TokenVectors(np.zeros(0, np.int32), np.zeros((0, 1), np.int8), 1.0 / QUANT)
+"""An item whose token rows went away between listing and reading them: it scores 0."""
+
+
+async def _late_retrieval(
+    rt: Runtime, conn: psycopg.AsyncConnection, request: Request, query_tokens: TokenVectors | None
+) -> tuple[dict[uuid.UUID, float], dict[uuid.UUID, str]]:
+    """Late interaction as a retriever (cognitive-plan §2.6): every turn and memory of the scope
+    scored by MaxSim, IDF-weighted over the whole scope, when the scope has at most
+    ``late_scan_limit`` of them. Returns the scores and the items' kinds (both empty when off)."""
+    cfg = rt.settings
+    if not cfg.late_retrieval or rt.reranker is not None or query_tokens is None or not len(query_tokens.ids):
+        return {}, {}
+    scope = request.scope
+    e, ns, slug = scope.entity_id, scope.namespace, str(rt.slug)
+    items = await token_rows.scope_items(conn, e, ns, slug, request.kinds, cfg.late_scan_limit + 1)
+    if not items or len(items) > cfg.late_scan_limit:
+        return {}, {}
+    ids = tuple(i for i, _ in items)
+    cache = rt.tokens()
+    index = cache.index((e, ns, slug), ids)
+    if index is None:
+        tokens = await _token_vectors(rt, conn, scope, ids)
+        index = index_tokens([tokens.get(i, _NO_TOKENS) for i in ids])
+        cache.keep_index((e, ns, slug), ids, index)
+    return dict(zip(ids, index_scores(query_tokens, index).tolist(), strict=True)), dict(items)
 
 
 async def _with_passages(
@@ -453,13 +490,23 @@ async def fuse(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, fou
     cfg = rt.settings
     if cfg.fusion == "zscore":
         await _score_exactly(rt, conn, request, found, found.ids)
-        found.base = zscore_fuse(
-            {"vector": found.similarity, "lexical": found.lexical_score}, weights={"lexical": cfg.lexical_weight}
-        )
+        found.base = zscore_fuse(_sources(found), weights={"lexical": cfg.lexical_weight}, reference=found.ids)
     else:
         fused = rrf({"vector": found.dense_order, "lexical": found.lexical_order}, k=cfg.rrf_k)
         found.base = {item.key: item.score for item in fused}  # type: ignore[misc]
     found.final = dict(found.base)
+
+
+def _sources(found: Candidates) -> dict[str, dict[uuid.UUID, float]]:
+    """The retrievers' exact scores of the candidates: cosine, lexical and, when late interaction
+    scanned the scope (:func:`_late_retrieval`), MaxSim."""
+    sources = {"vector": found.similarity, "lexical": found.lexical_score}
+    late = {i: found.scanned[i] for i in found.kind_of if i in found.scanned}
+    if late:
+        # a candidate the scan did not cover (a cortex line or block) is average on the late scale
+        average = sum(late.values()) / len(late)
+        sources["late"] = late | {i: average for i in found.kind_of if i not in late}
+    return sources
 
 
 # --- 4b. structural links ------------------------------------------------------------------------
@@ -484,7 +531,7 @@ async def follow_links(rt: Runtime, conn: psycopg.AsyncConnection, request: Requ
     await _score_exactly(rt, conn, request, found, ids)
     found.ids.extend(ids)
     found.base = zscore_fuse(
-        {"vector": found.similarity, "lexical": found.lexical_score},
+        _sources(found),
         weights={"lexical": rt.settings.lexical_weight},
         reference=found.ids,
     )
@@ -516,7 +563,7 @@ async def smooth_neighbours(rt: Runtime, conn: psycopg.AsyncConnection, request:
         await _similarities(rt, conn, request, found, new)
         found.lexical_score |= await _lexical_scores(rt, conn, scope, request.text, new)
         found.base = base = zscore_fuse(
-            {"vector": found.similarity, "lexical": found.lexical_score},
+            _sources(found),
             weights={"lexical": cfg.lexical_weight},
             reference=found.ids,
         )

@@ -14,27 +14,50 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import psycopg
 
-from mnemo.cognition.late import QUANT, TokenVectors, quantize
+from mnemo.cognition.late import QUANT, TokenIndex, TokenVectors, quantize
 
-__all__ = ["Cache", "fetch", "write"]
+__all__ = ["Cache", "fetch", "scope_items", "write"]
 
 Key = tuple[str, str, uuid.UUID, str]
 """``(entity_id, namespace, item_id, slug)``."""
+ScopeKey = tuple[str, str, str]
+"""``(entity_id, namespace, slug)``."""
 
 
 class Cache:
     """The token embeddings recalls read most recently, in this process, bounded in bytes.
 
     An item's token embeddings never change under one slug, so a cached entry is never stale;
-    it is only ever used for an item a scoped search returned. :meth:`drop` and
+    it is only ever used for an item of the scope being searched. :meth:`drop` and
     :meth:`drop_scope` evict what ``forget`` and ``purge`` remove, so no forgotten text stays
     readable in memory (token ids decode to the text).
+
+    Beside items, it keeps the :class:`~mnemo.cognition.late.TokenIndex` of a few whole scopes
+    (late interaction as a retriever), each for the exact set of items it was built from, within
+    a second budget of the same size.
     """
 
     def __init__(self, max_bytes: int = 64 << 20) -> None:
         self.max_bytes = max_bytes
         self._rows: OrderedDict[Key, TokenVectors] = OrderedDict()
         self._bytes = 0
+        self._indexes: OrderedDict[ScopeKey, tuple[tuple[uuid.UUID, ...], TokenIndex]] = OrderedDict()
+
+    def index(self, key: ScopeKey, items: tuple[uuid.UUID, ...]) -> TokenIndex | None:
+        """The scope's index if it was built from exactly ``items`` (in that order)."""
+        kept = self._indexes.get(key)
+        if kept is None or kept[0] != items:
+            return None
+        self._indexes.move_to_end(key)
+        return kept[1]
+
+    def keep_index(self, key: ScopeKey, items: tuple[uuid.UUID, ...], index: TokenIndex) -> None:
+        self._indexes.pop(key, None)
+        if index.nbytes > self.max_bytes:
+            return
+        self._indexes[key] = (items, index)
+        while sum(i.nbytes for _, i in self._indexes.values()) > self.max_bytes:
+            self._indexes.popitem(last=False)
 
     def get(self, keys: Sequence[Key]) -> dict[Key, TokenVectors]:
         found = {}
@@ -58,9 +81,13 @@ class Cache:
     def drop(self, entity_id: str, item_ids: Sequence[uuid.UUID]) -> None:
         gone = set(item_ids)
         self._evict([k for k in self._rows if k[0] == entity_id and k[2] in gone])
+        for key in [k for k, (items, _) in self._indexes.items() if k[0] == entity_id and gone.intersection(items)]:
+            del self._indexes[key]
 
     def drop_scope(self, entity_id: str, namespace: str | None = None) -> None:
         self._evict([k for k in self._rows if k[0] == entity_id and namespace in (None, k[1])])
+        for key in [k for k in self._indexes if k[0] == entity_id and namespace in (None, k[1])]:
+            del self._indexes[key]
 
     def _evict(self, keys: Sequence[Key]) -> None:
         for key in keys:
@@ -103,6 +130,30 @@ async def fetch(
         binary=True,  # bytea as bytes on the wire, not hex text to parse
     )
     return {r[0]: _unpack(r[1], r[2]) for r in await cur.fetchall()}
+
+
+_SCOPE_ITEMS = """
+    SELECT tv.item_id, 'turn' FROM mnemo.token_vectors tv
+    JOIN mnemo.turns t ON t.entity_id = tv.entity_id AND t.namespace = tv.namespace AND t.id = tv.item_id
+    WHERE tv.entity_id = %(e)s AND tv.namespace = %(ns)s AND tv.slug = %(slug)s AND 'turn' = ANY(%(kinds)s)
+    UNION ALL
+    SELECT tv.item_id, 'memory' FROM mnemo.token_vectors tv
+    JOIN mnemo.memories m ON m.entity_id = tv.entity_id AND m.namespace = tv.namespace AND m.id = tv.item_id
+    WHERE tv.entity_id = %(e)s AND tv.namespace = %(ns)s AND tv.slug = %(slug)s AND 'memory' = ANY(%(kinds)s)
+      AND m.status IN ('candidate', 'active')
+    ORDER BY 1
+    LIMIT %(n)s"""
+
+
+async def scope_items(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, slug: str, kinds: Sequence[str], limit: int
+) -> list[tuple[uuid.UUID, str]]:
+    """Up to ``limit`` of the scope's live turns and memories (of ``kinds``) that have token
+    embeddings in ``slug``'s space, as ``(item_id, item_kind)`` in id order."""
+    cur = await conn.execute(
+        _SCOPE_ITEMS, {"e": entity_id, "ns": namespace, "slug": slug, "kinds": list(kinds), "n": limit}
+    )
+    return [(r[0], r[1]) for r in await cur.fetchall()]
 
 
 async def write(
