@@ -192,9 +192,13 @@ async def test_the_scan_stays_in_its_scope_forgets_at_once_and_is_off_above_its_
         assert best not in after.scanned and best not in after.kind_of and len(after.scanned) == len(TURNS) - 1
     finally:
         await archive.close()
-    capped = Settings(database_url=database_url, seed=7, late_scan_limit=len(TURNS) - 2)
-    archive = await AsyncArchive.open(capped, embeddings=embeddings)
-    try:
-        assert (await _candidates(archive, query)).scanned == {}  # more items than the limit: no scan
-    finally:
-        await archive.close()
+    for capped in (
+        Settings(database_url=database_url, seed=7, late_scan_limit=len(TURNS) - 2),  # more items than the limit
+        Settings(database_url=database_url, seed=7, token_cache_mb=0),  # no memory to keep the index in
+    ):
+        archive = await AsyncArchive.open(capped, embeddings=embeddings)
+        try:
+            found = await _candidates(archive, query)
+        finally:
+            await archive.close()
+        assert found.scanned == {} and found.query_tokens is not None  # late interaction still re-ranks

@@ -347,17 +347,18 @@ async def _late_retrieval(
 ) -> tuple[dict[uuid.UUID, float], dict[uuid.UUID, str]]:
     """Late interaction as a retriever (cognitive-plan §2.6): every turn and memory of the scope
     scored by MaxSim, IDF-weighted over the whole scope, when the scope has at most
-    ``late_scan_limit`` of them. Returns the scores and the items' kinds (both empty when off)."""
+    ``late_scan_limit`` of them and their index fits the token cache (``token_cache_mb``).
+    Returns the scores and the items' kinds (both empty when off)."""
     cfg = rt.settings
     if not cfg.late_retrieval or rt.reranker is not None or query_tokens is None or not len(query_tokens.ids):
         return {}, {}
     scope = request.scope
     e, ns, slug = scope.entity_id, scope.namespace, str(rt.slug)
-    items = await token_rows.scope_items(conn, e, ns, slug, request.kinds, cfg.late_scan_limit + 1)
-    if not items or len(items) > cfg.late_scan_limit:
-        return {}, {}
-    ids = tuple(i for i, _ in items)
+    items, size = await token_rows.scope_items(conn, e, ns, slug, request.kinds, cfg.late_scan_limit + 1)
     cache = rt.tokens()
+    if not items or len(items) > cfg.late_scan_limit or size > cache.max_bytes:
+        return {}, {}  # too many items, or an index too big to keep in memory: the head re-rank only
+    ids = tuple(i for i, _ in items)
     index = cache.index((e, ns, slug), ids)
     if index is None:
         tokens = await _token_vectors(rt, conn, scope, ids)

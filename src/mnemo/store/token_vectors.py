@@ -133,11 +133,11 @@ async def fetch(
 
 
 _SCOPE_ITEMS = """
-    SELECT tv.item_id, 'turn' FROM mnemo.token_vectors tv
+    SELECT tv.item_id, 'turn', octet_length(tv.vectors) FROM mnemo.token_vectors tv
     JOIN mnemo.turns t ON t.entity_id = tv.entity_id AND t.namespace = tv.namespace AND t.id = tv.item_id
     WHERE tv.entity_id = %(e)s AND tv.namespace = %(ns)s AND tv.slug = %(slug)s AND 'turn' = ANY(%(kinds)s)
     UNION ALL
-    SELECT tv.item_id, 'memory' FROM mnemo.token_vectors tv
+    SELECT tv.item_id, 'memory', octet_length(tv.vectors) FROM mnemo.token_vectors tv
     JOIN mnemo.memories m ON m.entity_id = tv.entity_id AND m.namespace = tv.namespace AND m.id = tv.item_id
     WHERE tv.entity_id = %(e)s AND tv.namespace = %(ns)s AND tv.slug = %(slug)s AND 'memory' = ANY(%(kinds)s)
       AND m.status IN ('candidate', 'active')
@@ -147,13 +147,15 @@ _SCOPE_ITEMS = """
 
 async def scope_items(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, slug: str, kinds: Sequence[str], limit: int
-) -> list[tuple[uuid.UUID, str]]:
+) -> tuple[list[tuple[uuid.UUID, str]], int]:
     """Up to ``limit`` of the scope's live turns and memories (of ``kinds``) that have token
-    embeddings in ``slug``'s space, as ``(item_id, item_kind)`` in id order."""
+    embeddings in ``slug``'s space, as ``(item_id, item_kind)`` in id order, and how many bytes
+    their embeddings take."""
     cur = await conn.execute(
         _SCOPE_ITEMS, {"e": entity_id, "ns": namespace, "slug": slug, "kinds": list(kinds), "n": limit}
     )
-    return [(r[0], r[1]) for r in await cur.fetchall()]
+    rows = await cur.fetchall()
+    return [(r[0], r[1]) for r in rows], sum(int(r[2]) for r in rows)
 
 
 async def write(
