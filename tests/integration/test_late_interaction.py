@@ -202,3 +202,24 @@ async def test_the_scan_stays_in_its_scope_forgets_at_once_and_is_off_above_its_
         finally:
             await archive.close()
         assert found.scanned == {} and found.query_tokens is not None  # late interaction still re-ranks
+
+
+async def test_the_scan_reads_a_batch_of_items_without_token_embeddings_once_and_waits_above_it(
+    database_url: str, embeddings: Embeddings
+) -> None:
+    texts = ["Ben prefers tea over coffee in the morning", "Ana keeps a vegetable garden on her balcony"]
+    given = await embeddings.embed_documents([embeddings.document_text(t, "semantic") for t in texts])
+    for batch, scanned in ((1, False), (2, True)):
+        settings = Settings(database_url=database_url, seed=7, embed_batch_size=batch)
+        archive = await AsyncArchive.open(settings, embeddings=embeddings)
+        try:
+            if not scanned:  # memories given with their vectors: the model never read them here
+                ids = [(await archive.remember(SCOPE, t, embedding=v)).id for t, v in zip(texts, given, strict=True)]
+            assert _rows(database_url) == {}
+            found = await _candidates(archive, "who grows vegetables")
+        finally:
+            await archive.close()
+        # two items lack token embeddings: more than a batch of 1 waits, a batch of 2 is read now
+        assert bool(found.scanned) is scanned
+    assert set(_rows(database_url)) == {str(i) for i in ids}  # read once, kept
+    assert max(found.scanned, key=lambda i: found.scanned[i]) == ids[1]  # the garden, by MaxSim

@@ -347,24 +347,38 @@ async def _late_retrieval(
 ) -> tuple[dict[uuid.UUID, float], dict[uuid.UUID, str]]:
     """Late interaction as a retriever (cognitive-plan §2.6): every turn and memory of the scope
     scored by MaxSim, IDF-weighted over the whole scope, when the scope has at most
-    ``late_scan_limit`` of them and their index fits the token cache (``token_cache_mb``).
-    Returns the scores and the items' kinds (both empty when off)."""
+    ``late_scan_limit`` of them and their index fits the token cache (``token_cache_mb``;
+    :func:`_scannable`). Returns the scores and the items' kinds (both empty when off)."""
     cfg = rt.settings
     if not cfg.late_retrieval or rt.reranker is not None or query_tokens is None or not len(query_tokens.ids):
         return {}, {}
     scope = request.scope
     e, ns, slug = scope.entity_id, scope.namespace, str(rt.slug)
-    items, size = await token_rows.scope_items(conn, e, ns, slug, request.kinds, cfg.late_scan_limit + 1)
+    items = await token_rows.scope_items(conn, e, ns, slug, request.kinds, cfg.late_scan_limit + 1)
     cache = rt.tokens()
-    if not items or len(items) > cfg.late_scan_limit or size > cache.max_bytes:
-        return {}, {}  # too many items, or an index too big to keep in memory: the head re-rank only
-    ids = tuple(i for i, _ in items)
+    missing = sum(size is None for _, _, size in items)
+    if not _scannable(cfg, items, missing, cache.max_bytes):
+        return {}, {}
+    ids = tuple(i for i, _, _ in items)
     index = cache.index((e, ns, slug), ids)
     if index is None:
         tokens = await _token_vectors(rt, conn, scope, ids)
         index = index_tokens([tokens.get(i, _NO_TOKENS) for i in ids])
         cache.keep_index((e, ns, slug), ids, index)
-    return dict(zip(ids, index_scores(query_tokens, index).tolist(), strict=True)), dict(items)
+    return dict(zip(ids, index_scores(query_tokens, index).tolist(), strict=True)), {i: k for i, k, _ in items}
+
+
+def _scannable(cfg: Settings, items: Sequence[tuple[uuid.UUID, str, int | None]], missing: int, room: int) -> bool:
+    """Whether late retrieval scans the scope: it has items, no more than ``late_scan_limit``, their
+    index fits the cache, and at most one embedding batch of them has no token embeddings yet
+    (those are read now, once, as the head re-rank would: memories the night wrote, say). A scope
+    written with late interaction off is not scanned until the head re-ranks have read all but a
+    batch of its items."""
+    if not items or len(items) > cfg.late_scan_limit or missing > cfg.embed_batch_size:
+        return False
+    known = [size for _, _, size in items if size is not None]
+    average = sum(known) / len(known) if known else 0.0
+    return sum(known) + missing * average <= room
 
 
 async def _with_passages(

@@ -133,13 +133,13 @@ async def fetch(
 
 
 _SCOPE_ITEMS = """
-    SELECT tv.item_id, 'turn', octet_length(tv.vectors) FROM mnemo.token_vectors tv
-    JOIN mnemo.turns t ON t.entity_id = tv.entity_id AND t.namespace = tv.namespace AND t.id = tv.item_id
-    WHERE tv.entity_id = %(e)s AND tv.namespace = %(ns)s AND tv.slug = %(slug)s AND 'turn' = ANY(%(kinds)s)
+    SELECT t.id, 'turn', octet_length(tv.vectors) FROM mnemo.turns t
+    LEFT JOIN mnemo.token_vectors tv ON tv.entity_id = t.entity_id AND tv.item_id = t.id AND tv.slug = %(slug)s
+    WHERE t.entity_id = %(e)s AND t.namespace = %(ns)s AND 'turn' = ANY(%(kinds)s)
     UNION ALL
-    SELECT tv.item_id, 'memory', octet_length(tv.vectors) FROM mnemo.token_vectors tv
-    JOIN mnemo.memories m ON m.entity_id = tv.entity_id AND m.namespace = tv.namespace AND m.id = tv.item_id
-    WHERE tv.entity_id = %(e)s AND tv.namespace = %(ns)s AND tv.slug = %(slug)s AND 'memory' = ANY(%(kinds)s)
+    SELECT m.id, 'memory', octet_length(tv.vectors) FROM mnemo.memories m
+    LEFT JOIN mnemo.token_vectors tv ON tv.entity_id = m.entity_id AND tv.item_id = m.id AND tv.slug = %(slug)s
+    WHERE m.entity_id = %(e)s AND m.namespace = %(ns)s AND 'memory' = ANY(%(kinds)s)
       AND m.status IN ('candidate', 'active')
     ORDER BY 1
     LIMIT %(n)s"""
@@ -147,15 +147,14 @@ _SCOPE_ITEMS = """
 
 async def scope_items(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, slug: str, kinds: Sequence[str], limit: int
-) -> tuple[list[tuple[uuid.UUID, str]], int]:
-    """Up to ``limit`` of the scope's live turns and memories (of ``kinds``) that have token
-    embeddings in ``slug``'s space, as ``(item_id, item_kind)`` in id order, and how many bytes
-    their embeddings take."""
+) -> list[tuple[uuid.UUID, str, int | None]]:
+    """Up to ``limit`` of the scope's live turns and memories (of ``kinds``), in id order, as
+    ``(item_id, item_kind, bytes)``: how many bytes their token embeddings in ``slug``'s space
+    take, None for an item that has none yet."""
     cur = await conn.execute(
         _SCOPE_ITEMS, {"e": entity_id, "ns": namespace, "slug": slug, "kinds": list(kinds), "n": limit}
     )
-    rows = await cur.fetchall()
-    return [(r[0], r[1]) for r in rows], sum(int(r[2]) for r in rows)
+    return [(r[0], r[1], r[2]) for r in await cur.fetchall()]
 
 
 async def write(
