@@ -194,9 +194,10 @@ async def test_precomputed_vectors_are_used(
     )  # fmt: skip
     report = await archive.import_file(SCOPE, path)
     assert report.turns == 2
-    result = await archive.recall(SCOPE, "ignored", k=1, query_vector=given, threshold=0.0, read_only=True)
+    # the dense retriever reads the given query vector (lexical and late interaction read the text)
+    result = await archive.recall(SCOPE, "ignored", k=2, query_vector=given, threshold=0.0, read_only=True)
     assert isinstance(result, RecallResult)
-    hit = result[0]
+    hit = next(h for h in result if h.vector_rank == 1)
     assert hit.content == "A turn whose vector came with the file"
     assert hit.similarity is not None and hit.similarity > 0.999
     with psycopg.connect(database_url) as conn:

@@ -354,7 +354,7 @@ async def _late_retrieval(
         return {}, {}
     scope = request.scope
     e, ns, slug = scope.entity_id, scope.namespace, str(rt.slug)
-    items = await token_rows.scope_items(conn, e, ns, slug, request.kinds, cfg.late_scan_limit + 1)
+    items = await token_rows.scope_items(conn, rt.table, e, ns, slug, request.kinds, cfg.late_scan_limit + 1)
     cache = rt.tokens()
     missing = sum(size is None for _, _, size in items)
     if not _scannable(cfg, items, missing, cache.max_bytes):
