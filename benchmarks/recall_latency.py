@@ -3,9 +3,10 @@
     .venv/bin/python benchmarks/recall_latency.py path/to/locomo.json [--rounds 3] [--k 50]
 
 "before": late interaction, the unknown-names refusal, time-aware queries and passages off
-(recall as it was before them); "now": the defaults. Every conversation is imported once per
-configuration (its own scope, one embedded database); then every question is recalled
-read-only, round after round, the two configurations alternating which goes first. Prints
+(recall as it was before them); "no scan": the defaults less late retrieval (MaxSim re-ranks the
+head but does not scan the scope); "now": the defaults. Every conversation is imported once for
+"before" and once for the other two (their own scopes, one embedded database); then every
+question is recalled read-only, round after round, the configurations taking turns to go first. Prints
 p50 / p95 per round and their medians: the machine is shared and noisy, so compare only
 figures from one run.
 """
@@ -26,6 +27,12 @@ from mnemo.embed import load_embedder
 from mnemo.write.importer import import_turns
 
 BEFORE = {"late_interaction": False, "refuse_unknown_names": False, "time_aware": False, "passages": False}
+# name -> (setting overrides, the scopes it reads: imported once per distinct name)
+CONFIGS: dict[str, tuple[dict[str, bool], str]] = {
+    "before": (BEFORE, "before"),
+    "no scan": ({"late_retrieval": False}, "now"),
+    "now": ({}, "now"),
+}
 
 
 async def run(path: Path, rounds: int, k: int) -> dict[str, tuple[float, float]]:
@@ -34,19 +41,24 @@ async def run(path: Path, rounds: int, k: int) -> dict[str, tuple[float, float]]
     with tempfile.TemporaryDirectory(prefix="mnemo-latency-") as home:
         archives: dict[str, AsyncArchive] = {}
         try:
-            for name, extra in (("before", BEFORE), ("now", {})):
+            imported: set[str] = set()
+            for name, (extra, data) in CONFIGS.items():
                 settings = Settings(home=Path(home), scoring="deterministic", **extra)  # type: ignore[arg-type]
                 archives[name] = await AsyncArchive.open(settings, embeddings=embeddings)
-                for conv in conversations:
-                    await import_turns(archives[name].runtime, Scope(name, conv.sample_id), conv.turns)
+                if data not in imported:
+                    imported.add(data)
+                    for conv in conversations:
+                        await import_turns(archives[name].runtime, Scope(data, conv.sample_id), conv.turns)
             figures: dict[str, list[tuple[float, float]]] = {name: [] for name in archives}
             for round_ in range(rounds):
-                for name in ("before", "now") if round_ % 2 == 0 else ("now", "before"):
+                names = list(CONFIGS)
+                for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
                     latencies = []
                     for conv in conversations:
                         for q in conv.questions:
                             started = time.perf_counter()
-                            await archives[name].recall(Scope(name, conv.sample_id), q.text, k, read_only=True)
+                            scope = Scope(CONFIGS[name][1], conv.sample_id)
+                            await archives[name].recall(scope, q.text, k, read_only=True)
                             latencies.append((time.perf_counter() - started) * 1000)
                     figures[name].append((percentile(latencies, 50), percentile(latencies, 95)))
                     print(

@@ -275,7 +275,8 @@ async def retrieve(
     request: Request,
     embedding: asyncio.Future[tuple[np.ndarray | None, TokenVectors | None]] | None,
 ) -> Candidates:
-    """Check read access, run the lexical retriever while the query is embedded, then HNSW."""
+    """Check read access, run the lexical retriever while the query is embedded, then HNSW (and the
+    cortex's), then the late-interaction scan."""
     scope = request.scope
     try:
         await _check_access(conn, scope, request.reader)
@@ -316,12 +317,8 @@ async def retrieve(
         dense = _with_cortex(request, dense, *(await cortex))
     if request.blocks_by_lines:
         dense, lexical = await _without_blocks(conn, scope, dense, lexical)
-    scanned, scan_kinds = await _late_retrieval(rt, conn, request, query_tokens)
-    late = sorted(scanned, key=lambda i: (-scanned[i], str(i)))[: request.depth]
-    if request.blocks_by_lines and late:
-        blocks = await tiers.block_memories(conn, scope.entity_id, scope.namespace, late)
-        late = [i for i in late if i not in blocks]
-    kind_of = {d[0]: d[1] for d in dense} | {x[0]: x[1] for x in lexical} | {i: scan_kinds[i] for i in late}
+    scanned, late = await _late_retrieval(rt, conn, request, query_tokens)
+    kind_of = {d[0]: d[1] for d in dense} | {x[0]: x[1] for x in lexical} | late
     return Candidates(
         scanned=scanned,
         vector=vector,
@@ -348,7 +345,8 @@ async def _late_retrieval(
     """Late interaction as a retriever (cognitive-plan §2.6): every turn and memory of the scope
     scored by MaxSim, IDF-weighted over the whole scope, when the scope has at most
     ``late_scan_limit`` of them and their index fits the token cache (``token_cache_mb``;
-    :func:`_scannable`). Returns the scores and the items' kinds (both empty when off)."""
+    :func:`_scannable`). Returns every item's score and the best ``depth`` with their kinds (no
+    blocks when their lines answer for them); both empty when off."""
     cfg = rt.settings
     if not cfg.late_retrieval or rt.reranker is not None or query_tokens is None or not len(query_tokens.ids):
         return {}, {}
@@ -365,7 +363,13 @@ async def _late_retrieval(
         tokens = await _token_vectors(rt, conn, scope, ids)
         index = index_tokens([tokens.get(i, _NO_TOKENS) for i in ids])
         cache.keep_index((e, ns, slug), ids, index)
-    return dict(zip(ids, index_scores(query_tokens, index).tolist(), strict=True)), {i: k for i, k, _ in items}
+    scanned = dict(zip(ids, index_scores(query_tokens, index).tolist(), strict=True))
+    best = sorted(scanned, key=lambda i: (-scanned[i], str(i)))[: request.depth]
+    if request.blocks_by_lines and best:
+        blocks = await tiers.block_memories(conn, e, ns, best)
+        best = [i for i in best if i not in blocks]
+    kinds = {i: kind for i, kind, _ in items}
+    return scanned, {i: kinds[i] for i in best}
 
 
 def _scannable(cfg: Settings, items: Sequence[tuple[uuid.UUID, str, int | None]], missing: int, room: int) -> bool:
