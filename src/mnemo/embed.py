@@ -288,6 +288,9 @@ def _offline_env() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # PyTorch's OpenMP threads otherwise spin for a while after each forward pass, on the same few
+    # cores where the recall's NumPy and PostgreSQL work runs next (read when torch is first loaded).
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 _MODEL_LOCK = threading.Lock()

@@ -91,11 +91,12 @@ def zscore_fuse(
                 seen.add(key)
                 keys.append(key)
     fused: dict[K, float] = dict.fromkeys(keys, 0.0)
+    within = None if reference is None else set(reference)  # membership in O(1), not a list scan
     for name, values in scores.items():
         if not values:
             continue
         weight = 1.0 if weights is None else float(weights.get(name, 1.0))
-        raw = [v for k, v in values.items() if reference is None or k in reference] or list(values.values())
+        raw = [v for k, v in values.items() if within is None or k in within] or list(values.values())
         mu = sum(raw) / len(raw)
         sd = (sum((v - mu) ** 2 for v in raw) / len(raw)) ** 0.5 or 1.0
         default = min(raw) if missing is None or name not in missing else missing[name]

@@ -363,13 +363,15 @@ async def _late_retrieval(
         tokens = await _token_vectors(rt, conn, scope, ids)
         index = index_tokens([tokens.get(i, _NO_TOKENS) for i in ids])
         cache.keep_index((e, ns, slug), ids, index)
-    scanned = dict(zip(ids, index_scores(query_tokens, index).tolist(), strict=True))
-    best = sorted(scanned, key=lambda i: (-scanned[i], str(i)))[: request.depth]
-    if request.blocks_by_lines and best:
-        blocks = await tiers.block_memories(conn, e, ns, best)
-        best = [i for i in best if i not in blocks]
-    kinds = {i: kind for i, kind, _ in items}
-    return scanned, {i: kinds[i] for i in best}
+    scores = index_scores(query_tokens, index)
+    scanned = dict(zip(ids, scores.tolist(), strict=True))
+    # the best first; ties in id order (the items' order), so the ranking is deterministic
+    best = {items[int(n)][0]: items[int(n)][1] for n in np.argsort(-scores, kind="stable")[: request.depth]}
+    memories = [i for i, kind in best.items() if kind == "memory"]
+    if request.blocks_by_lines and memories:
+        for block in await tiers.block_memories(conn, e, ns, memories):
+            best.pop(block, None)
+    return scanned, best
 
 
 def _scannable(cfg: Settings, items: Sequence[tuple[uuid.UUID, str, int | None]], missing: int, room: int) -> bool:
