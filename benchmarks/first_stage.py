@@ -31,14 +31,10 @@ import numpy as np
 
 from mnemo.bench.locomo import CATEGORIES, Conversation, load_locomo
 from mnemo.bench.metrics import mean, recall_at_k
-from mnemo.cognition.late import TokenVectors, late_scores, quantize
+from mnemo.cognition.late import TokenVectors, combine, late_scores, quantize
 from mnemo.embed import Embeddings, load_embedder
 
 FEEDBACK = 3
-
-
-def _z(x: np.ndarray) -> np.ndarray:
-    return (x - x.mean()) / (x.std() or 1.0)
 
 
 def _keys(conv: Conversation, when: bool) -> list[str]:
@@ -71,9 +67,9 @@ async def _scores(conv: Conversation, embeddings: Embeddings) -> dict[str, list[
         late = out["late"][-1]
         best = np.argsort(-late)[:FEEDBACK]
         moved = np.asarray(vector) + vectors[best].mean(axis=0)
-        out["late + rocchio"].append(_z(late) + _z(vectors @ (moved / np.linalg.norm(moved))))
+        out["late + rocchio"].append(combine(late, vectors @ (moved / np.linalg.norm(moved))))
         again = late_scores(_feedback_tokens(query_tokens, tokens, best), tokens)
-        out["late + late feedback"].append(_z(late) + _z(again))
+        out["late + late feedback"].append(combine(late, again))
     return out
 
 

@@ -67,6 +67,7 @@ from mnemo.store import search as search_rows
 from mnemo.store import token_vectors as token_rows
 from mnemo.store import traces as trace_rows
 from mnemo.store import vectors as vector_rows
+from mnemo.write.embedding import reads_tokens
 
 __all__ = [
     "ITEM_KINDS",
@@ -256,8 +257,9 @@ def start_embedding(
 
 
 def _late(rt: Runtime) -> bool:
-    """Whether the query's token embeddings are needed: MaxSim re-ranks (no cross-encoder does)."""
-    return rt.settings.late_interaction and rt.embeddings.reads_tokens and rt.reranker is None
+    """Whether the query's token embeddings are needed: items keep theirs and MaxSim, not a
+    cross-encoder, re-ranks (and scans)."""
+    return reads_tokens(rt) and rt.reranker is None
 
 
 async def _embed_query(
@@ -348,11 +350,11 @@ async def _late_retrieval(
     :func:`_scannable`). Returns every item's score and the best ``depth`` with their kinds (no
     blocks when their lines answer for them); both empty when off."""
     cfg = rt.settings
-    if not cfg.late_retrieval or rt.reranker is not None or query_tokens is None or not len(query_tokens.ids):
+    if not cfg.late_retrieval or query_tokens is None or not len(query_tokens.ids):  # no tokens: see _late
         return {}, {}
     scope = request.scope
     e, ns, slug = scope.entity_id, scope.namespace, str(rt.slug)
-    items = await token_rows.scope_items(conn, rt.table, e, ns, slug, request.kinds, cfg.late_scan_limit + 1)
+    items = await vector_rows.scope_items(conn, rt.table, e, ns, slug, request.kinds, cfg.late_scan_limit + 1)
     cache = rt.tokens()
     missing = sum(size is None for _, _, size in items)
     if not _scannable(cfg, items, missing, cache.max_bytes):

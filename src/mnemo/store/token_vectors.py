@@ -13,11 +13,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import psycopg
-from psycopg import sql
 
 from mnemo.cognition.late import QUANT, TokenIndex, TokenVectors, quantize
 
-__all__ = ["Cache", "fetch", "scope_items", "write"]
+__all__ = ["Cache", "fetch", "write"]
 
 Key = tuple[str, str, uuid.UUID, str]
 """``(entity_id, namespace, item_id, slug)``."""
@@ -131,36 +130,6 @@ async def fetch(
         binary=True,  # bytea as bytes on the wire, not hex text to parse
     )
     return {r[0]: _unpack(r[1], r[2]) for r in await cur.fetchall()}
-
-
-_SCOPE_ITEMS = """
-    SELECT v.item_id, v.item_kind, octet_length(tv.vectors) FROM {vectors} v
-    LEFT JOIN mnemo.token_vectors tv ON tv.entity_id = v.entity_id AND tv.item_id = v.item_id AND tv.slug = %(slug)s
-    WHERE v.entity_id = %(e)s AND v.namespace = %(ns)s AND v.slug = %(slug)s
-      AND v.item_kind IN ('turn', 'memory') AND v.item_kind = ANY(%(kinds)s)
-      AND (v.item_kind = 'turn' OR EXISTS (
-          SELECT 1 FROM mnemo.memories m
-          WHERE m.entity_id = v.entity_id AND m.id = v.item_id AND m.status IN ('candidate', 'active')))
-    ORDER BY 1
-    LIMIT %(n)s"""
-
-
-async def scope_items(
-    conn: psycopg.AsyncConnection,
-    table: str,
-    entity_id: str,
-    namespace: str,
-    slug: str,
-    kinds: Sequence[str],
-    limit: int,
-) -> list[tuple[uuid.UUID, str, int | None]]:
-    """Up to ``limit`` of the scope's live turns and memories (of ``kinds``) that have a vector in
-    ``slug``'s space (``table``: what the dense retriever sees, so nothing another model embedded
-    is mixed in), in id order, as ``(item_id, item_kind, bytes)``: how many bytes their token
-    embeddings take, None for an item that has none yet."""
-    stmt = sql.SQL(_SCOPE_ITEMS).format(vectors=sql.SQL("vectors.{}").format(sql.Identifier(table)))
-    cur = await conn.execute(stmt, {"e": entity_id, "ns": namespace, "slug": slug, "kinds": list(kinds), "n": limit})
-    return [(r[0], r[1], r[2]) for r in await cur.fetchall()]
 
 
 async def write(

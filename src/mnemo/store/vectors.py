@@ -25,6 +25,7 @@ __all__ = [
     "ensure_space",
     "insert_vectors",
     "other_spaces",
+    "scope_items",
     "search",
     "table_name",
     "vectors_of",
@@ -293,3 +294,33 @@ async def other_spaces(
         )
         found.extend((table, str(r[0])) for r in await rows.fetchall())
     return found
+
+
+_SCOPE_ITEMS = """
+    SELECT v.item_id, v.item_kind, octet_length(tv.vectors) FROM {vectors} v
+    LEFT JOIN mnemo.token_vectors tv ON tv.entity_id = v.entity_id AND tv.item_id = v.item_id AND tv.slug = %(slug)s
+    WHERE v.entity_id = %(e)s AND v.namespace = %(ns)s AND v.slug = %(slug)s
+      AND v.item_kind IN ('turn', 'memory') AND v.item_kind = ANY(%(kinds)s)
+      AND (v.item_kind = 'turn' OR EXISTS (
+          SELECT 1 FROM mnemo.memories m
+          WHERE m.entity_id = v.entity_id AND m.id = v.item_id AND m.status IN ('candidate', 'active')))
+    ORDER BY 1
+    LIMIT %(n)s"""
+
+
+async def scope_items(
+    conn: psycopg.AsyncConnection,
+    table: str,
+    entity_id: str,
+    namespace: str,
+    slug: str,
+    kinds: Sequence[str],
+    limit: int,
+) -> list[tuple[uuid.UUID, str, int | None]]:
+    """Up to ``limit`` of the scope's live turns and memories (of ``kinds``) that have a vector in
+    ``slug``'s space (what the dense retriever sees, so nothing another model embedded is mixed
+    in), in id order, as ``(item_id, item_kind, bytes)``: how many bytes their token embeddings
+    (``mnemo.token_vectors``) take, None for an item that has none yet. What late retrieval scans."""
+    stmt = sql.SQL(_SCOPE_ITEMS).format(vectors=_ident(table))
+    cur = await conn.execute(stmt, {"e": entity_id, "ns": namespace, "slug": slug, "kinds": list(kinds), "n": limit})
+    return [(r[0], r[1], r[2]) for r in await cur.fetchall()]
