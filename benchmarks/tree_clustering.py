@@ -129,7 +129,7 @@ def main() -> None:
     args = parser.parse_args()
     conversations = load_locomo(args.locomo)
     base = load_settings()
-    embeddings = load_embedder(base.embedder, batch_size=base.embed_batch_size, kind_prefixes=base.kind_prefixes)
+    embeddings = load_embedder(base.embedder, **base.embedder_options())
     figures = {
         f"{method} over {reduction}": asyncio.run(measure(conversations, embeddings, method, reduction, args.min_size))
         for reduction in ("spectral", "pca")

@@ -23,6 +23,8 @@ for _key in [k for k in os.environ if k.startswith("MNEMO_")]:
     del os.environ[_key]  # tests must not pick up a developer's configuration
 # The cortex (LanceDB) of a test's database lives under MNEMO_HOME: keep it out of the user's data dir.
 os.environ["MNEMO_HOME"] = tempfile.mkdtemp(prefix="mnemo-test-home-")
+# The model is exported to ONNX once per test session, for every archive and CLI subprocess.
+os.environ["MNEMO_MODEL_CACHE"] = os.path.join(os.environ["MNEMO_HOME"], "models")
 # Tests rank deterministically (expected blend weights, no noise); tests of the stochastic
 # mode ask for it explicitly with a seed.
 os.environ["MNEMO_SCORING"] = "deterministic"

@@ -34,9 +34,7 @@ async def start(
     """An open runtime and how many stored items lack a vector from the active model."""
     settings = _settings(settings, overrides)
     if embeddings is None:
-        embeddings = await asyncio.to_thread(
-            load_embedder, settings.embedder, batch_size=settings.embed_batch_size, kind_prefixes=settings.kind_prefixes
-        )
+        embeddings = await asyncio.to_thread(load_embedder, settings.embedder, **settings.embedder_options())
     store = await Store.open(
         settings.database_url,
         home=settings.home,

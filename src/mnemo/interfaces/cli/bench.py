@@ -72,9 +72,7 @@ def bench_locomo(
         raise typer.BadParameter("--night runs its nights now; use --ask-at now with it", param_hint="--ask-at")
     overrides = _overrides(set_ or [])
     settings = load_settings(**overrides)  # validates the overrides before the long run
-    embeddings = load_embedder(
-        settings.embedder, batch_size=settings.embed_batch_size, kind_prefixes=settings.kind_prefixes
-    )
+    embeddings = load_embedder(settings.embedder, **settings.embedder_options())
 
     def run(extra: dict[str, object], with_baselines: bool, label: str) -> dict[str, Any]:
         with progress(label) as update:
@@ -127,9 +125,7 @@ def bench_dynamics(
 
     overrides = _overrides(set_ or [])
     settings = load_settings(**overrides)
-    embeddings = load_embedder(
-        settings.embedder, batch_size=settings.embed_batch_size, kind_prefixes=settings.kind_prefixes
-    )
+    embeddings = load_embedder(settings.embedder, **settings.embedder_options())
     with progress("sessions") as update:
         result = asyncio.run(
             run_dynamics(
@@ -185,9 +181,7 @@ def bench_perf(
     if not locomo.is_file():
         raise typer.BadParameter(f"{locomo} is not a file", param_hint="--locomo")
     settings = load_settings()
-    embeddings = load_embedder(
-        settings.embedder, batch_size=settings.embed_batch_size, kind_prefixes=settings.kind_prefixes
-    )
+    embeddings = load_embedder(settings.embedder, **settings.embedder_options())
     with progress("perf") as update:
         result = asyncio.run(
             run_perf(

@@ -1,0 +1,305 @@
+"""The ONNX Runtime path for local sentence-transformers models: the same model, exported once.
+
+Seeds: memory-architecture §2.1 ("microseconds, zero network round-trip": memory shares the
+machine with the model), cognitive-plan §2.2, §2.5 (the query embedding is on every recall's
+critical path).
+
+A PyTorch forward pass over one short query costs ~15 ms on two cores, most of it framework
+overhead; ONNX Runtime runs the same graph in a few. :func:`onnx_encoder` exports a model's
+transformer with ``torch.onnx`` from the files on disk (never a download), checks that the
+exported graph gives the PyTorch model's sentence and token embeddings (cosine above
+:data:`AGREEMENT`), and keeps it under the cache directory (``home``/models by default) keyed by
+the model files' names, sizes and times, so the next process loads it without importing torch.
+Export is atomic (a temporary directory renamed into place, under a file lock): a crash leaves
+nothing half-written.
+
+Only the pipelines whose pooling is reproduced here are exported: a Transformer, mean or CLS
+pooling, an optional Normalize, no prompts. Anything else stays on PyTorch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mnemo.cognition.late import TokenVectors
+from mnemo.errors import EmbedderError
+
+__all__ = ["AGREEMENT", "OnnxEncoder", "Pipeline", "onnx_encoder", "pipeline_of"]
+
+_log = logging.getLogger("mnemo")
+
+EXPORT_VERSION = 1
+"""Bumped when the exported graph changes: old exports are then made again."""
+
+AGREEMENT = 0.9999
+"""The least cosine between an exported graph's embeddings and PyTorch's on the probe texts."""
+
+PROBES = (
+    "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
+    "What did Melanie paint last week?",
+    "Personal experience memory: the user moved to Lisbon in March 2023 and loves the tiles there.",
+    "a",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Pipeline:
+    """What a sentence-transformers directory does after the transformer."""
+
+    transformer: Path
+    """The directory of the Hugging Face model (the Transformer module's path)."""
+    pooling: str
+    """``"mean"`` or ``"cls"``."""
+    max_tokens: int
+    """The model's ``max_seq_length`` (longer texts are truncated, as sentence-transformers does)."""
+
+
+def pipeline_of(path: str | Path) -> Pipeline | None:
+    """The exportable pipeline of a sentence-transformers directory, or None when it has anything
+    this module does not reproduce (a Dense layer, several pooling modes, prompts)."""
+    root = Path(path)
+    try:
+        modules = json.loads((root / "modules.json").read_text())
+        kinds = [str(m["type"]).rsplit(".", 1)[-1] for m in modules]
+        if kinds not in (["Transformer", "Pooling", "Normalize"], ["Transformer", "Pooling"]):
+            return None
+        pooling = json.loads((root / modules[1]["path"] / "config.json").read_text())
+        bert = json.loads((root / "sentence_bert_config.json").read_text())
+        prompts: dict[str, str] = {}
+        with contextlib.suppress(OSError):
+            prompts = json.loads((root / "config_sentence_transformers.json").read_text()).get("prompts") or {}
+    except (OSError, ValueError, TypeError, KeyError, IndexError):
+        return None
+    mode = pooling.get("pooling_mode")
+    if mode is None:
+        on = [
+            k
+            for k in ("cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens")
+            if pooling.get(f"pooling_mode_{k}")
+        ]
+        mode = {"mean_tokens": "mean", "cls_token": "cls"}.get(on[0]) if len(on) == 1 else None
+    if mode not in ("mean", "cls") or any(prompts.values()) or not isinstance(bert.get("max_seq_length"), int):
+        return None
+    return Pipeline(root / modules[0]["path"], mode, int(bert["max_seq_length"]))
+
+
+class OnnxEncoder:
+    """Sentence and token embeddings from an exported transformer under ONNX Runtime.
+
+    Thread-safe: ONNX Runtime sessions run concurrently, and the tokenizer is used under a lock.
+    """
+
+    def __init__(self, session: Any, tokenizer: Any, pipeline: Pipeline, truncate_dim: int | None) -> None:
+        self.session = session
+        self.tokenizer = tokenizer
+        self.pipeline = pipeline
+        self.truncate_dim = truncate_dim
+        self.special = set(tokenizer.all_special_ids)
+        self._inputs = {i.name for i in session.get_inputs()}
+        self._lock = threading.Lock()
+
+    def encode(
+        self, texts: Sequence[str], batch_size: int, *, tokens: bool = True
+    ) -> tuple[np.ndarray, list[TokenVectors]]:
+        """Unit-length sentence embeddings ``(n, dim)`` and, with ``tokens``, each text's
+        content-token embeddings (else an empty list); batched by length as sentence-transformers does."""
+        if len(texts) <= 1:
+            return self._batch(list(texts), tokens) if texts else (np.zeros((0, 0), np.float32), [])
+        with self._lock:
+            lengths = [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=True)["input_ids"]]
+        order = np.argsort([-n for n in lengths], kind="stable")
+        vectors: list[np.ndarray] = [np.empty(0, np.float32)] * len(texts)
+        found: list[TokenVectors] = []
+        slots: dict[int, TokenVectors] = {}
+        for start in range(0, len(texts), batch_size):
+            chosen = [int(i) for i in order[start : start + batch_size]]
+            batch_vectors, batch_tokens = self._batch([texts[i] for i in chosen], tokens)
+            for n, i in enumerate(chosen):
+                vectors[i] = batch_vectors[n]
+                if tokens:
+                    slots[i] = batch_tokens[n]
+        if tokens:
+            found = [slots[i] for i in range(len(texts))]
+        return np.stack(vectors), found
+
+    def _batch(self, texts: list[str], tokens: bool) -> tuple[np.ndarray, list[TokenVectors]]:
+        with self._lock:
+            encoded = self.tokenizer(
+                texts, padding=True, truncation=True, max_length=self.pipeline.max_tokens, return_tensors="np"
+            )
+        feed = {name: np.asarray(encoded[name], dtype=np.int64) for name in self._inputs}
+        hidden = self.session.run(["last_hidden_state"], feed)[0].astype(np.float32, copy=False)
+        mask = feed["attention_mask"].astype(bool)
+        if self.pipeline.pooling == "mean":
+            counts = np.maximum(mask.sum(axis=1, keepdims=True), 1)
+            pooled = np.einsum("btd,bt->bd", hidden, mask.astype(np.float32)) / counts
+        else:
+            pooled = hidden[:, 0]
+        if self.truncate_dim is not None:
+            pooled = pooled[:, : self.truncate_dim]
+        if not tokens:
+            return _unit(pooled), []
+        ids = feed["input_ids"]
+        return _unit(pooled), [self._content(ids[n], hidden[n], mask[n]) for n in range(len(texts))]
+
+    def _content(self, ids: np.ndarray, rows: np.ndarray, mask: np.ndarray) -> TokenVectors:
+        keep = mask & np.array([int(t) not in self.special for t in ids], dtype=bool)
+        return TokenVectors(ids[keep].astype(np.int32), _unit(rows[keep]))
+
+
+def _unit(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (matrix / norms).astype(np.float32)
+
+
+_LOADED_LOCK = threading.Lock()
+
+
+def onnx_encoder(path: str, pipeline: Pipeline, cache_dir: Path, truncate_dim: int | None) -> OnnxEncoder:
+    """The model at ``path`` under ONNX Runtime, exported into ``cache_dir`` first if needed; one
+    session per export and truncation in a process (archives share it)."""
+    with _LOADED_LOCK:
+        return _load(path, pipeline, cache_dir, truncate_dim)
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path: str, pipeline: Pipeline, cache_dir: Path, truncate_dim: int | None) -> OnnxEncoder:
+    try:
+        import onnxruntime
+        from transformers import AutoTokenizer
+    except ImportError as exc:
+        raise EmbedderError(f"the ONNX backend needs onnxruntime: {exc}") from exc
+    target = cache_dir / _key(pipeline)
+    if not (target / "model.onnx").is_file():
+        _export(path, pipeline, target, truncate_dim)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = max(1, min(os.cpu_count() or 1, 8))
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    try:
+        session = onnxruntime.InferenceSession(
+            str(target / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        tokenizer = AutoTokenizer.from_pretrained(str(pipeline.transformer), local_files_only=True)
+    except Exception as exc:
+        raise EmbedderError(f"cannot load the exported model {target}: {exc}; delete it to export again") from exc
+    return OnnxEncoder(session, tokenizer, pipeline, truncate_dim)
+
+
+def _key(pipeline: Pipeline) -> str:
+    """The export's directory name: the model files' names, sizes and times, and the export version."""
+    digest = hashlib.sha256(f"{EXPORT_VERSION}:{pipeline}".encode())
+    for file in sorted(p for p in pipeline.transformer.rglob("*") if p.is_file()):
+        stat = file.stat()
+        digest.update(f"{file.relative_to(pipeline.transformer)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return f"{pipeline.transformer.name or 'model'}-{digest.hexdigest()[:16]}"
+
+
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".export.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _export(path: str, pipeline: Pipeline, target: Path, truncate_dim: int | None) -> None:
+    """Export, check against PyTorch, and move into place (another process may have done it first)."""
+    with _locked(target.parent):
+        if (target / "model.onnx").is_file():
+            return
+        _log.info("exporting %s to ONNX under %s (once)", path, target)
+        work = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the tracer's notes on data-dependent branches
+                _write_graph(pipeline, work / "model.onnx")
+            _agree(path, pipeline, work, truncate_dim)
+            (work / "export.json").write_text(json.dumps({"source": path, "version": EXPORT_VERSION}))
+            shutil.rmtree(target, ignore_errors=True)  # what is left of an export whose graph was deleted
+            os.replace(work, target)
+        except EmbedderError:
+            raise
+        except Exception as exc:
+            raise EmbedderError(f"cannot export {path} to ONNX: {exc}") from exc
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _write_graph(pipeline: Pipeline, file: Path) -> None:
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    model = AutoModel.from_pretrained(str(pipeline.transformer), local_files_only=True).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(pipeline.transformer), local_files_only=True)
+    sample = tokenizer(list(PROBES[:2]), padding=True, return_tensors="pt")
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
+
+    class Hidden(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, *inputs: Any) -> Any:
+            return self.model(**dict(zip(names, inputs, strict=True))).last_hidden_state
+
+    axes = {n: {0: "batch", 1: "tokens"} for n in names} | {"last_hidden_state": {0: "batch", 1: "tokens"}}
+    with torch.no_grad():
+        torch.onnx.export(
+            Hidden(),
+            tuple(sample[n] for n in names),
+            str(file),
+            input_names=names,
+            output_names=["last_hidden_state"],
+            dynamic_axes=axes,
+            opset_version=17,
+            dynamo=False,
+        )
+
+
+def _agree(path: str, pipeline: Pipeline, work: Path, truncate_dim: int | None) -> None:
+    """Refuse an export whose embeddings differ from PyTorch's beyond float noise."""
+    import onnxruntime
+    from transformers import AutoTokenizer
+
+    from mnemo.embed import _content_tokens, _st_model
+
+    session = onnxruntime.InferenceSession(str(work / "model.onnx"), providers=["CPUExecutionProvider"])
+    tokenizer = AutoTokenizer.from_pretrained(str(pipeline.transformer), local_files_only=True)
+    exported = OnnxEncoder(session, tokenizer, pipeline, truncate_dim)
+    vectors, tokens = exported.encode(list(PROBES), batch_size=2)
+    model = _st_model(path, truncate_dim)
+    special = set(model.tokenizer.all_special_ids)
+    outs = model.encode(list(PROBES), output_value=None, convert_to_numpy=False, show_progress_bar=False)
+    expected = _unit(np.stack([o["sentence_embedding"].float().numpy() for o in outs]))
+    worst = float(np.min(np.sum(vectors * expected, axis=1)))
+    for mine, out in zip(tokens, outs, strict=True):
+        theirs = _content_tokens(out, special)
+        if not np.array_equal(mine.ids, theirs.ids):
+            raise EmbedderError(f"the ONNX export of {path} tokenises differently from sentence-transformers")
+        worst = min(worst, float(np.min(np.sum(mine.vectors * theirs.vectors, axis=1))))
+    if worst < AGREEMENT:
+        raise EmbedderError(f"the ONNX export of {path} disagrees with PyTorch (cosine {worst:.6f} < {AGREEMENT})")
