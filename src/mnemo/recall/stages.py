@@ -47,7 +47,7 @@ from mnemo.cognition.activation import (
     spreading,
 )
 from mnemo.cognition.fusion import rrf, zscore_fuse
-from mnemo.cognition.late import QUANT, TokenVectors, combine, index_scores, index_tokens, late_scores, quantize
+from mnemo.cognition.late import QUANT, TokenVectors, combine, index_scores, index_tokens, late_scores
 from mnemo.cognition.neighbours import smooth
 from mnemo.cognition.refusal import judge, proper_names
 from mnemo.cognition.relevance import COLD_START_ALPHAS, MATURE_ALPHAS, blend_weights, minmax, recency
@@ -347,8 +347,10 @@ async def _late_retrieval(
     """Late interaction as a retriever (cognitive-plan §2.6): every turn and memory of the scope
     scored by MaxSim, IDF-weighted over the whole scope, when the scope has at most
     ``late_scan_limit`` of them and their index fits the token cache (``token_cache_mb``;
-    :func:`_scannable`). Returns every item's score and the best ``depth`` with their kinds (no
-    blocks when their lines answer for them); both empty when off."""
+    :func:`_scannable`). Items without token embeddings yet are left out of the scan (the fusion
+    takes them as average on its scale) and read in the background (:mod:`mnemo.recall.backfill`).
+    Returns every scanned item's score and the best ``depth`` with their kinds (no blocks when
+    their lines answer for them); both empty when off."""
     cfg = rt.settings
     if not cfg.late_retrieval or query_tokens is None or not len(query_tokens.ids):  # no tokens: see _late
         return {}, {}
@@ -356,13 +358,17 @@ async def _late_retrieval(
     e, ns, slug = scope.entity_id, scope.namespace, str(rt.slug)
     items = await vector_rows.scope_items(conn, rt.table, e, ns, slug, request.kinds, cfg.late_scan_limit + 1)
     cache = rt.tokens()
-    missing = sum(size is None for _, _, size in items)
-    if not _scannable(cfg, items, missing, cache.max_bytes):
+    if not _scannable(cfg, items, cache.max_bytes):
         return {}, {}
+    if missing := [i for i, _, size in items if size is None]:
+        rt.backfill.request(rt, (e, ns, slug), missing, _token_text)
+        items = [item for item in items if item[2] is not None]
+        if not items:
+            return {}, {}
     ids = tuple(i for i, _, _ in items)
     index = cache.index((e, ns, slug), ids)
     if index is None:
-        tokens = await _token_vectors(rt, conn, scope, ids)
+        tokens = await token_rows.fetch(conn, e, ns, slug, ids)
         index = index_tokens([tokens.get(i, _NO_TOKENS) for i in ids])
         cache.keep_index((e, ns, slug), ids, index)
     scores = index_scores(query_tokens, index)
@@ -376,17 +382,12 @@ async def _late_retrieval(
     return scanned, best
 
 
-def _scannable(cfg: Settings, items: Sequence[tuple[uuid.UUID, str, int | None]], missing: int, room: int) -> bool:
-    """Whether late retrieval scans the scope: it has items, no more than ``late_scan_limit``, their
-    index fits the cache, and at most one embedding batch of them has no token embeddings yet
-    (those are read now, once, as the head re-rank would: memories the night wrote, say). A scope
-    written with late interaction off is not scanned until the head re-ranks have read all but a
-    batch of its items."""
-    if not items or len(items) > cfg.late_scan_limit or missing > cfg.embed_batch_size:
+def _scannable(cfg: Settings, items: Sequence[tuple[uuid.UUID, str, int | None]], room: int) -> bool:
+    """Whether late retrieval scans the scope: it has items, no more than ``late_scan_limit``, and
+    the token embeddings it has fit the cache."""
+    if not items or len(items) > cfg.late_scan_limit:
         return False
-    known = [size for _, _, size in items if size is not None]
-    average = sum(known) / len(known) if known else 0.0
-    return sum(known) + missing * average <= room
+    return sum(size for _, _, size in items if size is not None) <= room
 
 
 async def _with_passages(
@@ -673,24 +674,17 @@ def _head(rt: Runtime, request: Request, scores: Mapping[uuid.UUID, float]) -> l
 async def _token_vectors(
     rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, ids: Sequence[uuid.UUID]
 ) -> dict[uuid.UUID, TokenVectors]:
-    """``ids``' cached token embeddings; the missing ones are embedded now and cached."""
+    """``ids``' token embeddings, from the cache or the store; the items that have none are asked
+    for in the background (:mod:`mnemo.recall.backfill`), never embedded during a recall."""
     e, ns, slug = scope.entity_id, scope.namespace, str(rt.slug)
     cache = rt.tokens()
     found = {k[2]: tv for k, tv in cache.get([(e, ns, i, slug) for i in ids]).items()}
     stored = await token_rows.fetch(conn, e, ns, slug, [i for i in ids if i not in found])
     cache.put({(e, ns, i, slug): tv for i, tv in stored.items()})
     found |= stored
-    missing = [i for i in ids if i not in found]
-    if not missing:
-        return found
-    texts = await search_rows.item_texts(conn, e, ns, missing)
-    if not texts:
-        return found
-    todo = list(texts)
-    _, fresh = await rt.embeddings.embed_documents_with_tokens([_token_text(rt, texts[i]) for i in todo])
-    made = {i: quantize(tv) for i, tv in zip(todo, fresh, strict=True)}  # as the store will give them
-    await token_rows.write(conn, e, ns, slug, made)
-    return found | made
+    if missing := [i for i in ids if i not in found]:
+        rt.backfill.request(rt, (e, ns, slug), missing, _token_text)
+    return found
 
 
 def _token_text(rt: Runtime, item: search_rows.ItemText) -> str:
