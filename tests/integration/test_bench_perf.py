@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from mnemo.bench.perf import VectorCache, run_perf
-from mnemo.embed import Embeddings
+from mnemo.embed import Embeddings, load_embedder
 from tests.bench_data import tiny
 
 
@@ -21,6 +21,12 @@ async def test_vector_cache_round_trip(tmp_path: Path, embeddings: Embeddings) -
     assert np.allclose(again, first[:2], atol=1e-6)
     direct = await embeddings.embed_documents(texts[:1])
     assert np.allclose(direct[0], first[0], atol=1e-5)
+    vectors, tokens = await VectorCache(tmp_path, embeddings).get_with_tokens(texts[1:])
+    assert np.allclose(vectors[0], first[1], atol=1e-6)
+    _, fresh = await embeddings.embed_documents_with_tokens(texts[1:2])
+    read = tokens[0]
+    assert read is not None and np.array_equal(read.ids, fresh[0].ids) and read.vectors.dtype == np.int8
+    assert np.min(np.sum(read.vectors * read.scale * fresh[0].vectors, axis=1)) > 0.99  # int8 codes, as stored
 
 
 async def test_perf_harness_tiny_run(tmp_path: Path, embeddings: Embeddings) -> None:
@@ -28,7 +34,9 @@ async def test_perf_harness_tiny_run(tmp_path: Path, embeddings: Embeddings) -> 
         tiny(tmp_path / "t.json"),
         embeddings=embeddings,
         scales=(300,),
+        baseline=load_embedder(backend="torch"),
         ingest_turns=100,
+        mutation_memories=40,
         queries=12,
         cache_dir=tmp_path / "cache",
     )
@@ -43,3 +51,9 @@ async def test_perf_harness_tiny_run(tmp_path: Path, embeddings: Embeddings) -> 
     assert 0 < lat["p50"] <= lat["p95"] <= lat["p99"]
     assert 0.9 <= scale["ann_recall_at_10"] <= 1.0  # 300 vectors: HNSW is close to exact
     assert scale["filtered_queries_with_10_results"] == 1.0  # the 1% scope still returns k results
+    emb = result["embedding"]
+    assert (emb["backend"], emb["baseline"]) == ("onnx", "torch") and emb["least_cosine_to_baseline"] > 0.9999
+    assert emb["query_ms"]["p50"] > 0 and emb["baseline_documents_per_s"] > 0
+    mutation = result["mutation"]
+    assert mutation["memories"] == 40 and mutation["queries"] == 12
+    assert 0 < mutation["read_only_ms"]["p50"] <= mutation["read_only_ms"]["p95"]

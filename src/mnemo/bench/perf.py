@@ -32,6 +32,7 @@ import numpy as np
 
 from mnemo.archive import AsyncArchive
 from mnemo.bench.metrics import percentile
+from mnemo.cognition.late import TokenVectors, quantize
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.models import Scope
@@ -133,35 +134,73 @@ def build_corpus(locomo: Path, size: int) -> tuple[list[TurnInput], list[str]]:
 
 
 class VectorCache:
-    """Embeddings of documents, cached on disk by (slug, text) so re-runs skip the model."""
+    """Embeddings of documents and their token embeddings (int8, as the store keeps them), cached
+    on disk by (slug, text) so re-runs skip the model."""
 
     def __init__(self, directory: Path, embeddings: Embeddings) -> None:
         self.embeddings = embeddings
         key = hashlib.sha256(str(embeddings.slug).encode()).hexdigest()[:12]
-        self.path = directory / f"vectors-{key}.npz"
-        self.store: dict[str, np.ndarray] = {}
+        self.path = directory / f"vectors-tokens-{key}.npz"
+        self.store: dict[str, tuple[np.ndarray, TokenVectors | None]] = {}
         if self.path.exists():
             with np.load(self.path, allow_pickle=False) as data:
-                self.store = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
+                starts, ids, codes, scales = data["starts"], data["ids"], data["codes"], data["scales"]
+                for n, (k, v) in enumerate(zip(data["keys"].tolist(), data["vectors"], strict=True)):
+                    a, b = int(starts[n]), int(starts[n + 1])
+                    tokens = TokenVectors(ids[a:b], codes[a:b], float(scales[n])) if scales[n] > 0 else None
+                    self.store[k] = (v, tokens)
 
     @staticmethod
     def _key(text: str) -> str:
         return hashlib.sha1(text.encode()).hexdigest()
 
     async def get(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        """The texts' vectors, ``(n, dim)`` float32."""
+        return (await self.get_with_tokens(texts, progress))[0]
+
+    async def get_with_tokens(
+        self, texts: Sequence[str], progress: Progress | None = None
+    ) -> tuple[np.ndarray, list[TokenVectors | None]]:
+        """The texts' vectors and token embeddings (None where the embedder gives none)."""
         keys = [self._key(t) for t in texts]
         todo = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in self.store}.items())
         step = 4096
         for start in range(0, len(todo), step):
             chunk = todo[start : start + step]
-            vectors = await self.embeddings.embed_documents([t for _, t in chunk])
-            self.store.update(zip((k for k, _ in chunk), vectors, strict=True))
+            batch = [t for _, t in chunk]
+            if self.embeddings.reads_tokens:
+                vectors, fresh = await self.embeddings.embed_documents_with_tokens(batch)
+                tokens: list[TokenVectors | None] = [quantize(tv) for tv in fresh]
+            else:
+                vectors, tokens = await self.embeddings.embed_documents(batch), [None] * len(batch)
+            self.store.update(zip((k for k, _ in chunk), zip(vectors, tokens, strict=True), strict=True))
             if progress is not None:
                 progress("embedding corpus", min(start + step, len(todo)), len(todo))
         if todo:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            np.savez(self.path, keys=np.array(list(self.store)), vectors=np.stack(list(self.store.values())))
-        return np.stack([self.store[k] for k in keys]).astype(np.float32)
+            self._save()
+        return (
+            np.stack([self.store[k][0] for k in keys]).astype(np.float32),
+            [self.store[k][1] for k in keys],
+        )
+
+    def _save(self) -> None:
+        entries = list(self.store.values())
+        sizes = [0 if tv is None else len(tv.ids) for _, tv in entries]
+        width = self.embeddings.dim if not entries or entries[0][1] is None else entries[0][1].vectors.shape[1]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_name(self.path.name + ".partial.npz")
+        np.savez(
+            partial,
+            keys=np.array(list(self.store)),
+            vectors=np.stack([v for v, _ in entries]),
+            starts=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+            ids=np.concatenate([tv.ids for _, tv in entries if tv is not None] or [np.zeros(0, np.int32)]),
+            codes=np.concatenate(
+                [tv.vectors for _, tv in entries if tv is not None] or [np.zeros((0, width), np.int8)]
+            ),
+            scales=np.array([0.0 if tv is None else tv.scale for _, tv in entries], dtype=np.float32),
+        )
+        os.replace(partial, self.path)
 
 
 def _lat(values: list[float]) -> dict[str, float]:
@@ -206,10 +245,76 @@ async def _ingest(
     }
 
 
+async def _backends(
+    embeddings: Embeddings, baseline: Embeddings, texts: list[str], questions: list[str], rounds: int = 3
+) -> dict[str, Any]:
+    """The active backend against the baseline (PyTorch) on the same texts, interleaved: per-query
+    time (with token embeddings, as recall asks), documents per second as the write path embeds
+    them (with token embeddings), and how far apart their vectors are."""
+    qs = questions[:200]
+    for emb in (embeddings, baseline):  # warm-up
+        await emb.embed_documents_with_tokens(texts[:64])
+        for q in qs[:10]:
+            await emb.embed_query_with_tokens(q)
+    times: dict[str, list[float]] = {"now": [], "baseline": []}
+    for q in qs:
+        for name, emb in (("now", embeddings), ("baseline", baseline)):
+            t0 = time.perf_counter()
+            await emb.embed_query_with_tokens(q)
+            times[name].append((time.perf_counter() - t0) * 1000)
+    rates: dict[str, list[float]] = {"now": [], "baseline": []}
+    for _ in range(rounds):
+        for name, emb in (("now", embeddings), ("baseline", baseline)):
+            t0 = time.perf_counter()
+            await emb.embed_documents_with_tokens(texts)
+            rates[name].append(len(texts) / (time.perf_counter() - t0))
+    ours = await embeddings.embed_documents(texts)
+    theirs = await baseline.embed_documents(texts)
+    return {
+        "backend": embeddings.backend,
+        "baseline": baseline.backend,
+        "query_ms": _lat(times["now"]),
+        "baseline_query_ms": _lat(times["baseline"]),
+        "documents_per_s": round(float(np.median(rates["now"])), 1),
+        "baseline_documents_per_s": round(float(np.median(rates["baseline"])), 1),
+        "documents": len(texts),
+        "least_cosine_to_baseline": round(float(np.min(np.sum(ours * theirs, axis=1))), 7),
+    }
+
+
+async def _mutation(
+    archive: AsyncArchive, turns: list[TurnInput], questions: list[str], queries: int
+) -> dict[str, Any]:
+    """A mutating recall (reinforcement, co-access links, near-miss suppression, the audit rows)
+    against a read-only one, on a scope of memories, each question asked both ways in turn."""
+    scope = Scope("perf", "mutation")
+    for turn in turns:
+        await archive.remember(scope, turn.content)
+    await archive.runtime.backfill.wait()
+    qs = (questions * (queries // max(1, len(questions)) + 1))[:queries]
+    for q in qs[:10]:
+        await archive.recall(scope, q, 10, threshold=-1.0)
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for n, q in enumerate(qs):
+        for read_only in (True, False) if n % 2 else (False, True):
+            t0 = time.perf_counter()
+            await archive.recall(scope, q, 10, read_only=read_only, threshold=-1.0)
+            times[read_only].append((time.perf_counter() - t0) * 1000)
+    return {
+        "memories": len(turns),
+        "queries": len(qs),
+        "read_only_ms": _lat(times[True]),
+        "mutating_ms": _lat(times[False]),
+        "mutating_extra_ms_p50": round(float(np.median(times[False]) - np.median(times[True])), 2),
+        "mutating_extra_ms_p95": round(percentile(times[False], 95) - percentile(times[True], 95), 2),
+    }
+
+
 async def _scale(
     archive: AsyncArchive,
     turns: list[TurnInput],
     vectors: np.ndarray,
+    tokens: list[TokenVectors | None],
     questions: list[str],
     queries: int,
     progress: Progress | None,
@@ -219,13 +324,21 @@ async def _scale(
     main, rare = Scope("perf", f"main{size}"), Scope("perf", f"rare{size}")
     chunk = 20_000
     for start in range(0, size, chunk):
-        await import_turns(rt, main, turns[start : start + chunk], vectors=vectors[start : start + chunk])
+        await import_turns(
+            rt,
+            main,
+            turns[start : start + chunk],
+            vectors=vectors[start : start + chunk],
+            token_vectors=tokens[start : start + chunk],
+        )
         if progress is not None:
             progress(f"storing {size:,}", min(start + chunk, size), size)
     # a scope holding 1% as many rows as the main one, in the same vector table
     rare_n = max(10, size // 100)
     pick = np.random.default_rng(7).choice(size, rare_n, replace=False)
-    await import_turns(rt, rare, [turns[int(i)] for i in pick], vectors=vectors[pick])
+    await import_turns(
+        rt, rare, [turns[int(i)] for i in pick], vectors=vectors[pick], token_vectors=[tokens[int(i)] for i in pick]
+    )
 
     qs = (questions * (queries // max(1, len(questions)) + 1))[:queries]
     qvecs = np.stack([await archive.embeddings.embed_query(q) for q in qs])
@@ -281,7 +394,9 @@ async def run_perf(
     *,
     embeddings: Embeddings,
     scales: Sequence[int] = (10_000, 100_000),
+    baseline: Embeddings | None = None,
     ingest_turns: int = 2_000,
+    mutation_memories: int = 2_000,
     queries: int = 1_000,
     cache_dir: Path | None = None,
     progress: Progress | None = None,
@@ -289,19 +404,24 @@ async def run_perf(
     largest = max([*scales, ingest_turns])
     turns, questions = build_corpus(locomo, largest)
     cache = VectorCache(cache_dir or Path(tempfile.gettempdir()) / "mnemo-bench-cache", embeddings)
-    vectors = await cache.get([embeddings.turn_text(t.content, t.speaker) for t in turns], progress)
+    vectors, tokens = await cache.get_with_tokens([embeddings.turn_text(t.content, t.speaker) for t in turns], progress)
     result: dict[str, Any] = {"cores": os.cpu_count(), "embedder": str(embeddings.slug), "scales": []}
     with tempfile.TemporaryDirectory(prefix="mnemo-perf-") as home:
         archive = await AsyncArchive.open(Settings(home=Path(home) / "ingest"), embeddings=embeddings)
         try:
             result["ingest"] = await _ingest(archive, turns[:ingest_turns], vectors[:ingest_turns])
+            if baseline is not None:
+                texts = [embeddings.turn_text(t.content, t.speaker) for t in turns[:ingest_turns]]
+                result["embedding"] = await _backends(embeddings, baseline, texts, questions)
+            if mutation_memories:
+                result["mutation"] = await _mutation(archive, turns[:mutation_memories], questions, min(queries, 500))
         finally:
             await archive.close()
         for size in sorted(scales):
             archive = await AsyncArchive.open(Settings(home=Path(home) / f"s{size}"), embeddings=embeddings)
             try:
                 result["scales"].append(
-                    await _scale(archive, turns[:size], vectors[:size], questions, queries, progress)
+                    await _scale(archive, turns[:size], vectors[:size], tokens[:size], questions, queries, progress)
                 )
             finally:
                 await archive.close()

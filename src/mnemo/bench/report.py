@@ -12,6 +12,10 @@ from mnemo.bench.locomo import ANY_KS, BUDGETS, CATEGORIES, KS
 __all__ = ["print_ablation", "print_locomo", "print_perf"]
 
 
+def _lat3(d: dict[str, float]) -> str:
+    return f"{d['p50']:.1f} / {d['p95']:.1f} / {d['p99']:.1f}"
+
+
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
@@ -152,6 +156,33 @@ def print_perf(result: dict[str, Any], console: Console) -> None:
         f"{ing['store_only_rows_per_s']:,.0f}",
     )
     console.print(table)
+    console.print(f"write / raw per round: {', '.join(f'{100 * r:.1f}%' for r in ing['write_vs_raw_per_round'])}")
+    if emb := result.get("embedding"):
+        table = Table(title=f"query embedding: {emb['backend']} against {emb['baseline']} (same run, interleaved)")
+        for col in ("backend", "query ms p50/p95/p99", f"documents/s ({emb['documents']:,})", "least cosine"):
+            table.add_column(col, justify="right")
+        table.add_row(
+            emb["backend"],
+            _lat3(emb["query_ms"]),
+            f"{emb['documents_per_s']:,.1f}",
+            f"{emb['least_cosine_to_baseline']:.6f}",
+        )
+        table.add_row(emb["baseline"], _lat3(emb["baseline_query_ms"]), f"{emb['baseline_documents_per_s']:,.1f}", "1")
+        console.print(table)
+    if mut := result.get("mutation"):
+        table = Table(
+            title=f"mutating recall against read-only ({mut['memories']:,} memories, "
+            f"{mut['queries']} queries each, interleaved)"
+        )
+        for col in ("read-only p50/p95/p99", "mutating p50/p95/p99", "extra p50", "extra p95"):
+            table.add_column(col, justify="right")
+        table.add_row(
+            _lat3(mut["read_only_ms"]),
+            _lat3(mut["mutating_ms"]),
+            f"{mut['mutating_extra_ms_p50']:.1f}",
+            f"{mut['mutating_extra_ms_p95']:.1f}",
+        )
+        console.print(table)
     table = Table(title=f"recall latency, ms ({cores} cores; k=10; ef_search from settings)")
     for col in (
         "memories",

@@ -53,7 +53,7 @@ from mnemo.store import token_vectors as token_rows
 from mnemo.store import turns as turn_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.write import ingest
-from mnemo.write.embedding import embed_items
+from mnemo.write.embedding import embed_items, reads_tokens
 from mnemo.write.formats import Skipped, TurnInput, detect_format, parse_file
 from mnemo.write.remember import Progress, ensure_scope
 
@@ -107,13 +107,16 @@ async def import_turns(
     turns: Sequence[TurnInput],
     *,
     vectors: np.ndarray | None = None,
+    token_vectors: Sequence[TokenVectors | None] | None = None,
     progress: Progress | None = None,
     bulk: bool = True,
 ) -> list[Turn]:
     """Write many turns in one short transaction (COPY when ``bulk``); all or nothing.
 
     Every vector is ready before the transaction opens: ``vectors`` when given, else a turn's
-    precomputed ``embedding``, else the embedder's (a ``progress`` tick per embedded chunk). With
+    precomputed ``embedding``, else the embedder's (a ``progress`` tick per embedded chunk).
+    ``token_vectors`` (with ``vectors``, one per turn or None) are the turns' token embeddings
+    by the active model, stored for late interaction as if the write path had read them. With
     ``ingest_mode = "async"`` and no ``vectors`` given, turns without a precomputed vector are
     stored without one and their embed jobs are queued in the same transaction
     (:mod:`mnemo.write.ingest`).
@@ -122,11 +125,15 @@ async def import_turns(
         return []
     if vectors is not None and vectors.shape != (len(turns), rt.embeddings.dim):
         raise InvalidContentError(f"expected {len(turns)} vectors of dimension {rt.embeddings.dim}")
+    if token_vectors is not None and (vectors is None or len(token_vectors) != len(turns)):
+        raise InvalidContentError(f"token_vectors need vectors, and one entry (or None) per turn ({len(turns)})")
     deferred = rt.settings.ingest_mode == "async" and vectors is None
     # Counted before any embedding starts: the tokenizer object is shared with the model and is
     # not safe to use from two threads at once.
     tokens = rt.embeddings.count_tokens([t.content for t in turns])
-    read: dict[int, TokenVectors] = {}  # the embedded turns' token embeddings (late interaction)
+    # the embedded turns' token embeddings (late interaction)
+    given = token_vectors if token_vectors is not None and reads_tokens(rt) else ()
+    read: dict[int, TokenVectors] = {i: tv for i, tv in enumerate(given) if tv is not None}
     windows: dict[int, list[np.ndarray]] = {}  # long turns' passage vectors
     ready = list(vectors) if vectors is not None else await _embed(rt, turns, deferred, progress, read, windows)
     async with rt.store.transaction() as conn:

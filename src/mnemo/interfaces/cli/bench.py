@@ -170,7 +170,8 @@ def bench_perf(
     cache_dir: Annotated[Path | None, typer.Option(help="Where corpus embeddings are cached.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write every figure to this JSON file.")] = None,
 ) -> None:
-    """Ingest throughput, recall latency (p50/p95/p99) and ANN recall@10 at 10k and 100k memories."""
+    """Ingest throughput, query embedding against PyTorch, mutating against read-only recall, recall
+    latency (p50/p95/p99) and ANN recall@10 at 10k and 100k memories."""
     import asyncio
 
     from mnemo.bench.perf import run_perf
@@ -182,11 +183,18 @@ def bench_perf(
         raise typer.BadParameter(f"{locomo} is not a file", param_hint="--locomo")
     settings = load_settings()
     embeddings = load_embedder(settings.embedder, **settings.embedder_options())
+    # a model under ONNX Runtime is timed against the same model on PyTorch, in the same run
+    baseline = (
+        load_embedder(settings.embedder, **(settings.embedder_options() | {"backend": "torch"}))
+        if embeddings.load().backend == "onnx"
+        else None
+    )
     with progress("perf") as update:
         result = asyncio.run(
             run_perf(
                 locomo,
                 embeddings=embeddings,
+                baseline=baseline,
                 scales=tuple(scale or (10_000, 100_000)),
                 queries=queries,
                 ingest_turns=ingest_turns,
