@@ -1,13 +1,14 @@
-"""HTTP recall latency under load: 8 concurrent clients for 60 s against ``mnemo serve`` on 127.0.0.1.
+"""HTTP recall under load: 1 client, then 8 concurrent clients, against ``mnemo serve`` on 127.0.0.1.
 
     .venv/bin/python benchmarks/http_load.py path/to/locomo10.json [--size 10000]
         [--clients 8] [--seconds 60]
 
 Builds a scope of ``--size`` turns (LoCoMo sentences re-attributed to many speakers, as
-``mnemo bench perf`` does; vectors cached under MNEMO_HOME/bench-cache), creates a bearer
-token, starts the real app under uvicorn in this process's background thread, and has each
-client post ``/v1/recall`` (k = 10) with LoCoMo questions back to back. Prints p50/p95/p99
-latency and throughput. Runs in a throw-away embedded database.
+``mnemo bench perf`` does, with their token embeddings; vectors cached under
+MNEMO_HOME/bench-cache), creates a bearer token, starts the real service (``mnemo serve``) as its
+own process, and has each client post ``/v1/recall`` (k = 10) with LoCoMo questions back to back,
+first alone (the single-client figure), then ``--clients`` at once. Prints p50/p95/p99 latency
+and throughput of both. Runs in a throw-away embedded database.
 """
 
 from __future__ import annotations
@@ -18,19 +19,79 @@ import json
 import os
 import random
 import socket
+import subprocess
+import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
-import uvicorn
 
 from mnemo import AsyncArchive, Scope, Settings
 from mnemo.bench.perf import VectorCache, build_corpus
 from mnemo.embed import load_embedder
-from mnemo.interfaces.http import create_app
 from mnemo.write.importer import import_turns
+
+
+async def _build(locomo: Path, size: int, home: Path) -> tuple[str, list[str]]:
+    embeddings = load_embedder()
+    turns, questions = build_corpus(locomo, size)
+    cache_home = Path(os.environ.get("MNEMO_HOME", tempfile.gettempdir())) / "bench-cache"
+    texts = [embeddings.turn_text(t.content, t.speaker) for t in turns]
+    vectors, tokens = await VectorCache(cache_home, embeddings).get_with_tokens(texts)
+    archive = await AsyncArchive.open(Settings(home=home), embeddings=embeddings)
+    try:
+        for start in range(0, len(turns), 5000):
+            end = start + 5000
+            await import_turns(
+                archive.runtime,
+                Scope("load"),
+                turns[start:end],
+                vectors=vectors[start:end],
+                token_vectors=tokens[start:end],
+            )
+        token, _ = await archive.create_token("load")
+    finally:
+        await archive.close()
+    return token, questions
+
+
+async def _load(port: int, token: str, questions: list[str], clients: int, seconds: float, seed: int) -> dict[str, Any]:
+    rng = random.Random(seed)
+    latencies: list[float] = []
+    errors = 0
+    deadline = time.perf_counter() + seconds
+
+    async def client() -> None:
+        nonlocal errors
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}, timeout=60
+        ) as c:
+            while time.perf_counter() < deadline:
+                started = time.perf_counter()
+                r = await c.post("/v1/recall", json={"query": rng.choice(questions), "k": 10})
+                latencies.append((time.perf_counter() - started) * 1000)
+                errors += r.status_code != 200
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(clients)))
+    took = time.perf_counter() - started
+    latencies.sort()
+
+    def pct(p: float) -> float:
+        return round(latencies[min(len(latencies) - 1, int(p * len(latencies)))], 1)
+
+    return {
+        "clients": clients,
+        "seconds": round(took, 1),
+        "requests": len(latencies),
+        "errors": errors,
+        "requests_per_s": round(len(latencies) / took, 1),
+        "p50_ms": pct(0.50),
+        "p95_ms": pct(0.95),
+        "p99_ms": pct(0.99),
+    }
 
 
 async def main() -> None:
@@ -42,76 +103,30 @@ async def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    embeddings = load_embedder()
-    turns, questions = build_corpus(args.locomo, args.size)
-    cache_home = Path(os.environ.get("MNEMO_HOME", tempfile.gettempdir())) / "bench-cache"
-    vectors = await VectorCache(cache_home, embeddings).get([embeddings.turn_text(t.content, t.speaker) for t in turns])
-    with tempfile.TemporaryDirectory(prefix="mnemo-http-") as home:
-        settings = Settings(home=Path(home), scoring="deterministic")
-        archive = await AsyncArchive.open(settings, embeddings=embeddings)
-        try:
-            for start in range(0, len(turns), 5000):
-                await import_turns(
-                    archive.runtime, Scope("load"), turns[start : start + 5000], vectors=vectors[start : start + 5000]
-                )
-            token, _ = await archive.create_token("load")
-        finally:
-            await archive.close()
-
+    with tempfile.TemporaryDirectory(prefix="mnemo-http-") as base:
+        home = Path(base) / "home"
+        token, questions = await _build(args.locomo, args.size, home)
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        server = uvicorn.Server(
-            uvicorn.Config(create_app(settings, embeddings=embeddings), host="127.0.0.1", port=port, log_level="error")
+        env = {**os.environ, "MNEMO_HOME": str(home), "MNEMO_SCORING": "deterministic"}
+        mnemo = str(Path(sys.executable).with_name("mnemo"))
+        server = subprocess.Popen(  # noqa: ASYNC220 (started once, before any client runs)
+            [mnemo, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        while not server.started:  # noqa: ASYNC110  (uvicorn exposes a flag, not an event)
-            await asyncio.sleep(0.05)
-
-        rng = random.Random(args.seed)
-        latencies: list[float] = []
-        errors = 0
-        deadline = time.perf_counter() + args.seconds
-
-        async def client() -> None:
-            nonlocal errors
-            async with httpx.AsyncClient(
-                base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}, timeout=60
-            ) as c:
-                while time.perf_counter() < deadline:
-                    started = time.perf_counter()
-                    r = await c.post("/v1/recall", json={"query": rng.choice(questions), "k": 10})
-                    latencies.append((time.perf_counter() - started) * 1000)
-                    errors += r.status_code != 200
-
-        # the client loop runs here while uvicorn serves in its own thread (and event loop)
-        await asyncio.gather(*(client() for _ in range(args.clients)))
-        server.should_exit = True
-        thread.join(timeout=30)
-
-    latencies.sort()
-
-    def pct(p: float) -> float:
-        return round(latencies[min(len(latencies) - 1, int(p * len(latencies)))], 1)
-
-    print(
-        json.dumps(
-            {
-                "memories": args.size,
-                "clients": args.clients,
-                "seconds": args.seconds,
-                "requests": len(latencies),
-                "errors": errors,
-                "requests_per_s": round(len(latencies) / args.seconds, 1),
-                "p50_ms": pct(0.50),
-                "p95_ms": pct(0.95),
-                "p99_ms": pct(0.99),
-                "cores": os.cpu_count(),
-            },
-            indent=2,
-        )
-    )
+        try:
+            deadline = time.monotonic() + 120
+            while not (home / "service.json").exists():  # announced once the archive and the model are loaded
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise SystemExit("mnemo serve did not start")
+                await asyncio.sleep(0.1)
+            await _load(port, token, questions, args.clients, 5.0, args.seed)  # warm-up
+            single = await _load(port, token, questions, 1, args.seconds / 2, args.seed)
+            many = await _load(port, token, questions, args.clients, args.seconds, args.seed)
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+    print(json.dumps({"memories": args.size, "cores": os.cpu_count(), "single": single, "concurrent": many}, indent=2))
 
 
 if __name__ == "__main__":

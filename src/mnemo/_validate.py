@@ -12,9 +12,10 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads where a vector is checked: the command line imports this module first
+    import numpy as np
 
 from mnemo.errors import (
     ContentTooLargeError,
@@ -173,6 +174,8 @@ def check_session(session: object) -> str:
 
 def check_vector(vector: Sequence[float] | np.ndarray, dim: int) -> np.ndarray:
     """A caller-supplied vector: right dimension, finite, non-zero; returned L2-normalised."""
+    import numpy as np
+
     array = np.asarray(vector, dtype=np.float32)
     if array.ndim != 1 or array.shape[0] != dim:
         raise DimensionMismatchError(

@@ -17,9 +17,10 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where it is used: the command line imports this module for its types
+    import numpy as np
 
 __all__ = [
     "Cell",
@@ -236,6 +237,8 @@ def substitution_conflict(a: str, b: str, *, overlap: float = 0.6) -> bool:
 
 def opposition(a: np.ndarray, b: np.ndarray, direction: np.ndarray, *, threshold: float = 0.25) -> bool:
     """Layer 2 (~5 ms): the difference of two embeddings points along a negation direction."""
+    import numpy as np
+
     delta = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     norm = float(np.linalg.norm(delta)) * float(np.linalg.norm(direction))
     if norm < 1e-9:
@@ -247,5 +250,7 @@ def negation_direction(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.nda
     """The mean (negated - plain) embedding difference over example pairs, normalised."""
     if not pairs:
         raise ValueError("need at least one example pair")
+    import numpy as np
+
     diff = np.mean([np.asarray(n, dtype=float) - np.asarray(p, dtype=float) for p, n in pairs], axis=0)
     return diff / max(float(np.linalg.norm(diff)), 1e-12)

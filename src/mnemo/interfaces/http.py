@@ -24,6 +24,7 @@ batch of turns in the JSONL import format, each checked exactly as a line of a J
 nothing unless ``skip_invalid``.
 """
 
+import hmac
 import json
 import logging
 import time
@@ -55,6 +56,7 @@ from mnemo.errors import (
     UnknownScopeError,
 )
 from mnemo.interfaces import auth as tokens
+from mnemo.interfaces import local
 from mnemo.models import (
     Belief,
     ContextBlock,
@@ -69,6 +71,7 @@ from mnemo.models import (
     Scope,
     Timestamp,
     Turn,
+    to_jsonable,
 )
 from mnemo.recall import listing
 from mnemo.write import importer
@@ -111,6 +114,17 @@ _HTTP_CODES = {
     422: "invalid_request",
     503: "unavailable",
 }
+
+
+LOCAL = uuid.UUID(int=0)
+"""The token id of requests made with the local service's credential (the command line)."""
+
+
+def _local_principal(request: Request) -> tokens.Principal:
+    entity = request.headers.get(local.ENTITY_HEADER)
+    if not entity:
+        raise AuthenticationError(f"the local credential needs the entity in the {local.ENTITY_HEADER} header")
+    return tokens.Principal(Scope(entity).entity_id, None, LOCAL)
 
 
 def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -161,6 +175,10 @@ class _RecallFields(_In):
         default=None, ge=0, le=3, description="1-3: the cortex tree's nodes of that level (branch, trunk, canopy)."
     )
     as_of: datetime | None = Field(default=None, description=_AS_OF)
+    threshold: float | None = Field(
+        default=None, ge=-1.0, le=1.0, description="Refusal threshold for this recall (default: the server's)."
+    )
+    read_only: bool = Field(default=False, description="No retrieval side effects (no reinforcement or links).")
 
 
 class ContextIn(_In):
@@ -409,16 +427,27 @@ def _install_guards(app: FastAPI) -> None:
         return _internal()  # last resort (a failure in the guard itself); Starlette logs the traceback
 
 
-def create_app(settings: Settings, *, embeddings: Embeddings | None = None) -> FastAPI:
-    """The FastAPI app; the archive opens with the app (lifespan) and closes with it."""
+def create_app(
+    settings: Settings, *, embeddings: Embeddings | None = None, announce: local.LocalService | None = None
+) -> FastAPI:
+    """The FastAPI app; the archive opens with the app (lifespan) and closes with it.
+
+    ``announce`` (``mnemo serve``): once the archive is open, the service is announced in
+    ``settings.home`` for the command line (:mod:`mnemo.interfaces.local`), and its credential is
+    accepted for any entity named in the ``X-Mnemo-Entity`` header; withdrawn when it stops."""
     held: dict[str, AsyncArchive] = {}
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         held["archive"] = await AsyncArchive.open(settings, embeddings=embeddings)
         try:
+            if announce is not None:
+                await held["archive"].embeddings.load_async()  # the first command need not wait for it
+                local.write(settings.home, announce)
             yield
         finally:
+            if announce is not None:
+                local.remove(settings.home, announce.credential)
             await held.pop("archive").close()
 
     app = FastAPI(title="mnemo", version="0.1.0", lifespan=lifespan)
@@ -435,11 +464,15 @@ def create_app(settings: Settings, *, embeddings: Embeddings | None = None) -> F
     )
 
     async def principal(
+        request: Request,
         credentials: Annotated[HTTPAuthorizationCredentials | None, Security(bearer)],
     ) -> tokens.Principal:
         if credentials is None or not credentials.credentials.strip():
             raise AuthenticationError("send 'Authorization: Bearer <token>' (create one with mnemo token create)")
-        return await tokens.verify(archive().runtime, credentials.credentials.strip())
+        presented = credentials.credentials.strip()
+        if announce is not None and hmac.compare_digest(presented.encode(), announce.credential.encode()):
+            return _local_principal(request)
+        return await tokens.verify(archive().runtime, presented)
 
     Who = Annotated[tokens.Principal, Depends(principal)]
 
@@ -469,6 +502,13 @@ def create_app(settings: Settings, *, embeddings: Embeddings | None = None) -> F
     async def health() -> HealthOut:
         problem = await archive().health()
         return HealthOut(status="ok" if problem is None else "degraded", problem=problem)
+
+    @app.get("/v1/local/status", include_in_schema=False)
+    async def local_status(who: Who) -> Any:
+        """The archive's whole status, for ``mnemo status`` through the local credential only."""
+        if who.token_id != LOCAL:
+            raise AccessDeniedError("only the command line of this machine may read the whole archive's status")
+        return to_jsonable(await archive().status())
 
     @app.get("/v1/status", responses=_errors(401, 503))
     async def status(who: Who) -> StatusOut:
@@ -511,7 +551,15 @@ def create_app(settings: Settings, *, embeddings: Embeddings | None = None) -> F
         nothing yet). A foreign scope without a grant is a 403, whether or not it exists."""
         scope, reader = read_scope(who, body.namespace, body.owner)
         return await archive().recall(
-            scope, body.query, body.k, as_entity=reader, expand=body.expand, level=body.level, as_of=body.as_of
+            scope,
+            body.query,
+            body.k,
+            as_entity=reader,
+            expand=body.expand,
+            level=body.level,
+            as_of=body.as_of,
+            threshold=body.threshold,
+            read_only=body.read_only,
         )
 
     @app.post("/v1/context", responses=_READ)

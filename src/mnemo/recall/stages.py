@@ -281,10 +281,11 @@ async def retrieve(
     cortex's), then the late-interaction scan."""
     scope = request.scope
     try:
-        await _check_access(conn, scope, request.reader)
-        deep = rt.settings.cortex and await tiers.has_cortex(conn, scope.entity_id, scope.namespace)
+        asked = _names_asked(rt, request)
+        facts = await _facts(conn, scope, request.reader, asked)
+        deep = rt.settings.cortex and facts.deep
         lexical = await _lexical(rt, conn, scope, request.text, request.depth, request.kinds)
-        names = await _names(rt, conn, request)
+        names = facts.known if asked is not None else {}
         embedded, query_tokens = await embedding if embedding is not None else (None, None)
         vector = request.given_vector if request.given_vector is not None else embedded
         assert vector is not None
@@ -319,7 +320,7 @@ async def retrieve(
         dense = _with_cortex(request, dense, *(await cortex))
     if request.blocks_by_lines:
         dense, lexical = await _without_blocks(conn, scope, dense, lexical)
-    scanned, late = await _late_retrieval(rt, conn, request, query_tokens)
+    scanned, late = await _late_retrieval(rt, conn, request, query_tokens, facts.indexed)
     kind_of = {d[0]: d[1] for d in dense} | {x[0]: x[1] for x in lexical} | late
     return Candidates(
         scanned=scanned,
@@ -342,7 +343,7 @@ _NO_TOKENS = TokenVectors(np.zeros(0, np.int32), np.zeros((0, 1), np.int8), 1.0 
 
 
 async def _late_retrieval(
-    rt: Runtime, conn: psycopg.AsyncConnection, request: Request, query_tokens: TokenVectors | None
+    rt: Runtime, conn: psycopg.AsyncConnection, request: Request, query_tokens: TokenVectors | None, indexed: int
 ) -> tuple[dict[uuid.UUID, float], dict[uuid.UUID, str]]:
     """Late interaction as a retriever (cognitive-plan §2.6): every turn and memory of the scope
     scored by MaxSim, IDF-weighted over the whole scope, when the scope has at most
@@ -350,9 +351,12 @@ async def _late_retrieval(
     :func:`_scannable`). Items without token embeddings yet are left out of the scan (the fusion
     takes them as average on its scale) and read in the background (:mod:`mnemo.recall.backfill`).
     Returns every scanned item's score and the best ``depth`` with their kinds (no blocks when
-    their lines answer for them); both empty when off."""
+    their lines answer for them); both empty when off. ``indexed`` (the items the scope's postings
+    hold, a lower bound on its size) spares a large scope the listing."""
     cfg = rt.settings
     if not cfg.late_retrieval or query_tokens is None or not len(query_tokens.ids):  # no tokens: see _late
+        return {}, {}
+    if indexed > cfg.late_scan_limit:
         return {}, {}
     scope = request.scope
     e, ns, slug = scope.entity_id, scope.namespace, str(rt.slug)
@@ -446,16 +450,20 @@ async def _without_blocks(
     return [d for d in dense if d[0] not in blocks], [x for x in lexical if x[0] not in blocks]
 
 
-async def _check_access(conn: psycopg.AsyncConnection, scope: Scope, reader: str) -> None:
+async def _facts(
+    conn: psycopg.AsyncConnection, scope: Scope, reader: str, names: Sequence[str] | None = None
+) -> scope_rows.RecallFacts:
     """Refuse a reader who may not read ``scope``, the same way whether or not it exists (a foreign
     entity cannot probe for scopes). The owner's own empty or not-yet-created scope is no error:
-    it holds nothing, so recall refuses (archive-adr §7, "The Mentat Refusal")."""
-    _, allowed = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, reader)
-    if not allowed:
+    it holds nothing, so recall refuses (archive-adr §7, "The Mentat Refusal"). For a reader who
+    may, what the recall needs to know of the scope, in the same round trip."""
+    facts = await scope_rows.recall_facts(conn, scope.entity_id, scope.namespace, reader, names or ())
+    if not facts.allowed:
         raise AccessDeniedError(
             f"{reader!r} may not read scope {scope}; its owner can grant access with "
             f"grant(Scope({scope.entity_id!r}, {scope.namespace!r}), {reader!r})"
         )
+    return facts
 
 
 async def _lexical(
@@ -594,13 +602,12 @@ async def smooth_neighbours(rt: Runtime, conn: psycopg.AsyncConnection, request:
     found.final = smooth(base, where, cfg.neighbour_weights, floor=min(base.values()), bounds=bounds)
 
 
-async def _names(rt: Runtime, conn: psycopg.AsyncConnection, request: Request) -> dict[str, bool]:
-    """The question's names and whether the scope mentions each (none when refusal is off: a
-    threshold of -1, or ``refuse_unknown_names`` false)."""
+def _names_asked(rt: Runtime, request: Request) -> list[str] | None:
+    """The question's names, whose presence in the scope the refusal weighs (None when refusal is
+    off: a threshold of -1, or ``refuse_unknown_names`` false)."""
     if not rt.settings.refuse_unknown_names or request.threshold <= -1.0:
-        return {}
-    names = proper_names(request.text)
-    return await lexicon.known_words(conn, request.scope.entity_id, request.scope.namespace, names)
+        return None
+    return proper_names(request.text)
 
 
 # --- 5b. late interaction ----------------------------------------------------------------------------
@@ -931,33 +938,43 @@ def _item_kind(kind: str) -> ItemKind:
 # --- 8. trace and mutate ---------------------------------------------------------------------------
 async def trace_and_mutate(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, decision: Decision) -> int:
     """Log the retrieval; unless read-only, a refusal or a grantee's read, reinforce and link the
-    returned memories and mildly suppress the near misses (cognitive-plan §3.8). Returns how many
-    memories were reinforced."""
+    returned memories and mildly suppress the near misses (cognitive-plan §3.8). Both go in one
+    transaction that commits without waiting for the disk (:func:`~mnemo.store.traces.commit_lazily`:
+    atomic and ordered; only a crash of the database machine within a fraction of a second can lose
+    it). Returns how many memories were reinforced."""
     scope = request.scope
-    if request.trace:
-        await trace_rows.record_retrieval(
-            conn,
-            trace_id=uuid7(),
-            entity_id=scope.entity_id,
-            namespace=scope.namespace,
-            reader=request.reader,
-            query=request.text,
-            k=request.k,
-            outcome="refusal" if decision.refused else "hits",
-            best_similarity=decision.best,
-            threshold=request.threshold,
-            hit_ids=[] if decision.refused else [h.id for h in decision.hits],
-            latency_ms=decision.latency_ms,
-            read_only=request.read_only,
-        )
-    if decision.refused or request.read_only or not rt.settings.mutation or not request.owner_reads:
+    mutates = not (decision.refused or request.read_only or not rt.settings.mutation or not request.owner_reads)
+    memories = [h.id for h in decision.hits if h.item_kind == "memory"] if mutates else []
+    if not request.trace and not (memories or (mutates and decision.near_misses)):
         return 0
-    memories = [h.id for h in decision.hits if h.item_kind == "memory"]
     async with conn.transaction():
-        await dynamics.mutate_after_recall(
-            conn, rt.settings, scope, memories, decision.near_misses, query=request.text, now=request.now
-        )
+        await trace_rows.commit_lazily(conn)
+        if request.trace:
+            await _trace(conn, request, decision)
+        if mutates:
+            await dynamics.mutate_after_recall(
+                conn, rt.settings, scope, memories, decision.near_misses, query=request.text, now=request.now
+            )
     return len(memories)
+
+
+async def _trace(conn: psycopg.AsyncConnection, request: Request, decision: Decision) -> None:
+    scope = request.scope
+    await trace_rows.record_retrieval(
+        conn,
+        trace_id=uuid7(),
+        entity_id=scope.entity_id,
+        namespace=scope.namespace,
+        reader=request.reader,
+        query=request.text,
+        k=request.k,
+        outcome="refusal" if decision.refused else "hits",
+        best_similarity=decision.best,
+        threshold=request.threshold,
+        hit_ids=[] if decision.refused else [h.id for h in decision.hits],
+        latency_ms=decision.latency_ms,
+        read_only=request.read_only,
+    )
 
 
 # --- recall at a level of the cortex tree -------------------------------------------------------
@@ -981,8 +998,7 @@ async def recall_at_level(
         trace=False, query_vector=None, cues=None, now=None, seed=None, hops=None,
     )  # fmt: skip
     async with rt.store.connection() as conn:
-        await _check_access(conn, scope, request.reader)
-        deep = rt.settings.cortex and await tiers.has_cortex(conn, scope.entity_id, scope.namespace)
+        deep = rt.settings.cortex and (await _facts(conn, scope, request.reader)).deep
     vector = await rt.embeddings.embed_query(request.text)
     hits = tuple(await cortex_search.at_level(rt, scope, vector, level, k)) if deep else ()
     best = max((h.similarity or 0.0 for h in hits), default=None)

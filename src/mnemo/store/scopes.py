@@ -7,7 +7,8 @@ is a single-entity query on the owner's rows.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import psycopg
 
@@ -18,6 +19,7 @@ __all__ = [
     "list_grants",
     "list_scopes",
     "read_access",
+    "recall_facts",
     "revoke_grant",
     "scope_summaries",
 ]
@@ -47,6 +49,50 @@ async def read_access(conn: psycopg.AsyncConnection, entity_id: str, namespace: 
     assert row is not None
     allowed = bool(row[1])
     return allowed and bool(row[0]), allowed
+
+
+class RecallFacts(NamedTuple):
+    """What a recall needs to know of its scope before it searches, read in one round trip."""
+
+    allowed: bool
+    """Whether the reader may read the scope (its owner, or a grantee)."""
+    deep: bool
+    """Whether any block of the scope lives in the cortex (:func:`mnemo.store.tiers.has_cortex`)."""
+    indexed: int
+    """How many items the scope's lexical postings hold (``lexical_stats.docs``): a lower bound on
+    its live turns and memories (an item of stop words only has no postings)."""
+    known: dict[str, bool]
+    """For each searchable word asked about, whether the postings hold all its lexemes
+    (:func:`mnemo.store.lexicon.known_words`)."""
+
+
+_RECALL_FACTS = """
+    SELECT %(r)s = %(e)s OR EXISTS (SELECT 1 FROM mnemo.grants
+                                    WHERE entity_id = %(e)s AND namespace = %(ns)s AND grantee = %(r)s),
+           EXISTS (SELECT 1 FROM mnemo.blocks WHERE entity_id = %(e)s AND namespace = %(ns)s
+                     AND migrated_at IS NOT NULL),
+           coalesce((SELECT docs FROM mnemo.lexical_stats WHERE entity_id = %(e)s AND namespace = %(ns)s), 0),
+           (SELECT coalesce(jsonb_object_agg(w, k), '{}'::jsonb) FROM (
+                SELECT w, bool_and(EXISTS (SELECT 1 FROM mnemo.postings p WHERE p.entity_id = %(e)s
+                                           AND p.namespace = %(ns)s AND p.term = l.lexeme)) AS k
+                FROM unnest(%(words)s::text[]) AS w CROSS JOIN LATERAL unnest(to_tsvector('english', w)) AS l
+                GROUP BY w) AS known)"""
+
+
+async def recall_facts(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, reader: str, words: Sequence[str] = ()
+) -> RecallFacts:
+    """Read access, the cortex, the postings' size and the known ``words`` of a scope, in one
+    statement instead of four (the facts other than ``allowed`` are only for a reader who may read)."""
+    cur = await conn.execute(
+        _RECALL_FACTS, {"e": entity_id, "ns": namespace, "r": reader, "words": list(words)}
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    if not row[0]:
+        return RecallFacts(False, False, 0, {})
+    known = {str(w): bool(k) for w, k in row[3].items()}
+    return RecallFacts(True, bool(row[1]), int(row[2]), {w: known[w] for w in words if w in known})
 
 
 async def create_grant(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, grantee: str) -> bool:

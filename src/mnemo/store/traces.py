@@ -8,7 +8,16 @@ from typing import Any
 
 import psycopg
 
-__all__ = ["gate_decisions", "record_gate_decisions", "record_retrieval"]
+__all__ = ["commit_lazily", "gate_decisions", "record_gate_decisions", "record_retrieval"]
+
+
+async def commit_lazily(conn: psycopg.AsyncConnection) -> None:
+    """Let the current transaction commit without waiting for its WAL to reach the disk
+    (``synchronous_commit = off``, this transaction only): it is still atomic and ordered after
+    every earlier commit, and only a crash of PostgreSQL or the machine within the WAL writer's
+    delay (a fraction of a second) can lose it whole, never part of it. For what a recall writes
+    after the fact: its trace, and the reinforcement of what it returned (cognitive-plan §3.8)."""
+    await conn.execute("SET LOCAL synchronous_commit = off")
 
 
 async def record_retrieval(

@@ -36,12 +36,19 @@ from mnemo.models import RecallResult, Refusal, to_jsonable
 
 if TYPE_CHECKING:
     from mnemo._sync import Archive
+    from mnemo.interfaces.local import LocalService
+
+
+class ServiceAnswer(MnemoError):
+    """An error the running service answered with (its message, as the archive would have said it)."""
+
 
 __all__ = [
     "PIPED_WIDTH",
     "EntityOpt",
     "JsonOpt",
     "NamespaceOpt",
+    "ask",
     "err",
     "fail_cleanly",
     "lit",
@@ -50,6 +57,7 @@ __all__ = [
     "print_json",
     "print_recall",
     "progress",
+    "service",
     "settings",
 ]
 
@@ -126,6 +134,25 @@ def settings() -> Settings:
     return load_settings()
 
 
+def service(config: Settings) -> LocalService | None:
+    """The running ``mnemo serve`` of this data directory and database, if any
+    (:mod:`mnemo.interfaces.local`); commands send their request there instead of opening the archive."""
+    from mnemo.interfaces import local
+
+    return local.find(config.home, local.database_of(config.database_url, config.home))
+
+
+def ask(svc: LocalService, method: str, path: str, entity: str, body: Any = None) -> Any:
+    """One request to the running service; its error answer becomes the :class:`MnemoError` the
+    archive would have raised (one line on stderr, status 1)."""
+    from mnemo.interfaces.local import ServiceError
+
+    try:
+        return svc.call(method, path, entity, body)
+    except ServiceError as exc:
+        raise ServiceAnswer(exc.message) from None
+
+
 def open_archive(config: Settings | None = None) -> Archive:
     """The archive from ``config`` (default: ``MNEMO_*`` settings), with warnings on stderr. The
     embedding model loads only when a command first embeds or counts tokens."""
@@ -140,34 +167,39 @@ def print_json(data: Any) -> None:
     out.print_json(json.dumps(data, default=str))
 
 
-def print_recall(result: RecallResult | Refusal, as_json: bool) -> None:
+def print_recall(result: RecallResult | Refusal | dict[str, Any], as_json: bool) -> None:
     """A recall as a table (or the refusal sentence); with ``as_json``, the record itself
-    (:func:`~mnemo.models.to_jsonable`: the shape ``POST /v1/recall`` and MCP ``recall`` answer)."""
+    (:func:`~mnemo.models.to_jsonable`: the shape ``POST /v1/recall`` and MCP ``recall`` answer).
+    ``result`` may be that record already (what a running service answered)."""
+    data = result if isinstance(result, dict) else to_jsonable(result)
     if as_json:
-        print_json(to_jsonable(result))
+        print_json(data)
         return
-    if isinstance(result, Refusal):
-        best = "none" if result.best_similarity is None else f"{result.best_similarity:.3f}"
+    if data.get("refused"):
+        best = "none" if data["best_similarity"] is None else f"{data['best_similarity']:.3f}"
         out.print(
-            Text.assemble((result.message, "yellow"), f" (best similarity {best} < threshold {result.threshold:.2f})"),
+            Text.assemble(
+                (data["message"], "yellow"), f" (best similarity {best} < threshold {data['threshold']:.2f})"
+            ),
             highlight=False,
         )
         return
-    table = Table(title=Text(f"recall: {result.query!r} in {result.scope}  ({result.latency_ms:.1f} ms)"))
+    title = f"recall: {data['query']!r} in {data['scope']}  ({data['latency_ms']:.1f} ms)"
+    table = Table(title=Text(title))
     for col in ("#", "score", "sim", "act", "wt", "rec", "kind", "when"):
         table.add_column(col, no_wrap=True)
     table.add_column("content", overflow="fold", min_width=24)
-    for rank, hit in enumerate(result.hits, start=1):
-        who = f"{hit.speaker}: " if hit.speaker else ""
+    for rank, hit in enumerate(data["hits"], start=1):
+        who = f"{hit['speaker']}: " if hit.get("speaker") else ""
         table.add_row(
             str(rank),
-            f"{hit.score:.3f}",
-            "-" if hit.similarity is None else f"{hit.similarity:.2f}",
-            f"{hit.activation:.2f}",
-            f"{hit.weight:.2f}",
-            f"{hit.recency:.2f}",
-            hit.memory_kind or hit.item_kind,
-            hit.created_at.strftime("%Y-%m-%d"),
-            Text(who + hit.content),
+            f"{hit['score']:.3f}",
+            "-" if hit.get("similarity") is None else f"{hit['similarity']:.2f}",
+            f"{hit['activation']:.2f}",
+            f"{hit['weight']:.2f}",
+            f"{hit['recency']:.2f}",
+            hit.get("memory_kind") or hit["item_kind"],
+            str(hit["created_at"])[:10],
+            Text(who + hit["content"]),
         )
     out.print(table)

@@ -14,6 +14,7 @@ from mnemo.interfaces.cli._common import (
     EntityOpt,
     JsonOpt,
     NamespaceOpt,
+    ask,
     err,
     fail_cleanly,
     open_archive,
@@ -21,6 +22,8 @@ from mnemo.interfaces.cli._common import (
     print_json,
     print_recall,
     progress,
+    service,
+    settings,
 )
 from mnemo.interfaces.cli.night import report_table
 from mnemo.models import Scope, to_jsonable
@@ -42,22 +45,27 @@ def register(app: typer.Typer) -> None:
 @fail_cleanly
 def status(as_json: JsonOpt = False) -> None:
     """Counts per chamber, embedder slug, database location, background jobs by status."""
-    with open_archive() as archive:
-        st = archive.status()
+    config = settings()
+    if (svc := service(config)) is not None:
+        st = ask(svc, "GET", "/v1/local/status", "default")
+    else:
+        with open_archive(config) as archive:
+            st = to_jsonable(archive.status())
     if as_json:
-        print_json(to_jsonable(st))
+        print_json(st)
         return
     table = Table(title="mnemo status", show_header=False)
-    table.add_row("database", Text(st.database))
-    table.add_row("pgvector", Text(st.pgvector))
-    table.add_row("embedder", Text(st.embedder))
-    table.add_row("vector space", Text(st.vector_table))
-    for name, count in st.counts.items():
+    table.add_row("database", Text(st["database"]))
+    table.add_row("pgvector", Text(st["pgvector"]))
+    table.add_row("embedder", Text(st["embedder"]))
+    table.add_row("vector space", Text(st["vector_table"]))
+    for name, count in st["counts"].items():
         table.add_row(Text(name), f"{count:,}")
-    for tbl, slug, rows in st.vectors:
-        table.add_row(Text(f"vectors {tbl}"), Text(f"{rows:,} x {slug}"))
-    table.add_row("pending re-embed", f"[yellow]{st.pending_reembed:,}[/]" if st.pending_reembed else "0")
-    for state, count in st.queue.items():
+    for vectors in st["vectors"]:
+        table.add_row(Text(f"vectors {vectors['table']}"), Text(f"{vectors['rows']:,} x {vectors['slug']}"))
+    pending = st["pending_reembed"]
+    table.add_row("pending re-embed", f"[yellow]{pending:,}[/]" if pending else "0")
+    for state, count in st["queue"].items():
         table.add_row(f"queue {state}", f"[red]{count:,}[/]" if state == "failed" and count else f"{count:,}")
     out.print(table)
 

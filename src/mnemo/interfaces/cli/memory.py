@@ -18,6 +18,7 @@ from mnemo.interfaces.cli._common import (
     EntityOpt,
     JsonOpt,
     NamespaceOpt,
+    ask,
     err,
     fail_cleanly,
     open_archive,
@@ -25,6 +26,7 @@ from mnemo.interfaces.cli._common import (
     print_json,
     print_recall,
     progress,
+    service,
     settings,
 )
 from mnemo.models import MEMORY_KINDS, Scope, to_jsonable
@@ -77,14 +79,19 @@ def remember(
     config = settings()
     check_content(text, max_chars=config.max_content_chars)  # bad input fails before anything starts
     check_kind(kind)
-    with open_archive(config) as archive:
-        memory = archive.remember(
-            scope, text, kind=kind, anchored=anchored, status="candidate" if candidate else "active"
-        )
-    if as_json:
-        print_json(to_jsonable(memory))
+    if not anchored and not candidate and (svc := service(config)) is not None:
+        body = {"content": text, "kind": kind, "namespace": namespace}
+        saved = ask(svc, "POST", "/v1/memories", entity, body)
     else:
-        out.print(f"remembered {memory.id} in {scope}")
+        with open_archive(config) as archive:
+            memory = archive.remember(
+                scope, text, kind=kind, anchored=anchored, status="candidate" if candidate else "active"
+            )
+        saved = to_jsonable(memory)
+    if as_json:
+        print_json(saved)
+    else:
+        out.print(f"remembered {saved['id']} in {scope}")
 
 
 @fail_cleanly
@@ -104,13 +111,19 @@ def record(
     check_session(session)
     check_role(role)
     check_content(text, max_chars=config.max_content_chars)
-    with open_archive(config) as archive:
-        turn = archive.record_turn(scope, session, role, text, speaker=speaker)
+    if (svc := service(config)) is not None:
+        body = {"session": session, "role": role, "content": text, "speaker": speaker, "namespace": namespace}
+        turn = ask(svc, "POST", "/v1/turns", entity, body)
+    else:
+        with open_archive(config) as archive:
+            turn = to_jsonable(archive.record_turn(scope, session, role, text, speaker=speaker))
     if as_json:
-        print_json(to_jsonable(turn))
+        print_json(turn)
     else:
         out.print(
-            f"recorded turn {turn.turn_number} of session {turn.session_id!r} in {scope}", markup=False, highlight=False
+            f"recorded turn {turn['turn_number']} of session {turn['session_id']!r} in {scope}",
+            markup=False,
+            highlight=False,
         )
 
 
@@ -182,9 +195,19 @@ def recall(
     if not 1 <= k <= config.max_k:
         raise InvalidContentError(f"k must be an integer between 1 and {config.max_k}, not {k!r}")
     when = None if as_of is None else to_utc(as_of, label="--as-of")
+    scope = Scope(entity, namespace)
+    if as_entity is not None:
+        Scope(as_entity)  # a malformed reader fails here, as in the archive
+    if (svc := service(config)) is not None:
+        body = {"query": query, "k": k, "namespace": namespace, "threshold": threshold, "read_only": read_only,
+                "as_of": None if when is None else when.isoformat()}  # fmt: skip
+        if as_entity is not None and as_entity != entity:
+            body["owner"] = entity  # read as the grantee: the service checks the grant
+        print_recall(ask(svc, "POST", "/v1/recall", as_entity or entity, body), as_json)
+        return
     with open_archive(config) as archive:
         result = archive.recall(
-            Scope(entity, namespace),
+            scope,
             query,
             k,
             as_entity=as_entity,
@@ -210,16 +233,27 @@ def context(
     config = settings()
     check_content(text, max_chars=config.max_content_chars, label="attention text")
     when = None if as_of is None else to_utc(as_of, label="--as-of")
-    with open_archive(config) as archive:
-        block = archive.context(Scope(entity, namespace), text, budget, seed=seed, read_only=read_only, as_of=when)
+    if seed is None and not read_only and (svc := service(config)) is not None:
+        body = {
+            "text": text,
+            "budget": budget,
+            "namespace": namespace,
+            "as_of": None if when is None else when.isoformat(),
+        }
+        block = ask(svc, "POST", "/v1/context", entity, body)
+    else:
+        with open_archive(config) as archive:
+            made = archive.context(Scope(entity, namespace), text, budget, seed=seed, read_only=read_only, as_of=when)
+        block = to_jsonable(made)
     if as_json:
-        print_json(to_jsonable(block))
+        print_json(block)
         return
-    out.print(block.text or "[yellow](nothing to inject)[/]", markup=not block.text, highlight=False)
+    out.print(block["text"] or "[yellow](nothing to inject)[/]", markup=not block["text"], highlight=False)
     tracks = ", ".join(
-        f"{t}: {sum(1 for i in block.items if i.track == t)}" for t in ("anchored", "identity", "situational")
+        f"{t}: {sum(1 for i in block['items'] if i['track'] == t)}" for t in ("anchored", "identity", "situational")
     )
-    err.print(f"{block.tokens}/{block.budget} tokens · {tracks}" + (" · recall refused" if block.refused else ""))
+    refused = " · recall refused" if block["refused"] else ""
+    err.print(f"{block['tokens']}/{block['budget']} tokens · {tracks}" + refused)
 
 
 @fail_cleanly

@@ -235,8 +235,18 @@ def serve(
     import uvicorn.config
 
     from mnemo.config import load_settings
+    from mnemo.interfaces import local
     from mnemo.interfaces.http import create_app
 
+    config = load_settings()
+    near = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    # commands of this machine find the service through MNEMO_HOME (mnemo.interfaces.local)
+    announce = local.LocalService(
+        url=f"http://{f'[{near}]' if ':' in near else near}:{port}",
+        pid=os.getpid(),
+        database=local.database_of(config.database_url, config.home),
+        credential=local.new_credential(),
+    )
     logging.basicConfig(level=logging.WARNING, format="mnemo: %(message)s", stream=sys.stderr)
     shown = f"[{host}]" if ":" in host else host  # an IPv6 address goes in brackets in a URL
     err.print(
@@ -247,7 +257,7 @@ def serve(
     with _stops_on_signals():  # uvicorn shuts down gracefully first, then hands the signal on
         # info: uvicorn's access log, one line per request (and its start/stop lines), on stderr
         uvicorn.run(
-            create_app(load_settings()),
+            create_app(config, announce=announce),
             host=host,
             port=port,
             log_level="info",
