@@ -25,6 +25,7 @@ import logging
 import os
 import re
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +104,7 @@ class Embeddings:
         self.chunk_size = max(chunk_size, batch_size)
         self._token_counts: dict[str, int] = {}  # recall counts the same lines again and again
         self._token_model: Callable[[], Any] | None = None  # a local sentence-transformers model's source
+        self._batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, QueryBatcher] = weakref.WeakKeyDictionary()
         self.max_tokens: int | None = None
         """How many tokens the model reads (special tokens included); the rest of a text is dropped."""
 
@@ -199,8 +201,7 @@ class Embeddings:
         """Embed one query; returns a ``(dim,)`` float32 vector."""
         await self.load_async()
         if isinstance(self._embedder, OnnxEncoder):
-            vectors, _ = await asyncio.to_thread(self._onnx_encode, [text], False)
-            return self._check(vectors)[0]
+            return (await self._queries().embed(text))[0]
         try:
             result = await self.embedder.embed_query(text)
         except Exception as exc:
@@ -229,8 +230,23 @@ class Embeddings:
 
     async def embed_query_with_tokens(self, text: str) -> tuple[np.ndarray, TokenVectors]:
         """:meth:`embed_query` and the query's content-token embeddings, from one forward pass."""
+        await self.load_async()
+        if isinstance(self._embedder, OnnxEncoder):
+            return await self._queries().embed(text)
         vectors, tokens = await asyncio.to_thread(self._encode, [text], query=True)
         return self._check(vectors)[0], tokens[0]
+
+    def _queries(self) -> QueryBatcher:
+        """This event loop's batcher of concurrent queries."""
+        loop = asyncio.get_running_loop()
+        batcher = self._batchers.get(loop)
+        if batcher is None:
+            batcher = self._batchers[loop] = QueryBatcher(self._onnx_queries)
+        return batcher
+
+    def _onnx_queries(self, texts: list[str]) -> tuple[np.ndarray, list[TokenVectors]]:
+        vectors, tokens = self._onnx_encode(texts, True)
+        return self._check(vectors), tokens
 
     def _encode(self, texts: list[str], *, query: bool) -> tuple[np.ndarray, list[TokenVectors]]:
         if self._token_model is None:
@@ -296,6 +312,49 @@ class Embeddings:
             known.update(fresh)
             counts |= fresh
         return [counts[t] for t in texts]
+
+
+class QueryBatcher:
+    """Queries that arrive while the model is busy wait and go through it together, in one forward
+    pass (cognitive-plan §2.1, batching): under concurrent recalls (the HTTP service) the model
+    runs once per batch of queries, not once per query, and a lone query never waits for others."""
+
+    def __init__(self, encode: Callable[[list[str]], tuple[np.ndarray, list[TokenVectors]]], most: int = 32) -> None:
+        self._encode = encode
+        self._most = most
+        self._waiting: list[tuple[str, asyncio.Future[tuple[np.ndarray, TokenVectors]]]] = []
+        self._running = False
+        self.batches = 0
+        """Forward passes made (fewer than queries when they came together)."""
+
+    async def embed(self, text: str) -> tuple[np.ndarray, TokenVectors]:
+        future: asyncio.Future[tuple[np.ndarray, TokenVectors]] = asyncio.get_running_loop().create_future()
+        self._waiting.append((text, future))
+        if not self._running:
+            self._running = True
+            asyncio.get_running_loop().create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting[: self._most], self._waiting[self._most :]
+                batch = [(text, future) for text, future in batch if not future.done()]  # cancelled ones
+                if not batch:
+                    continue
+                self.batches += 1
+                try:
+                    vectors, tokens = await asyncio.to_thread(self._encode, [text for text, _ in batch])
+                except Exception as exc:
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                for n, (_, future) in enumerate(batch):
+                    if not future.done():
+                        future.set_result((vectors[n], tokens[n]))
+        finally:
+            self._running = False
 
 
 def _content_tokens(out: dict[str, Any], special: set[int]) -> TokenVectors:

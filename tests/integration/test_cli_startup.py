@@ -37,7 +37,7 @@ print(json.dumps({{"codes": codes, "heavy": heavy, "archive": "mnemo.archive" in
 
 
 def _env(home: Path, database_url: str | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") or k == "MNEMO_MODEL_CACHE"}
     env["MNEMO_HOME"] = str(home)
     if database_url is not None:
         env["MNEMO_DATABASE_URL"] = database_url

@@ -55,7 +55,7 @@ def home(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.fixture
 def env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") or k == "MNEMO_MODEL_CACHE"}
     env["MNEMO_HOME"] = str(home)
     return env
 

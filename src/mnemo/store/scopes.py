@@ -64,6 +64,10 @@ class RecallFacts(NamedTuple):
     known: dict[str, bool]
     """For each searchable word asked about, whether the postings hold all its lexemes
     (:func:`mnemo.store.lexicon.known_words`)."""
+    passages: bool = True
+    """Whether any long item of the scope has passage vectors (else their searches are skipped)."""
+    lines: bool = True
+    """Whether any block of the scope keeps lines (else their look-ups are skipped)."""
 
 
 _RECALL_FACTS = """
@@ -76,7 +80,9 @@ _RECALL_FACTS = """
                 SELECT w, bool_and(EXISTS (SELECT 1 FROM mnemo.postings p WHERE p.entity_id = %(e)s
                                            AND p.namespace = %(ns)s AND p.term = l.lexeme)) AS k
                 FROM unnest(%(words)s::text[]) AS w CROSS JOIN LATERAL unnest(to_tsvector('english', w)) AS l
-                GROUP BY w) AS known)"""
+                GROUP BY w) AS known),
+           EXISTS (SELECT 1 FROM mnemo.passages WHERE entity_id = %(e)s AND namespace = %(ns)s),
+           EXISTS (SELECT 1 FROM mnemo.block_lines WHERE entity_id = %(e)s AND namespace = %(ns)s)"""
 
 
 async def recall_facts(
@@ -92,7 +98,7 @@ async def recall_facts(
     if not row[0]:
         return RecallFacts(False, False, 0, {})
     known = {str(w): bool(k) for w, k in row[3].items()}
-    return RecallFacts(True, bool(row[1]), int(row[2]), {w: known[w] for w in words if w in known})
+    return RecallFacts(True, bool(row[1]), int(row[2]), {w: known[w] for w in words if w in known}, row[4], row[5])
 
 
 async def create_grant(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, grantee: str) -> bool:

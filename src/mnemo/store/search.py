@@ -92,11 +92,14 @@ async def positions(
     ids: Sequence[uuid.UUID],
     anchors: Sequence[uuid.UUID],
     distance: int,
+    *,
+    lines: bool = True,
 ) -> tuple[dict[uuid.UUID, tuple[str, int]], dict[str, tuple[int, int]], dict[uuid.UUID, str]]:
     """``(session_id, turn_number)`` of the utterances in ``ids`` plus every utterance within
     ``distance`` of an anchor in the same session (neighbour expansion), each of those sessions'
     first and last turn number, and each utterance's kind: a raw ``turn``, or a block's ``line``
-    whose raw turn retention removed (same id, same place in its session)."""
+    whose raw turn retention removed (same id, same place in its session). ``lines=False``: the
+    scope has no block lines, and they are not looked for."""
     if not ids and not anchors:
         return {}, {}, {}
     params = {"e": entity_id, "ns": namespace, "ids": list(ids), "anchors": list(anchors), "d": distance}
@@ -104,6 +107,8 @@ async def positions(
     bounds: dict[str, tuple[int, int]] = {}
     kinds: dict[uuid.UUID, str] = {}
     for kind, statement in (("line", _LINE_POSITIONS), ("turn", _TURN_POSITIONS)):  # a raw turn wins
+        if kind == "line" and not lines:
+            continue
         cur = await conn.execute(statement, params)
         for item, session, number, lo, hi in await cur.fetchall():
             where[item] = (session, int(number))
