@@ -53,9 +53,7 @@ class Settings(BaseSettings):
         "the model's files into `model_cache` and checked against PyTorch), 'torch', or 'auto' (ONNX when the "
         "model's pipeline can be exported, else PyTorch).",
     )
-    model_cache: Path | None = Field(
-        default=None, description="Where exported models are kept (unset: `home`/models)."
-    )
+    model_cache: Path | None = Field(default=None, description="Where exported models are kept (unset: `home`/models).")
     vector_space: str = Field(default="universal", description="Name of the active vector space.")
     embed_batch_size: int = Field(default=32, ge=1, le=4096, description="Texts per model forward pass.")
     kind_prefixes: bool = Field(default=True, description="Prefix memory texts with their kind when embedding.")

@@ -45,7 +45,10 @@ from mnemo.night.logprobs import surprise_factory
 from mnemo.night.plan import plan_night
 from mnemo.night.retention import describe, retain
 from mnemo.night.surprise import score_turns
+from mnemo.recall.backfill import MAX_PENDING, item_text
 from mnemo.store import night as night_rows
+from mnemo.store import vectors as vector_rows
+from mnemo.write.embedding import reads_tokens
 
 __all__ = ["STAGES", "NightReport", "run_night"]
 
@@ -110,6 +113,7 @@ async def _run(
     run = _Run(rt, scope, run_id, as_of, stages, done, previous, progress, report)
     await _turn_stages(run)
     await _scope_stages(run)
+    await run.timed("tokens", _read_tokens(rt, scope))
 
     async with rt.store.transaction() as conn:
         await night_rows.mark_stage(conn, scope.entity_id, run_id, "summary", to_jsonable(report) | {"seconds": None})
@@ -226,6 +230,21 @@ async def _scope_stages(run: _Run) -> None:
     report.turns_removed, report.blocks_archived = r.get("turns_removed", 0), r.get("blocks_archived", 0)
     report.turns_kept = r.get("turns_kept", 0)
     report.retention_next = datetime.fromisoformat(r["next_due"]) if r.get("next_due") else None
+
+
+async def _read_tokens(rt: Runtime, scope: Scope) -> None:
+    """The token embeddings of the memories the night wrote (facts, insights, blocks), read now so
+    that the next recall's late interaction finds them (:mod:`mnemo.recall.backfill`)."""
+    if not reads_tokens(rt):
+        return
+    slug = str(rt.slug)
+    async with rt.store.connection() as conn:
+        missing = await vector_rows.without_tokens(
+            conn, rt.table, scope.entity_id, scope.namespace, slug, ("memory",), MAX_PENDING
+        )
+    if missing:
+        rt.backfill.request(rt, (scope.entity_id, scope.namespace, slug), missing, item_text)
+        await rt.backfill.wait()
 
 
 async def _curate(run: _Run, conn: psycopg.AsyncConnection) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from mnemo.store import token_vectors as token_rows
 if TYPE_CHECKING:
     from mnemo._runtime import Runtime
 
-__all__ = ["TokenBackfill"]
+__all__ = ["TokenBackfill", "item_text"]
 
 _log = logging.getLogger("mnemo")
 
@@ -97,6 +97,13 @@ class TokenBackfill:
                 _log.warning(
                     "could not read token embeddings of %d items (%s); later recalls ask again", len(batch), exc
                 )
+
+
+def item_text(rt: Runtime, item: search_rows.ItemText) -> str:
+    """What the model reads for an item: the text its vector was embedded from."""
+    if item.kind is not None:
+        return rt.embeddings.document_text(item.content, item.kind)
+    return rt.embeddings.turn_text(item.content, item.speaker if rt.settings.turn_context else None)
 
 
 async def _read(rt: Runtime, key: Key, batch: list[uuid.UUID], text: Callable[..., str]) -> int:

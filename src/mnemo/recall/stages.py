@@ -59,6 +59,7 @@ from mnemo.config import Settings
 from mnemo.cortex import search as cortex_search
 from mnemo.errors import AccessDeniedError, InvalidContentError
 from mnemo.models import Hit, ItemKind, RecallResult, Refusal, Scope, uuid7
+from mnemo.recall.backfill import item_text
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import lexicon, tiers
 from mnemo.store import passages as passage_rows
@@ -368,7 +369,7 @@ async def _late_retrieval(
     if not _scannable(cfg, items, cache.max_bytes):
         return {}, {}
     if missing := [i for i, _, size in items if size is None]:
-        rt.backfill.request(rt, (e, ns, slug), missing, _token_text)
+        rt.backfill.request(rt, (e, ns, slug), missing, item_text)
         items = [item for item in items if item[2] is not None]
         if not items:
             return {}, {}
@@ -673,7 +674,7 @@ async def _cross_scores(
     """The cross-encoder's score of each head item that has text here (turns, lines, memories)."""
     texts = await search_rows.item_texts(conn, request.scope.entity_id, request.scope.namespace, head)
     read = [i for i in head if i in texts]
-    scores = await rt.reranker.scores(request.text, [_token_text(rt, texts[i]) for i in read])
+    scores = await rt.reranker.scores(request.text, [item_text(rt, texts[i]) for i in read])
     return dict(zip(read, scores.tolist(), strict=True))
 
 
@@ -694,15 +695,8 @@ async def _token_vectors(
     cache.put({(e, ns, i, slug): tv for i, tv in stored.items()})
     found |= stored
     if missing := [i for i in ids if i not in found]:
-        rt.backfill.request(rt, (e, ns, slug), missing, _token_text)
+        rt.backfill.request(rt, (e, ns, slug), missing, item_text)
     return found
-
-
-def _token_text(rt: Runtime, item: search_rows.ItemText) -> str:
-    """What the model reads for an item: the text its vector was embedded from."""
-    if item.kind is not None:
-        return rt.embeddings.document_text(item.content, item.kind)
-    return rt.embeddings.turn_text(item.content, item.speaker if rt.settings.turn_context else None)
 
 
 # --- 6. cognitive blend -------------------------------------------------------------------------

@@ -90,9 +90,7 @@ async def recall_facts(
 ) -> RecallFacts:
     """Read access, the cortex, the postings' size and the known ``words`` of a scope, in one
     statement instead of four (the facts other than ``allowed`` are only for a reader who may read)."""
-    cur = await conn.execute(
-        _RECALL_FACTS, {"e": entity_id, "ns": namespace, "r": reader, "words": list(words)}
-    )
+    cur = await conn.execute(_RECALL_FACTS, {"e": entity_id, "ns": namespace, "r": reader, "words": list(words)})
     row = await cur.fetchone()
     assert row is not None
     if not row[0]:

@@ -308,6 +308,33 @@ _SCOPE_ITEMS = """
     LIMIT %(n)s"""
 
 
+_WITHOUT_TOKENS = """
+    SELECT v.item_id FROM {vectors} v
+    WHERE v.entity_id = %(e)s AND v.namespace = %(ns)s AND v.slug = %(slug)s AND v.item_kind = ANY(%(kinds)s)
+      AND NOT EXISTS (SELECT 1 FROM mnemo.token_vectors tv
+                      WHERE tv.entity_id = v.entity_id AND tv.item_id = v.item_id AND tv.slug = %(slug)s)
+      AND (v.item_kind = 'turn' OR EXISTS (
+          SELECT 1 FROM mnemo.memories m
+          WHERE m.entity_id = v.entity_id AND m.id = v.item_id AND m.status IN ('candidate', 'active')))
+    LIMIT %(n)s"""
+
+
+async def without_tokens(
+    conn: psycopg.AsyncConnection,
+    table: str,
+    entity_id: str,
+    namespace: str,
+    slug: str,
+    kinds: Sequence[str],
+    limit: int,
+) -> list[uuid.UUID]:
+    """Up to ``limit`` live turns and memories (of ``kinds``) of the scope with a vector in ``slug``'s
+    space and no token embeddings in it yet."""
+    stmt = sql.SQL(_WITHOUT_TOKENS).format(vectors=_ident(table))
+    cur = await conn.execute(stmt, {"e": entity_id, "ns": namespace, "slug": slug, "kinds": list(kinds), "n": limit})
+    return [r[0] for r in await cur.fetchall()]
+
+
 async def scope_items(
     conn: psycopg.AsyncConnection,
     table: str,
