@@ -110,7 +110,7 @@ class OnnxEncoder:
         self.tokenizer = tokenizer
         self.pipeline = pipeline
         self.truncate_dim = truncate_dim
-        self.special = set(tokenizer.all_special_ids)
+        self._special = np.array(sorted(set(tokenizer.all_special_ids)), dtype=np.int64)
         self._inputs = {i.name for i in session.get_inputs()}
         self._lock = threading.Lock()
 
@@ -156,11 +156,10 @@ class OnnxEncoder:
         if not tokens:
             return _unit(pooled), []
         ids = feed["input_ids"]
-        return _unit(pooled), [self._content(ids[n], hidden[n], mask[n]) for n in range(len(texts))]
-
-    def _content(self, ids: np.ndarray, rows: np.ndarray, mask: np.ndarray) -> TokenVectors:
-        keep = mask & np.array([int(t) not in self.special for t in ids], dtype=bool)
-        return TokenVectors(ids[keep].astype(np.int32), _unit(rows[keep]))
+        keep = mask & ~np.isin(ids, self._special)  # content tokens: no padding, no [CLS]/[SEP]
+        return _unit(pooled), [
+            TokenVectors(ids[n][keep[n]].astype(np.int32), _unit(hidden[n][keep[n]])) for n in range(len(texts))
+        ]
 
 
 def _unit(matrix: np.ndarray) -> np.ndarray:
@@ -193,6 +192,9 @@ def _load(path: str, pipeline: Pipeline, cache_dir: Path, truncate_dim: int | No
     options.intra_op_num_threads = max(1, min(os.cpu_count() or 1, 8))
     options.inter_op_num_threads = 1
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # Between runs the pool's threads sleep instead of spinning on the cores that the recall's
+    # Python and PostgreSQL work needs next (as OMP_WAIT_POLICY=PASSIVE does for PyTorch).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         session = onnxruntime.InferenceSession(
             str(target / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]

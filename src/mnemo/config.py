@@ -54,6 +54,11 @@ class Settings(BaseSettings):
         "model's pipeline can be exported, else PyTorch).",
     )
     model_cache: Path | None = Field(default=None, description="Where exported models are kept (unset: `home`/models).")
+    use_service: bool = Field(
+        default=True,
+        description="Commands (`mnemo recall`, `remember`, `record`, `context`, `status`) send their request to a "
+        "running `mnemo serve` of the same home and database when there is one.",
+    )
     vector_space: str = Field(default="universal", description="Name of the active vector space.")
     embed_batch_size: int = Field(default=32, ge=1, le=4096, description="Texts per model forward pass.")
     kind_prefixes: bool = Field(default=True, description="Prefix memory texts with their kind when embedding.")

@@ -133,7 +133,7 @@ _TURN_POSITIONS = """
         JOIN mnemo.turns n
           ON n.entity_id = %(e)s AND n.namespace = %(ns)s AND n.session_id = t.session_id
          AND n.turn_number BETWEEN t.turn_number - %(d)s AND t.turn_number + %(d)s),
-    bounds AS (  -- two index probes per session, not a scan of its turns
+    bounds AS MATERIALIZED (  -- two index probes per session (not per row), not a scan of its turns
         SELECT s.session_id,
                (SELECT min(turn_number) FROM mnemo.turns
                 WHERE entity_id = %(e)s AND namespace = %(ns)s AND session_id = s.session_id) AS lo,
@@ -153,7 +153,7 @@ _LINE_POSITIONS = """
           ON n.entity_id = t.entity_id AND n.namespace = t.namespace AND n.session_id = t.session_id
          AND n.turn_number BETWEEN t.turn_number - %(d)s AND t.turn_number + %(d)s
         WHERE t.entity_id = %(e)s AND t.namespace = %(ns)s AND t.turn_id = ANY(%(anchors)s)),
-    bounds AS (
+    bounds AS MATERIALIZED (
         SELECT s.session_id,
                (SELECT min(turn_number) FROM mnemo.block_lines
                 WHERE entity_id = %(e)s AND namespace = %(ns)s AND session_id = s.session_id) AS lo,

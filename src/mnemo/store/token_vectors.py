@@ -148,7 +148,7 @@ async def write(
     await conn.execute(
         """INSERT INTO mnemo.token_vectors (entity_id, namespace, item_id, slug, token_ids, vectors)
            SELECT %(e)s, %(ns)s, u.id, %(slug)s, u.t, u.v
-           FROM unnest(%(ids)s::uuid[], %(t)s::bytea[], %(v)s::bytea[]) AS u(id, t, v)
+           FROM unnest(%(ids)s::uuid[], %(t)b::bytea[], %(v)b::bytea[]) AS u(id, t, v)
            WHERE EXISTS (SELECT 1 FROM mnemo.turns WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = u.id)
               OR EXISTS (SELECT 1 FROM mnemo.memories WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = u.id)
               OR EXISTS (SELECT 1 FROM mnemo.block_lines

@@ -139,6 +139,8 @@ def service(config: Settings) -> LocalService | None:
     (:mod:`mnemo.interfaces.local`); commands send their request there instead of opening the archive."""
     from mnemo.interfaces import local
 
+    if not config.use_service:
+        return None
     return local.find(config.home, local.database_of(config.database_url, config.home))
 
 
