@@ -23,6 +23,13 @@ TEXTS = [
 ]
 
 
+def _inside(directory: Path, work: bool = False) -> list[Path]:
+    """The exports in ``directory`` (or, with ``work``, the export work directories left there)."""
+    if work:
+        return [p for p in directory.iterdir() if p.name.startswith(".export-")]
+    return [p for p in directory.iterdir() if p.is_dir() and not p.name.startswith(".")]
+
+
 @pytest.fixture(scope="module")
 def torch_embedder() -> Embeddings:
     return load_embedder(backend="torch")
@@ -49,9 +56,9 @@ async def test_onnx_gives_pytorchs_vectors_and_tokens(embeddings: Embeddings, to
 async def test_export_is_made_once_and_reused(tmp_path: Path) -> None:
     first = load_embedder(backend="onnx", cache_dir=tmp_path, truncate_dim=96)
     await first.load_async()
-    (export,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    (export,) = _inside(tmp_path)
     made = (export / "model.onnx").stat().st_mtime_ns
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".export-")], "no work directory is left"
+    assert not _inside(tmp_path, work=True), "no work directory is left"
     again = load_embedder(backend="onnx", cache_dir=tmp_path, truncate_dim=96)
     vector = await again.embed_query("the same model, loaded again")
     assert vector.shape == (96,) and (export / "model.onnx").stat().st_mtime_ns == made
@@ -59,7 +66,7 @@ async def test_export_is_made_once_and_reused(tmp_path: Path) -> None:
 
 async def test_a_damaged_export_is_reported(tmp_path: Path) -> None:
     await load_embedder(backend="onnx", cache_dir=tmp_path, truncate_dim=64).load_async()
-    (export,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    (export,) = _inside(tmp_path)
     (export / "model.onnx").write_bytes(b"not a model")
     damaged = load_embedder(backend="onnx", cache_dir=tmp_path, truncate_dim=48)  # a fresh session
     with pytest.raises(EmbedderError, match="delete it to export again"):
