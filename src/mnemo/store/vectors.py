@@ -296,27 +296,35 @@ async def other_spaces(
     return found
 
 
-_SCOPE_ITEMS = """
-    SELECT v.item_id, v.item_kind, octet_length(tv.vectors) FROM {vectors} v
+_LIVE = """
+      AND (v.item_kind = 'turn' OR EXISTS (
+          SELECT 1 FROM mnemo.memories m
+          WHERE m.entity_id = v.entity_id AND m.id = v.item_id AND m.status IN ('candidate', 'active')))"""
+"""A row of the vector table ``v`` whose item is live: a turn, or a candidate or active memory."""
+
+_SCOPE_ITEMS = (
+    "SELECT"
+    + """ v.item_id, v.item_kind, octet_length(tv.vectors) FROM {vectors} v
     LEFT JOIN mnemo.token_vectors tv ON tv.entity_id = v.entity_id AND tv.item_id = v.item_id AND tv.slug = %(slug)s
     WHERE v.entity_id = %(e)s AND v.namespace = %(ns)s AND v.slug = %(slug)s
-      AND v.item_kind IN ('turn', 'memory') AND v.item_kind = ANY(%(kinds)s)
-      AND (v.item_kind = 'turn' OR EXISTS (
-          SELECT 1 FROM mnemo.memories m
-          WHERE m.entity_id = v.entity_id AND m.id = v.item_id AND m.status IN ('candidate', 'active')))
+      AND v.item_kind IN ('turn', 'memory') AND v.item_kind = ANY(%(kinds)s)"""
+    + _LIVE
+    + """
     ORDER BY 1
     LIMIT %(n)s"""
+)
 
 
-_WITHOUT_TOKENS = """
-    SELECT v.item_id FROM {vectors} v
+_WITHOUT_TOKENS = (
+    "SELECT"  # noqa: S608 (composed from module constants; values are parameters)
+    + """ v.item_id FROM {vectors} v
     WHERE v.entity_id = %(e)s AND v.namespace = %(ns)s AND v.slug = %(slug)s AND v.item_kind = ANY(%(kinds)s)
       AND NOT EXISTS (SELECT 1 FROM mnemo.token_vectors tv
-                      WHERE tv.entity_id = v.entity_id AND tv.item_id = v.item_id AND tv.slug = %(slug)s)
-      AND (v.item_kind = 'turn' OR EXISTS (
-          SELECT 1 FROM mnemo.memories m
-          WHERE m.entity_id = v.entity_id AND m.id = v.item_id AND m.status IN ('candidate', 'active')))
+                      WHERE tv.entity_id = v.entity_id AND tv.item_id = v.item_id AND tv.slug = %(slug)s)"""
+    + _LIVE
+    + """
     LIMIT %(n)s"""
+)
 
 
 async def without_tokens(
