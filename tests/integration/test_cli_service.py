@@ -122,6 +122,10 @@ def test_without_a_live_service_commands_open_the_archive(database_url: str, tmp
     (home / "service.json").write_text(json.dumps(stale | {"database": database_url}))
     stored = _run(env, "remember", "Ben paints on Sundays", "--entity", "ben")
     assert stored.returncode == 0, stored.stderr
+    # a live process that does not listen there (a dead service's pid, reused) is no service either
+    unheard = {"url": "http://127.0.0.1:9", "pid": os.getpid(), "credential": "mnemo-local.x"}
+    (home / "service.json").write_text(json.dumps(unheard | {"database": database_url}))
+    assert _run(env, "remember", "Ben sketches on Mondays", "--entity", "ben").returncode == 0
     # a live process announcing another database is not this command's service either
     other = {"url": "http://127.0.0.1:9", "pid": os.getpid(), "credential": "mnemo-local.x", "database": "elsewhere"}
     (home / "service.json").write_text(json.dumps(other))

@@ -21,7 +21,9 @@ import contextlib
 import json
 import os
 import secrets
+import socket
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,7 +113,7 @@ def remove(home: Path, credential: str) -> None:
 
 def find(home: Path, database: str) -> LocalService | None:
     """The service announced in ``home`` when its process is alive and it serves ``database``
-    (and ``MNEMO_USE_SERVICE`` is not off); None otherwise."""
+    and accepts connections (and ``MNEMO_USE_SERVICE`` is not off); None otherwise."""
     if os.environ.get("MNEMO_USE_SERVICE", "").strip().lower() in ("0", "false", "no", "off"):
         return None
     try:
@@ -119,9 +121,20 @@ def find(home: Path, database: str) -> LocalService | None:
         service = LocalService(str(found["url"]), int(found["pid"]), str(found["database"]), str(found["credential"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if service.database != database or not _alive(service.pid):
+    if service.database != database or not _alive(service.pid) or not _listening(service.url):
         return None
     return service
+
+
+def _listening(url: str) -> bool:
+    """Whether something accepts connections at ``url`` (a process that reused a dead service's
+    pid does not): a command then opens the archive instead of failing."""
+    parsed = urllib.parse.urlsplit(url)
+    try:
+        with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or 80), timeout=0.5):
+            return True
+    except OSError:
+        return False
 
 
 def _alive(pid: int) -> bool:
