@@ -19,6 +19,7 @@ from mnemo.config import Settings
 from mnemo.errors import (
     AccessDeniedError,
     AuthenticationError,
+    BackupError,
     ConfigurationError,
     ContentTooLargeError,
     CortexError,
@@ -41,6 +42,7 @@ from mnemo.errors import (
     WorkerError,
 )
 from mnemo.models import (
+    BackupManifest,
     Belief,
     ContextBlock,
     ContextItem,
@@ -80,6 +82,8 @@ __all__ = [
     "Archive",
     "AsyncArchive",
     "AuthenticationError",
+    "BackupError",
+    "BackupManifest",
     "Belief",
     "ConfigurationError",
     "ContentTooLargeError",

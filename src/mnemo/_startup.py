@@ -23,7 +23,7 @@ from mnemo.store import Store, tiers
 from mnemo.store import vectors as vector_rows
 from mnemo.write import gates, reembed
 
-__all__ = ["start"]
+__all__ = ["settings_of", "start"]
 
 _log = logging.getLogger("mnemo")
 
@@ -32,7 +32,7 @@ async def start(
     settings: Settings | None, *, embeddings: Embeddings | None, llm: Any, **overrides: Any
 ) -> tuple[Runtime, int]:
     """An open runtime and how many stored items lack a vector from the active model."""
-    settings = _settings(settings, overrides)
+    settings = settings_of(settings, overrides)
     if embeddings is None:
         embeddings = await asyncio.to_thread(load_embedder, settings.embedder, **settings.embedder_options())
     store = await Store.open(
@@ -86,7 +86,7 @@ def _cortex_locator(settings: Settings, store: Store) -> Callable[[], Awaitable[
     return locate
 
 
-def _settings(settings: Settings | None, overrides: dict[str, Any]) -> Settings:
+def settings_of(settings: Settings | None, overrides: dict[str, Any]) -> Settings:
     """Keyword overrides win over ``settings`` (or over ``MNEMO_*`` variables and defaults)."""
     if settings is None:
         return load_settings(**overrides)

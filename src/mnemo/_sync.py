@@ -14,11 +14,13 @@ import asyncio
 import functools
 import threading
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from mnemo.archive import AsyncArchive
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
+from mnemo.models import BackupManifest
 
 __all__ = ["Archive"]
 
@@ -132,3 +134,18 @@ class Archive:
     status = _blocking(AsyncArchive.status)
     reembed = _blocking(AsyncArchive.reembed)
     defer_reembed = _blocking(AsyncArchive.defer_reembed)
+    backup = _blocking(AsyncArchive.backup)
+
+    @staticmethod
+    def restore(
+        path: str | Path,
+        settings: Settings | None = None,
+        *,
+        force: bool = False,
+        progress: Callable[[str], None] | None = None,
+        **overrides: Any,
+    ) -> BackupManifest:
+        """Blocking twin of :meth:`AsyncArchive.restore` (call it with no archive open on the target)."""
+        return asyncio.run(AsyncArchive.restore(path, settings, force=force, progress=progress, **overrides))
+
+    verify_backup = staticmethod(AsyncArchive.verify_backup)

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from mnemo import _access as access
+from mnemo import _backup as backup_path
 from mnemo import _startup as startup
 from mnemo import _status as status_path
 from mnemo._runtime import Runtime
@@ -37,6 +38,7 @@ from mnemo.config import Settings
 from mnemo.cortex import tree as cortex_tree
 from mnemo.embed import Embeddings
 from mnemo.models import (
+    BackupManifest,
     Belief,
     ContextBlock,
     Curation,
@@ -73,6 +75,7 @@ __all__ = ["AsyncArchive"]
 
 _log = logging.getLogger("mnemo")
 Progress = write_path.Progress
+BackupProgress = backup_path.Stage
 
 
 class AsyncArchive:
@@ -435,6 +438,31 @@ class AsyncArchive:
         done = await reembed_path.reembed(self._rt, batch_size=batch_size, progress=progress)
         self.pending_reembed = await reembed_path.pending(self._rt)
         return done
+
+    async def backup(self, path: str | Path, *, progress: BackupProgress | None = None) -> BackupManifest:
+        """Write the whole archive (database and cortex, one consistent snapshot) to the file ``path``
+        while writes go on; the file appears only when complete (``mnemo backup``). ``progress`` is
+        called with each stage's name."""
+        return await backup_path.backup(self._rt, path, progress=progress)
+
+    @staticmethod
+    async def restore(
+        path: str | Path,
+        settings: Settings | None = None,
+        *,
+        force: bool = False,
+        progress: BackupProgress | None = None,
+        **overrides: Any,
+    ) -> BackupManifest:
+        """Restore a backup into the home or database of ``settings`` (and ``overrides``), which must
+        hold no mnemo data unless ``force``; all or nothing, checked against the manifest after
+        (``mnemo restore``). Open the archive afterwards as usual."""
+        return await backup_path.restore(path, startup.settings_of(settings, overrides), force=force, progress=progress)
+
+    @staticmethod
+    def verify_backup(path: str | Path) -> BackupManifest:
+        """Check a backup file (manifest, checksums, schema version) without restoring it."""
+        return backup_path.verify(path)
 
     async def defer_reembed(self) -> int | None:
         """Queue :meth:`reembed` for a background worker (``mnemo worker``); the job id, or None when

@@ -13,6 +13,7 @@ before anything is written, so a failed call leaves the archive unchanged.
     │   ├── ExtensionMissingError       pgvector missing, too old or not installable
     │   └── MigrationError              schema migrations cannot be applied
     ├── CortexError                 the long-term tier (LanceDB) cannot be opened, read or written
+    ├── BackupError                 a backup file that is damaged, or a restore target that is not empty
     ├── EmbedderError               the embedding model cannot be loaded or used
     ├── EndpointError               an optional model endpoint (surprisal log-probabilities) failed
     ├── WorkerError                 a background task cannot run (outside ``mnemo worker``)
@@ -41,6 +42,7 @@ from __future__ import annotations
 __all__ = [
     "AccessDeniedError",
     "AuthenticationError",
+    "BackupError",
     "ConfigurationError",
     "ContentTooLargeError",
     "CortexError",
@@ -154,6 +156,11 @@ class AuthenticationError(MnemoError):
 
 class AccessDeniedError(MnemoError):
     """A read crossed into another entity's scope without a grant."""
+
+
+class BackupError(MnemoError):
+    """A backup cannot be read or trusted (missing members, a checksum that does not match, a newer
+    schema than this mnemo knows), or a restore target already holds data (``force`` replaces it)."""
 
 
 class CortexError(MnemoError):

@@ -30,6 +30,7 @@ __all__ = [
     "MEMORY_KINDS",
     "MEMORY_STATUSES",
     "ROLES",
+    "BackupManifest",
     "Belief",
     "ContextBlock",
     "ContextItem",
@@ -489,6 +490,32 @@ class Status:
     vectors: VectorCounts  # (table, embedder slug, rows); JSON: [{"table", "slug", "rows"}, ...]
     pending_reembed: int
     queue: Mapping[str, int] = field(default_factory=dict)  # background jobs by status (todo, doing, failed, ...)
+
+
+@dataclass(frozen=True, slots=True)
+class BackupManifest:
+    """What a backup file holds (``mnemo backup``), checked on restore and by ``mnemo backup verify``."""
+
+    format: int
+    """The file layout's version (1)."""
+    mnemo_version: str
+    created_at: Timestamp
+    last_migration: int
+    """mnemo's last schema migration in the snapshot: a newer one than this mnemo knows is refused."""
+    schemas: tuple[str, ...]
+    """The PostgreSQL schemas in the dump: mnemo's chambers, then the extensions' own schemas."""
+    spaces: tuple[Mapping[str, Any], ...]
+    """Vector spaces: ``{"table", "space", "dim", "slugs": {slug: rows}}`` (the Dimension Lock's seals)."""
+    active_slug: str | None
+    cortex_id: str | None
+    cortex_versions: Mapping[str, int]
+    """The LanceDB table versions copied, which match the database snapshot (DESIGN §9)."""
+    cortex_rows: Mapping[str, int]
+    counts: Mapping[str, int]
+    """Rows per table (``schema.table``) in the snapshot."""
+    files: Mapping[str, str]
+    """sha256 of every other member of the file."""
+    database_bytes: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,12 +46,14 @@ from mnemo.night.plan import plan_night
 from mnemo.night.retention import describe, retain
 from mnemo.night.surprise import score_turns
 from mnemo.recall.backfill import MAX_PENDING, item_text
+from mnemo.store import backup as backup_rows
 from mnemo.store import night as night_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.write.embedding import reads_tokens
 
 __all__ = ["STAGES", "NightReport", "run_night"]
 
+CORTEX_STAGES = ("migrate", "cluster")
 STAGES = ("surprisal", "blocks", "knowledge", "insights", "curate", "decay", "migrate", "cluster", "retention")
 
 #: ``progress(stage, done, total)``: work units done so far in a stage (turns, or 1 for scope-wide ones).
@@ -164,6 +166,8 @@ class _Run:
             return {}
         t0 = time.perf_counter()
         async with self.rt.store.transaction() as conn:
+            if stage in CORTEX_STAGES:  # a backup copies the cortex only between such transactions
+                await backup_rows.share_cortex(conn)
             result = await work(conn)
             recorded = dict(result) if isinstance(result, dict) else asdict(result)
             await night_rows.mark_stage(conn, self.scope.entity_id, self.run_id, stage, recorded)

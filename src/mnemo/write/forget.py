@@ -14,6 +14,7 @@ from mnemo._runtime import Runtime
 from mnemo._validate import check_id
 from mnemo.errors import UnknownItemError, UnknownScopeError
 from mnemo.models import Scope
+from mnemo.store import backup as backup_rows
 from mnemo.store import forget as forget_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import tiers
@@ -24,30 +25,33 @@ __all__ = ["forget", "purge", "purge_entity"]
 async def forget(rt: Runtime, scope: Scope, item_id: uuid.UUID | str) -> dict[str, int]:
     """Remove one turn or memory and everything derived from it; rows removed per place."""
     item = check_id(item_id, label="item id")
-    async with rt.store.transaction() as conn:
-        if not await forget_rows.item_kinds(conn, scope.entity_id, scope.namespace, [item]):
-            raise UnknownItemError(f"no turn or memory {item} in scope {scope}")
-        items = await forget_rows.derived_items(conn, scope.entity_id, scope.namespace, [item])
-        migrated = await tiers.migrated_blocks_of(conn, scope.entity_id, scope.namespace, items)
-        removed = await forget_rows.forget_items(conn, scope.entity_id, scope.namespace, items)
-    rt.tokens().drop(scope.entity_id, items)
-    if migrated and rt.cortex is not None:
-        # After the commit: a crash here leaves cortex rows no hippocampus row names, which no
-        # recall can hydrate and the next night's migrate stage removes (cortex.migrate.reconcile).
-        await rt.cortex.delete_ids(scope, [str(b) for b in migrated])
-        removed["cortex_blocks"] = len(migrated)
+    # The cortex lock (shared) spans both stores: a backup never sees one side done without the other.
+    async with rt.store.connection() as conn, backup_rows.cortex_writes(conn):
+        async with conn.transaction():
+            if not await forget_rows.item_kinds(conn, scope.entity_id, scope.namespace, [item]):
+                raise UnknownItemError(f"no turn or memory {item} in scope {scope}")
+            items = await forget_rows.derived_items(conn, scope.entity_id, scope.namespace, [item])
+            migrated = await tiers.migrated_blocks_of(conn, scope.entity_id, scope.namespace, items)
+            removed = await forget_rows.forget_items(conn, scope.entity_id, scope.namespace, items)
+        rt.tokens().drop(scope.entity_id, items)
+        if migrated and rt.cortex is not None:
+            # After the commit: a crash here leaves cortex rows no hippocampus row names, which no
+            # recall can hydrate and the next night's migrate stage removes (cortex.migrate.reconcile).
+            await rt.cortex.delete_ids(scope, [str(b) for b in migrated])
+            removed["cortex_blocks"] = len(migrated)
     return removed
 
 
 async def purge(rt: Runtime, scope: Scope) -> dict[str, int]:
     """Remove a whole scope; rows removed per place."""
-    async with rt.store.transaction() as conn:
-        exists, _ = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, scope.entity_id)
-        if not exists:
-            raise UnknownScopeError(f"scope {scope} does not exist")
-        removed = await forget_rows.purge_scope(conn, scope.entity_id, scope.namespace)
-    rt.tokens().drop_scope(scope.entity_id, scope.namespace)
-    await _purge_cortex(rt, [scope])
+    async with rt.store.connection() as conn, backup_rows.cortex_writes(conn):
+        async with conn.transaction():
+            exists, _ = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, scope.entity_id)
+            if not exists:
+                raise UnknownScopeError(f"scope {scope} does not exist")
+            removed = await forget_rows.purge_scope(conn, scope.entity_id, scope.namespace)
+        rt.tokens().drop_scope(scope.entity_id, scope.namespace)
+        await _purge_cortex(rt, [scope])
     return removed
 
 
@@ -64,13 +68,14 @@ async def purge_entity(rt: Runtime, entity_id: str) -> dict[str, int]:
     per place, summed over the scopes (``scopes`` counts the namespaces purged)."""
     entity = Scope(entity_id).entity_id  # validated as a scope validates it
     removed: dict[str, int] = {}
-    async with rt.store.transaction() as conn:
-        namespaces = await scope_rows.entity_namespaces(conn, entity)
-        if not namespaces:
-            raise UnknownScopeError(f"entity {entity!r} has no scope")
-        for namespace in namespaces:
-            for place, n in (await forget_rows.purge_scope(conn, entity, namespace)).items():
-                removed[place] = removed.get(place, 0) + n
-    rt.tokens().drop_scope(entity)
-    await _purge_cortex(rt, [Scope(entity, ns) for ns in namespaces])
+    async with rt.store.connection() as conn, backup_rows.cortex_writes(conn):
+        async with conn.transaction():
+            namespaces = await scope_rows.entity_namespaces(conn, entity)
+            if not namespaces:
+                raise UnknownScopeError(f"entity {entity!r} has no scope")
+            for namespace in namespaces:
+                for place, n in (await forget_rows.purge_scope(conn, entity, namespace)).items():
+                    removed[place] = removed.get(place, 0) + n
+        rt.tokens().drop_scope(entity)
+        await _purge_cortex(rt, [Scope(entity, ns) for ns in namespaces])
     return removed

