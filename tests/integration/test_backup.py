@@ -51,6 +51,10 @@ async def busy(archive: AsyncArchive) -> None:
     assert await archive.defer_reembed() is not None
 
 
+def partials(directory: Path) -> list[Path]:
+    return list(directory.glob("*.partial"))
+
+
 def rows_of(url: str, skip: tuple[str, ...] = ("mnemo.cortex",)) -> dict[str, list[str]]:
     """Every row of every table in mnemo's chambers, as text, sorted."""
     with psycopg.connect(url) as conn:
@@ -100,7 +104,7 @@ async def test_a_busy_archive_round_trips_to_identical_rows_vectors_and_cortex(
     await busy(archive)
     file = tmp_path / "mind.backup"
     manifest = await archive.backup(file)
-    assert file.is_file() and not list(tmp_path.glob("*.partial"))
+    assert file.is_file() and not partials(tmp_path)
     assert manifest.cortex_rows and all(manifest.cortex_rows.values())
     assert manifest.active_slug == str(embeddings.slug)
     assert manifest.counts["mnemo.memories"] == snapshot(database_url)["mnemo.memories"]
@@ -117,8 +121,9 @@ async def test_a_busy_archive_round_trips_to_identical_rows_vectors_and_cortex(
     try:
         original = cortex_dir(archive)
         assert lance_tables(Path(target.home) / "cortex" / cortex_id(empty_database_url)) == lance_tables(original)
-        first, second = await archive.recall(ME, QUESTION, read_only=True), await copy.recall(
-            ME, QUESTION, read_only=True
+        first, second = (
+            await archive.recall(ME, QUESTION, read_only=True),
+            await copy.recall(ME, QUESTION, read_only=True),
         )
         assert [h.id for h in first.hits] == [h.id for h in second.hits] and first.hits  # type: ignore[union-attr]
         assert any(h.tier == "cortex" for h in second.hits)  # type: ignore[union-attr]
@@ -231,6 +236,26 @@ def _restoring(url: str) -> bool:
         return bool(row and row[0])
 
 
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([MNEMO, *args], env=env, capture_output=True, text=True, timeout=300)
+
+
+def _kill_half_way(file: Path, env: dict[str, str], url: str) -> None:
+    """Start `mnemo restore`, SIGKILL it (and its pg_restore and psql) inside the database's transaction."""
+    proc = subprocess.Popen([MNEMO, "restore", str(file)], env=env, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not _restoring(url):
+        assert proc.poll() is None, "the restore ended before it could be interrupted"
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    for _ in range(200):  # the server notices the lost client and rolls its transaction back
+        if not _restoring(url):
+            break
+        time.sleep(0.05)
+
+
 async def test_a_restore_killed_half_way_leaves_the_target_empty_and_a_rerun_succeeds(
     archive: AsyncArchive, database_url: str, empty_database_url: str, tmp_path: Path
 ) -> None:
@@ -238,22 +263,11 @@ async def test_a_restore_killed_half_way_leaves_the_target_empty_and_a_rerun_suc
     file = tmp_path / "mind.backup"
     manifest = await archive.backup(file)
     env = _env(empty_database_url, tmp_path / "home")
-    proc = subprocess.Popen([MNEMO, "restore", str(file)], env=env, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while not _restoring(empty_database_url):
-        assert proc.poll() is None, "the restore ended before it could be interrupted"
-        assert time.monotonic() < deadline
-        time.sleep(0.005)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    for _ in range(200):  # the server notices the lost client and rolls its transaction back
-        if not _restoring(empty_database_url):
-            break
-        time.sleep(0.05)
+    await asyncio.to_thread(_kill_half_way, file, env, empty_database_url)
     with psycopg.connect(empty_database_url) as conn:
         left = conn.execute("SELECT nspname FROM pg_namespace WHERE nspname = ANY(%s)", (list(SCHEMAS),)).fetchall()
     assert left == []
-    again = subprocess.run([MNEMO, "restore", str(file)], env=env, capture_output=True, text=True, timeout=300)
+    again = await asyncio.to_thread(_cli, env, "restore", str(file))
     assert again.returncode == 0, again.stderr
     assert rows_of(empty_database_url) == rows_of(database_url)
     assert sum(snapshot(empty_database_url).values()) == sum(manifest.counts.values())
