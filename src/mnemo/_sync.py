@@ -106,6 +106,7 @@ class Archive:
     observe = _blocking(AsyncArchive.observe)
     flush = _blocking(AsyncArchive.flush)
     forget = _blocking(AsyncArchive.forget)
+    forget_process = _blocking(AsyncArchive.forget_process)
     purge = _blocking(AsyncArchive.purge)
     purge_entity = _blocking(AsyncArchive.purge_entity)
     # reads

@@ -31,6 +31,7 @@ __all__ = [
     "check_id",
     "check_kind",
     "check_metadata",
+    "check_process",
     "check_role",
     "check_session",
     "check_text",
@@ -211,3 +212,16 @@ def check_id(value: object, *, label: str = "id") -> uuid.UUID:
         except ValueError:
             pass
     raise InvalidContentError(f"{label} must be a UUID, not {value!r}")
+
+
+_PROCESS_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,63}")
+
+
+def check_process(process: object) -> str:
+    """A process id (archive-adr §4: the subsystem that writes, e.g. ``core``, ``simulation:7``)."""
+    if not isinstance(process, str) or not _PROCESS_RE.fullmatch(process):
+        raise InvalidContentError(
+            f"process must be 1-64 characters of letters, digits and _.:@+- starting with a letter or digit, "
+            f"got {process!r}"
+        )
+    return process

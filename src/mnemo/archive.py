@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from mnemo import _backup as backup_path
 from mnemo import _startup as startup
 from mnemo import _status as status_path
 from mnemo._runtime import Runtime
-from mnemo._validate import check_id
+from mnemo._validate import check_id, check_process
 from mnemo.config import Settings
 from mnemo.cortex import tree as cortex_tree
 from mnemo.embed import Embeddings
@@ -65,6 +66,7 @@ from mnemo.night.cycle import Progress as NightProgress
 from mnemo.recall import context as assemble_path
 from mnemo.recall import history
 from mnemo.recall import pipeline as recall_path
+from mnemo.store.pool import PROCESS
 from mnemo.write import forget as forget_path
 from mnemo.write import gates as gate_path
 from mnemo.write import importer as import_path
@@ -148,28 +150,31 @@ class AsyncArchive:
         embedding: Sequence[float] | np.ndarray | None = None,
         supersedes: Sequence[uuid.UUID | str] = (),
         status: str = "active",
+        process: str | None = None,
     ) -> Memory:
         """Store a curated memory, embedded immediately. ``supersedes``: memories this one updates
         (their weight is lowered through the audit log, nothing is deleted). ``status="candidate"``
         leaves it for the curator to adjudicate (``curate``, the night cycle). Remembering exactly the
         same content, kind and ``anchored`` flag again in the scope stores no copy: the live memory is
-        reinforced (audited, reason ``remembered again``) and returned, unless ``supersedes`` is given."""
-        return await write_path.remember(
-            self._rt,
-            scope,
-            content,
-            kind=kind,
-            anchored=anchored,
-            compressed=compressed,
-            source_tag=source_tag,
-            source_confidence=source_confidence,
-            provenance=provenance,
-            event_time=event_time,
-            metadata=metadata,
-            embedding=embedding,
-            supersedes=supersedes,
-            status=status,
-        )
+        reinforced (audited, reason ``remembered again``) and returned, unless ``supersedes`` is given.
+        ``process``: the subsystem writing (default: the :meth:`as_process` in effect, else ``core``)."""
+        with self.as_process(process):
+            return await write_path.remember(
+                self._rt,
+                scope,
+                content,
+                kind=kind,
+                anchored=anchored,
+                compressed=compressed,
+                source_tag=source_tag,
+                source_confidence=source_confidence,
+                provenance=provenance,
+                event_time=event_time,
+                metadata=metadata,
+                embedding=embedding,
+                supersedes=supersedes,
+                status=status,
+            )
 
     async def record_turn(
         self,
@@ -182,19 +187,36 @@ class AsyncArchive:
         created_at: datetime | str | None = None,
         metadata: Mapping[str, Any] | None = None,
         embedding: Sequence[float] | np.ndarray | None = None,
+        process: str | None = None,
     ) -> Turn:
-        """Append a raw exchange to the day table, embedded immediately."""
-        return await write_path.record_turn(
-            self._rt,
-            scope,
-            session,
-            role,
-            content,
-            speaker=speaker,
-            created_at=created_at,
-            metadata=metadata,
-            embedding=embedding,
-        )
+        """Append a raw exchange to the day table, embedded immediately (``process`` as for :meth:`remember`)."""
+        with self.as_process(process):
+            return await write_path.record_turn(
+                self._rt,
+                scope,
+                session,
+                role,
+                content,
+                speaker=speaker,
+                created_at=created_at,
+                metadata=metadata,
+                embedding=embedding,
+            )
+
+    @staticmethod
+    @contextmanager
+    def as_process(process: str | None) -> Iterator[None]:
+        """Attribute every write made inside the block (in this task) to ``process`` (archive-adr §4:
+        ``core``, an extension, ``simulation:7`` ...); None keeps the one in effect. Recall and
+        forget can then filter by it (``recall(..., processes=[...])``, :meth:`forget_process`)."""
+        if process is None:
+            yield
+            return
+        token = PROCESS.set(check_process(process))
+        try:
+            yield
+        finally:
+            PROCESS.reset(token)
 
     async def import_file(
         self,
@@ -205,15 +227,17 @@ class AsyncArchive:
         sample: str | None = None,
         progress: Progress | None = None,
         skip_invalid: bool = False,
+        process: str | None = None,
     ) -> ImportReport:
         """Import a JSONL or LoCoMo conversation file, all or nothing: one bad turn imports nothing.
 
         ``skip_invalid`` imports the valid turns instead and lists the others in ``report.skipped``.
         Everything is embedded first; the rows are then written in one short transaction.
         """
-        return await import_path.import_file(
-            self._rt, scope, Path(path), fmt=fmt, sample=sample, progress=progress, skip_invalid=skip_invalid
-        )
+        with self.as_process(process):
+            return await import_path.import_file(
+                self._rt, scope, Path(path), fmt=fmt, sample=sample, progress=progress, skip_invalid=skip_invalid
+            )
 
     # --- reads -----------------------------------------------------------------
     async def recall(
@@ -233,6 +257,7 @@ class AsyncArchive:
         expand: bool = False,
         level: int | None = None,
         as_of: datetime | None = None,
+        processes: Sequence[str] | None = None,
     ) -> RecallResult | Refusal:
         """Hybrid recall in ``scope`` with cognitive scoring; a :class:`Refusal` when nothing is similar enough.
 
@@ -264,6 +289,7 @@ class AsyncArchive:
             expand=expand,
             level=level,
             now=as_of,
+            processes=processes,
         )
 
     async def cortex_tree(self, scope: Scope) -> list[TreeNode]:
@@ -343,19 +369,21 @@ class AsyncArchive:
         source_tag: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         attention: str | None = None,
+        process: str | None = None,
     ) -> Observation:
         """Offer one item of the agent's stream to the entry gate; every ``gate_flush_every`` items the
         exit gate decides which become memories."""
-        return await gate_path.observe(
-            self._rt,
-            scope,
-            content,
-            kind=kind,
-            role=role,
-            source_tag=source_tag,
-            metadata=metadata,
-            attention=attention,
-        )
+        with self.as_process(process):
+            return await gate_path.observe(
+                self._rt,
+                scope,
+                content,
+                kind=kind,
+                role=role,
+                source_tag=source_tag,
+                metadata=metadata,
+                attention=attention,
+            )
 
     async def flush(self, scope: Scope, *, attention: str | None = None) -> FlushReport:
         """Run the scope's scratch buffer through the exit gate now."""
@@ -394,6 +422,11 @@ class AsyncArchive:
         """Remove one turn or memory of ``scope`` from every chamber (rows, postings, vectors, co-access
         links, traces that copied or name it), in one transaction. Returns rows removed per place."""
         return await forget_path.forget(self._rt, scope, item_id)
+
+    async def forget_process(self, scope: Scope, process: str) -> dict[str, int]:
+        """Remove every turn and memory ``process`` wrote in ``scope`` and everything derived from them
+        ("purge what the simulation wrote"), in one transaction; rows removed per place."""
+        return await forget_path.forget_process(self._rt, scope, process)
 
     async def purge(self, scope: Scope) -> dict[str, int]:
         """Remove a whole scope (turns, memories, vectors, links, grants, buffer, traces) in one transaction."""

@@ -73,6 +73,7 @@ async def recall(
     hops: int | None = None,
     expand: bool = False,
     level: int | None = None,
+    processes: Sequence[str] | None = None,
 ) -> RecallResult | Refusal:
     """Recall up to ``k`` items of ``scope`` for ``query``; a :class:`Refusal` below the threshold.
 
@@ -80,7 +81,8 @@ async def recall(
     (e.g. ``{"kind": "preference"}``) penalise candidates whose kind or metadata disagree (ACT-R
     partial matching). ``now`` is the time activation and recency are measured at (default: now);
     ``seed`` fixes the stochastic draws of this one recall; ``hops`` (0-2, default
-    ``spreading_hops``) sets how far activation spreads over co-access links.
+    ``spreading_hops``) sets how far activation spreads over co-access links; ``processes``
+    keeps the items those processes wrote.
     """
     started = time.perf_counter()
     if level:
@@ -88,6 +90,7 @@ async def recall(
     request = stages.check(
         rt, scope, query, k, as_entity=as_entity, read_only=read_only, threshold=threshold, kinds=kinds,
         trace=trace, query_vector=query_vector, cues=cues, now=now, seed=seed, hops=hops, expand=expand,
+        processes=processes,
     )  # fmt: skip
     embedding = stages.start_embedding(rt, request)
     async with rt.store.connection() as conn:
@@ -97,6 +100,7 @@ async def recall(
         await stages.smooth_neighbours(rt, conn, request, found)
         await stages.late_interaction(rt, conn, request, found)
         await stages.time_frame(rt, conn, request, found)
+        await stages.attribution(rt, conn, request, found)
         blended = await stages.blend(rt, conn, request, found)
         decision = stages.decide(rt, request, found, blended, started)
         decision = await stages.quote(rt, conn, request, found, decision, blended.rows)

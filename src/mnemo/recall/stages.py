@@ -36,7 +36,7 @@ import psycopg
 from mnemo import _dynamics as dynamics
 from mnemo._dynamics import history_of, weight_of
 from mnemo._runtime import Runtime
-from mnemo._validate import check_content, check_vector, to_utc
+from mnemo._validate import check_content, check_process, check_vector, to_utc
 from mnemo.cognition.activation import (
     AccessHistory,
     activation,
@@ -122,6 +122,8 @@ class Request:
     as_of: datetime | None = None
     """The point in time the recall is made at, when the caller gave one: it is :attr:`now`, and
     items written after it are left out."""
+    processes: tuple[str, ...] = ()
+    """Only items these processes wrote (archive-adr §4 attribution); empty: any process."""
 
     @property
     def owner_reads(self) -> bool:
@@ -211,6 +213,7 @@ def check(
     seed: int | None,
     hops: int | None,
     expand: bool = False,
+    processes: Sequence[str] | None = None,
 ) -> Request:
     """Validate every argument; raise :class:`InvalidInputError` before anything is read."""
     cfg = rt.settings
@@ -227,6 +230,9 @@ def check(
     as_of = None if now is None else to_utc(now, label="as_of")
     # a turn that left the day table lives on as its block's verbatim line: asking for turns finds both
     searched = (*kinds, "line") if "turn" in kinds else tuple(kinds)
+    if isinstance(processes, str):
+        raise InvalidContentError("processes must be a list of process ids, not one string")
+    wanted = tuple(dict.fromkeys(check_process(p) for p in processes or ()))
     return Request(
         scope=scope,
         text=text,
@@ -244,6 +250,7 @@ def check(
         seed=seed,
         expand=bool(expand),
         as_of=as_of,
+        processes=wanted,
     )
 
 
@@ -666,6 +673,18 @@ async def time_frame(rt: Runtime, conn: psycopg.AsyncConnection, request: Reques
     found.in_period = set(inside)
     found.smoothed = found.smoothed or found.final
     found.final = found.final | {i: found.final[i] + lift for i in inside}
+
+
+async def attribution(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates) -> None:
+    """Keep only the candidates the requested processes wrote (archive-adr §4: a caller can recall
+    what one subsystem, e.g. a simulation branch, wrote, or leave it out by naming the others)."""
+    if not request.processes or not found.final:
+        return
+    scope = request.scope
+    written = await search_rows.item_processes(conn, scope.entity_id, scope.namespace, list(found.final))
+    keep = {i for i, p in written.items() if p in request.processes}
+    found.final = {i: s for i, s in found.final.items() if i in keep}
+    found.smoothed = {i: s for i, s in found.smoothed.items() if i in keep}
 
 
 async def _cross_scores(

@@ -38,6 +38,17 @@ async def item_kinds(
     return {r[0]: r[1] for r in await cur.fetchall()}
 
 
+async def written_by(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, process: str) -> list[uuid.UUID]:
+    """The scope's turns and memories that ``process`` wrote (archive-adr §4 attribution)."""
+    cur = await conn.execute(
+        """SELECT id FROM mnemo.turns WHERE entity_id = %(e)s AND namespace = %(ns)s AND process_id = %(p)s
+           UNION ALL
+           SELECT id FROM mnemo.memories WHERE entity_id = %(e)s AND namespace = %(ns)s AND process_id = %(p)s""",
+        {"e": entity_id, "ns": namespace, "p": process},
+    )
+    return [r[0] for r in await cur.fetchall()]
+
+
 async def derived_items(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
 ) -> list[uuid.UUID]:

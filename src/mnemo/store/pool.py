@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import psycopg
@@ -30,7 +31,26 @@ from mnemo.errors import DatabaseError, DatabaseUnavailableError
 from mnemo.store.migrate import apply_migrations
 from mnemo.store.server import check_pgvector, embedded_url
 
-__all__ = ["Store", "convert_error", "redact", "wrap_exceptions"]
+__all__ = ["PROCESS", "Store", "convert_error", "redact", "wrap_exceptions"]
+
+PROCESS: ContextVar[str] = ContextVar("mnemo_process", default="core")
+"""The subsystem writing in this context (archive-adr §4): the rows' ``process_id`` column
+defaults to the connection's ``mnemo.process`` setting, which the store sets from this."""
+
+
+@asynccontextmanager
+async def _attributed(conn: psycopg.AsyncConnection) -> AsyncIterator[None]:
+    """Name the context's process on ``conn`` while it is lent (nothing to do for the core's)."""
+    process = PROCESS.get()
+    if process == "core":
+        yield
+        return
+    await conn.execute("SELECT set_config('mnemo.process', %s, false)", (process,))
+    try:
+        yield
+    finally:
+        if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            await conn.execute("SELECT set_config('mnemo.process', '', false)")
 
 
 def redact(url: str) -> str:
@@ -141,16 +161,17 @@ class Store:
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
-        """A pooled connection in autocommit mode; driver errors inside come out as mnemo errors."""
+        """A pooled connection in autocommit mode; driver errors inside come out as mnemo errors.
+        Rows it writes are attributed to the :data:`PROCESS` of the caller's context."""
         with wrap_exceptions(self.url):
-            async with self.pool.connection() as conn:
+            async with self.pool.connection() as conn, _attributed(conn):
                 yield conn
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[psycopg.AsyncConnection]:
         """A pooled connection inside one transaction: all of the block's writes or none of them."""
         with wrap_exceptions(self.url):
-            async with self.pool.connection() as conn, conn.transaction():
+            async with self.pool.connection() as conn, _attributed(conn), conn.transaction():
                 yield conn
 
     async def close(self) -> None:

@@ -208,3 +208,25 @@ async def item_texts(
         {"e": entity_id, "ns": namespace, "ids": list(item_ids)},
     )
     return {r[0]: ItemText(r[1], r[2], r[3], r[4]) for r in await cur.fetchall()}
+
+
+async def item_processes(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, str]:
+    """Which process wrote each of ``ids``: a turn's or memory's own ``process_id``; a block line's is
+    its block memory's."""
+    if not ids:
+        return {}
+    cur = await conn.execute(
+        """SELECT id, process_id FROM mnemo.turns WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)
+           UNION ALL
+           SELECT id, process_id FROM mnemo.memories
+           WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)
+           UNION ALL
+           SELECT DISTINCT l.turn_id, m.process_id FROM mnemo.block_lines l
+           JOIN mnemo.blocks b ON b.entity_id = l.entity_id AND b.id = l.block_id
+           JOIN mnemo.memories m ON m.entity_id = b.entity_id AND m.id = b.memory_id
+           WHERE l.entity_id = %(e)s AND l.namespace = %(ns)s AND l.turn_id = ANY(%(ids)s)""",
+        {"e": entity_id, "ns": namespace, "ids": list(ids)},
+    )
+    return {r[0]: str(r[1]) for r in await cur.fetchall()}

@@ -9,9 +9,12 @@ the cortex, old LanceDB versions included).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
+
+import psycopg
 
 from mnemo._runtime import Runtime
-from mnemo._validate import check_id
+from mnemo._validate import check_id, check_process
 from mnemo.errors import UnknownItemError, UnknownScopeError
 from mnemo.models import Scope
 from mnemo.store import backup as backup_rows
@@ -19,18 +22,42 @@ from mnemo.store import forget as forget_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import tiers
 
-__all__ = ["forget", "purge", "purge_entity"]
+__all__ = ["forget", "forget_process", "purge", "purge_entity"]
 
 
 async def forget(rt: Runtime, scope: Scope, item_id: uuid.UUID | str) -> dict[str, int]:
     """Remove one turn or memory and everything derived from it; rows removed per place."""
     item = check_id(item_id, label="item id")
+
+    async def chosen(conn: psycopg.AsyncConnection) -> list[uuid.UUID]:
+        if not await forget_rows.item_kinds(conn, scope.entity_id, scope.namespace, [item]):
+            raise UnknownItemError(f"no turn or memory {item} in scope {scope}")
+        return [item]
+
+    return await _forget(rt, scope, chosen)
+
+
+async def forget_process(rt: Runtime, scope: Scope, process: str) -> dict[str, int]:
+    """Remove every turn and memory that ``process`` wrote in ``scope``, and what was derived from
+    them ("purge what the simulation wrote"); rows removed per place (none: nothing was written)."""
+    name = check_process(process)
+
+    async def chosen(conn: psycopg.AsyncConnection) -> list[uuid.UUID]:
+        return await forget_rows.written_by(conn, scope.entity_id, scope.namespace, name)
+
+    return await _forget(rt, scope, chosen)
+
+
+async def _forget(
+    rt: Runtime, scope: Scope, choose: Callable[[psycopg.AsyncConnection], Awaitable[list[uuid.UUID]]]
+) -> dict[str, int]:
     # The cortex lock (shared) spans both stores: a backup never sees one side done without the other.
     async with rt.store.connection() as conn, backup_rows.cortex_writes(conn):
         async with conn.transaction():
-            if not await forget_rows.item_kinds(conn, scope.entity_id, scope.namespace, [item]):
-                raise UnknownItemError(f"no turn or memory {item} in scope {scope}")
-            items = await forget_rows.derived_items(conn, scope.entity_id, scope.namespace, [item])
+            chosen = await choose(conn)
+            if not chosen:
+                return {}
+            items = await forget_rows.derived_items(conn, scope.entity_id, scope.namespace, chosen)
             migrated = await tiers.migrated_blocks_of(conn, scope.entity_id, scope.namespace, items)
             removed = await forget_rows.forget_items(conn, scope.entity_id, scope.namespace, items)
         rt.tokens().drop(scope.entity_id, items)
