@@ -3,11 +3,15 @@ made it next to the entity; recall and forget filter by it ("purge what the simu
 
 from __future__ import annotations
 
+from typing import Any
+
+import httpx
 import psycopg
 import pytest
 
 from mnemo import AsyncArchive, InvalidInputError, RecallResult, Scope
 from tests.conftest import snapshot
+from tests.integration.test_http import auth, server, tokens  # noqa: F401  (fixtures)
 from tests.night_data import START, arc_conversation, record
 
 ME = Scope("alice", "sim")
@@ -83,3 +87,19 @@ async def test_a_bad_process_id_is_refused_and_nothing_is_written(
     with pytest.raises(InvalidInputError, match="process"):
         await archive.forget_process(ME, bad)  # type: ignore[arg-type]
     assert snapshot(database_url) == before
+
+
+def test_http_writes_recalls_and_forgets_by_process(server: str, tokens: dict[str, Any]) -> None:
+    with httpx.Client(base_url=server, headers=auth(tokens["alice"]), timeout=60) as c:
+        real = c.post("/v1/memories", json={"content": "The real Maya is allergic to peanuts."}).json()["id"]
+        made = c.post("/v1/memories", json={"content": "Simulated Maya is allergic to shellfish.", "process": SIM})
+        assert made.status_code == 201
+        bad = c.post("/v1/memories", json={"content": "never stored", "process": "sim/7"})
+        assert bad.status_code == 422
+        query = {"query": "What is Maya allergic to?", "threshold": -1.0, "read_only": True}
+        only = c.post("/v1/recall", json=query | {"processes": [SIM]}).json()
+        assert [h["id"] for h in only["hits"]] == [made.json()["id"]]
+        gone = c.delete(f"/v1/processes/{SIM}")
+        assert gone.status_code == 200 and gone.json()["removed"]["memories"] == 1
+        left = c.post("/v1/recall", json=query).json()
+        assert [h["id"] for h in left["hits"]] == [real]

@@ -132,6 +132,7 @@ def test_the_openapi_spec_states_the_contract(server: str) -> None:  # noqa: F81
         ("post", "/v1/recall"): {"400", "401", "403", "413", "422", "503"},
         ("post", "/v1/context"): {"400", "401", "403", "413", "422", "503"},
         ("delete", "/v1/items/{item_id}"): {"401", "403", "404", "422", "503"},
+        ("delete", "/v1/processes/{process}"): {"401", "403", "422", "503"},
         ("post", "/v1/grants"): {"400", "401", "403", "404", "413", "422", "503"},
         ("delete", "/v1/grants/{grantee}"): {"401", "403", "422", "503"},
         ("get", "/v1/memories"): {"401", "403", "422", "503"},

@@ -138,6 +138,11 @@ def _internal() -> JSONResponse:
 # --- the contract: request bodies (unknown fields are refused) and response bodies ------------------
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 OneLine = Annotated[str, StringConstraints(pattern=_ONE_LINE)]
+Process = Annotated[
+    str,
+    StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,63}$"),
+    Field(description="The subsystem writing (archive-adr §4), e.g. `core`, `simulation:7`."),
+]
 
 
 class _In(BaseModel):
@@ -148,6 +153,7 @@ class RememberIn(_In):
     content: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     kind: MemoryKind = "semantic"
     namespace: Name | None = Field(default=None, description="One of your namespaces (default: the token's).")
+    process: Process | None = None
 
 
 class TurnIn(_In):
@@ -156,6 +162,7 @@ class TurnIn(_In):
     content: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     speaker: OneLine | None = Field(default=None, max_length=256)
     namespace: Name | None = None
+    process: Process | None = None
 
 
 _AS_OF = (
@@ -179,6 +186,9 @@ class _RecallFields(_In):
         default=None, ge=-1.0, le=1.0, description="Refusal threshold for this recall (default: the server's)."
     )
     read_only: bool = Field(default=False, description="No retrieval side effects (no reinforcement or links).")
+    processes: list[Process] | None = Field(
+        default=None, min_length=1, max_length=32, description="Only items these processes wrote."
+    )
 
 
 class ContextIn(_In):
@@ -255,6 +265,11 @@ class StatusOut(BaseModel):
 
 class ForgetOut(BaseModel):
     forgotten: uuid.UUID
+    removed: dict[str, int]
+
+
+class ProcessForgetOut(BaseModel):
+    process: str
     removed: dict[str, int]
 
 
@@ -518,13 +533,20 @@ def create_app(
     @app.post("/v1/memories", status_code=201, responses=_WRITE)
     async def remember(body: RememberIn, who: Who) -> Memory:
         """The memory stored (or, for an identical one already there, reinforced)."""
-        return await archive().remember(own_scope(who, body.namespace), body.content, kind=body.kind)
+        return await archive().remember(
+            own_scope(who, body.namespace), body.content, kind=body.kind, process=body.process
+        )
 
     @app.post("/v1/turns", status_code=201, responses=_WRITE)
     async def record(body: TurnIn, who: Who) -> Turn:
         """The turn recorded, with its number in the session."""
         return await archive().record_turn(
-            own_scope(who, body.namespace), body.session, body.role, body.content, speaker=body.speaker
+            own_scope(who, body.namespace),
+            body.session,
+            body.role,
+            body.content,
+            speaker=body.speaker,
+            process=body.process,
         )
 
     @app.post(IMPORT_PATH, status_code=201, responses=_IMPORT)
@@ -560,6 +582,7 @@ def create_app(
             as_of=body.as_of,
             threshold=body.threshold,
             read_only=body.read_only,
+            processes=body.processes,
         )
 
     @app.post("/v1/context", responses=_READ)
@@ -572,6 +595,12 @@ def create_app(
     @app.delete("/v1/items/{item_id}", responses=_errors(401, 403, 404, 422, 503))
     async def forget(item_id: uuid.UUID, who: Who, namespace: NamespaceQuery = None) -> ForgetOut:
         return ForgetOut(forgotten=item_id, removed=await archive().forget(own_scope(who, namespace), item_id))
+
+    @app.delete("/v1/processes/{process}", responses=_errors(401, 403, 422, 503))
+    async def forget_process(process: Process, who: Who, namespace: NamespaceQuery = None) -> ProcessForgetOut:
+        """Remove every turn and memory ``process`` wrote in your scope, and what was derived from them."""
+        removed = await archive().forget_process(own_scope(who, namespace), process)
+        return ProcessForgetOut(process=process, removed=removed)
 
     @app.get("/v1/memories", responses=_errors(401, 403, 422, 503))
     async def memories(
