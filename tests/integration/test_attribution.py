@@ -89,7 +89,7 @@ async def test_a_bad_process_id_is_refused_and_nothing_is_written(
     assert snapshot(database_url) == before
 
 
-def test_http_writes_recalls_and_forgets_by_process(server: str, tokens: dict[str, Any]) -> None:
+def test_http_writes_recalls_and_forgets_by_process(server: str, tokens: dict[str, Any]) -> None:  # noqa: F811
     with httpx.Client(base_url=server, headers=auth(tokens["alice"]), timeout=60) as c:
         real = c.post("/v1/memories", json={"content": "The real Maya is allergic to peanuts."}).json()["id"]
         made = c.post("/v1/memories", json={"content": "Simulated Maya is allergic to shellfish.", "process": SIM})
