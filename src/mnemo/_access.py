@@ -80,9 +80,10 @@ async def create_scope(rt: Runtime, scope: Scope) -> None:
         await scope_rows.ensure_scope(conn, scope.entity_id, scope.namespace)
 
 
-async def grant(rt: Runtime, scope: Scope, grantee: str) -> bool:
-    """Let entity ``grantee`` read ``scope``; False if it already could. The owner cannot be its
-    own grantee (it always reads its scopes): :class:`InvalidContentError`."""
+async def grant(rt: Runtime, scope: Scope, grantee: str, *, export: bool = False) -> bool:
+    """Let entity ``grantee`` read ``scope`` (and export its packets, with ``export``); False if it
+    already could. The owner cannot be its own grantee (it always reads its scopes):
+    :class:`InvalidContentError`."""
     Scope(grantee)  # validates the id
     if grantee == scope.entity_id:
         raise InvalidContentError(
@@ -92,7 +93,7 @@ async def grant(rt: Runtime, scope: Scope, grantee: str) -> bool:
         exists, _ = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, scope.entity_id)
         if not exists:
             raise UnknownScopeError(f"scope {scope} does not exist; write to it before granting access")
-        return await scope_rows.create_grant(conn, scope.entity_id, scope.namespace, grantee)
+        return await scope_rows.create_grant(conn, scope.entity_id, scope.namespace, grantee, export=bool(export))
 
 
 async def revoke_grant(rt: Runtime, scope: Scope, grantee: str) -> bool:

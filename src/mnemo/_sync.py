@@ -136,6 +136,12 @@ class Archive:
     reembed = _blocking(AsyncArchive.reembed)
     defer_reembed = _blocking(AsyncArchive.defer_reembed)
     backup = _blocking(AsyncArchive.backup)
+    # packets and forks
+    export_packets = _blocking(AsyncArchive.export_packets)
+    import_packets = _blocking(AsyncArchive.import_packets)
+    fork = _blocking(AsyncArchive.fork)
+    discard = _blocking(AsyncArchive.discard)
+    merge = _blocking(AsyncArchive.merge)
 
     @staticmethod
     def restore(

@@ -19,18 +19,21 @@ facade will grow into).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
 from mnemo import _access as access
 from mnemo import _backup as backup_path
+from mnemo import _forks as forks_path
+from mnemo import _packets as packets_path
 from mnemo import _startup as startup
 from mnemo import _status as status_path
 from mnemo._runtime import Runtime
@@ -38,6 +41,7 @@ from mnemo._validate import check_id, check_process
 from mnemo.config import Settings
 from mnemo.cortex import tree as cortex_tree
 from mnemo.embed import Embeddings
+from mnemo.errors import MalformedImportError
 from mnemo.models import (
     BackupManifest,
     Belief,
@@ -50,6 +54,7 @@ from mnemo.models import (
     MemoryHistory,
     NightReport,
     Observation,
+    PacketImport,
     RecallResult,
     Refusal,
     Scope,
@@ -443,9 +448,10 @@ class AsyncArchive:
         """Make ``scope`` exist before anything is written to it (idempotent)."""
         await access.create_scope(self._rt, scope)
 
-    async def grant(self, scope: Scope, grantee: str) -> bool:
-        """Let entity ``grantee`` read ``scope`` (call as its owner). False if it already could."""
-        return await access.grant(self._rt, scope, grantee)
+    async def grant(self, scope: Scope, grantee: str, *, export: bool = False) -> bool:
+        """Let entity ``grantee`` read ``scope`` (call as its owner); ``export`` also lets it export the
+        scope's packets (consent-governed sharing: reading does not imply it). False if it already could."""
+        return await access.grant(self._rt, scope, grantee, export=export)
 
     async def revoke(self, scope: Scope, grantee: str) -> bool:
         """Withdraw entity ``grantee``'s read access to ``scope``; False if it had none."""
@@ -497,7 +503,68 @@ class AsyncArchive:
         """Check a backup file (manifest, checksums, schema version) without restoring it."""
         return backup_path.verify(path)
 
+    # --- packets and forks (memory-architecture §6, archive-adr "Logical Domain Isolation") ---------
+    def packets(
+        self, scope: Scope, *, as_entity: str | None = None, ids: Sequence[uuid.UUID | str] | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        """``scope``'s turns and memories as bifocal packets (JSON-ready dicts), or only memories ``ids``.
+        Needs the owner, or a grant with ``export`` for ``as_entity``."""
+        chosen = None if ids is None else [check_id(i, label="memory id") for i in ids]
+        return packets_path.export_packets(self._rt, scope, as_entity or scope.entity_id, ids=chosen)
+
+    async def export_packets(self, scope: Scope, file: str | Path | TextIO, *, as_entity: str | None = None) -> int:
+        """Write ``scope``'s packets to ``file`` (a path, or an open text file such as stdout), one
+        JSON line each (``mnemo export``); returns how many."""
+        if isinstance(file, str | Path):
+            target = Path(file)
+            with await asyncio.to_thread(target.open, "w", encoding="utf-8") as handle:
+                return await self.export_packets(scope, handle, as_entity=as_entity)
+        count, lines = 0, []
+        async for packet in self.packets(scope, as_entity=as_entity):
+            lines.append(packets_path.dumps(packet) + "\n")
+            count += 1
+            if len(lines) >= 500:
+                await asyncio.to_thread(file.writelines, lines)
+                lines = []
+        await asyncio.to_thread(file.writelines, lines)
+        return count
+
+    async def import_packets(
+        self, scope: Scope, source: str | Path | Iterable[str], *, strict: bool = False, process: str = "import"
+    ) -> PacketImport:
+        """Import bifocal packets (a JSONL file, or its lines) into ``scope`` (``mnemo import-packets``).
+        Every packet is checked first; packets this scope imported before are skipped (idempotent);
+        a packet without a vector of the active model is embedded again, or refused with ``strict``."""
+        limit = self._rt.settings.max_content_chars
+        if isinstance(source, str | Path):
+            text = await asyncio.to_thread(_read_text, Path(source))
+            parsed = packets_path.parse_packets(text.splitlines(), source=str(source), max_chars=limit)
+        else:
+            parsed = packets_path.parse_packets(source, max_chars=limit)
+        return await packets_path.import_packets(self._rt, scope, parsed, strict=strict, process=check_process(process))
+
+    async def fork(self, scope: Scope, into: str) -> Scope:
+        """Branch ``scope`` into the new namespace ``into`` (a speculative timeline): a copy with its
+        provenance, whose writes are attributed to ``fork:<into>`` and never reach ``scope``."""
+        branch, _ = await forks_path.fork(self._rt, scope, into)
+        return branch
+
+    async def discard(self, fork: Scope) -> dict[str, int]:
+        """Drop a fork and everything in it; rows removed per place."""
+        return await forks_path.discard(self._rt, fork)
+
+    async def merge(self, fork: Scope, memory_ids: Sequence[uuid.UUID | str]) -> PacketImport:
+        """Bring chosen memories of a fork back into the scope it branched from, with their provenance."""
+        return await forks_path.merge(self._rt, fork, memory_ids)
+
     async def defer_reembed(self) -> int | None:
         """Queue :meth:`reembed` for a background worker (``mnemo worker``); the job id, or None when
         a re-embed is already waiting."""
         return await reembed_path.defer(self._rt)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MalformedImportError(f"cannot read packets from {path}: {exc}") from exc

@@ -50,6 +50,7 @@ __all__ = [
     "MemoryStatus",
     "NightReport",
     "Observation",
+    "PacketImport",
     "RecallResult",
     "Refusal",
     "Role",
@@ -516,6 +517,25 @@ class BackupManifest:
     files: Mapping[str, str]
     """sha256 of every other member of the file."""
     database_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class PacketImport:
+    """What importing bifocal packets did (``mnemo import-packets``, ``fork``, ``merge``)."""
+
+    scope: Scope
+    turns: int
+    """Turns written."""
+    memories: int
+    """Memories written (an identical live memory already there is reinforced instead)."""
+    already_there: int
+    """Packets this scope had imported before: skipped (imports are idempotent)."""
+    reembedded: int
+    """Packets written whose vectors came from another model than the active one: embedded again."""
+    links: int
+    """References between the packets, written as links between the items they became."""
+    items: Mapping[str, uuid.UUID] = field(default_factory=dict)
+    """Packet id -> the item it is in this scope."""
 
 
 @dataclass(frozen=True, slots=True)

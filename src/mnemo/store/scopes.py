@@ -99,11 +99,16 @@ async def recall_facts(
     return RecallFacts(True, bool(row[1]), int(row[2]), {w: known[w] for w in words if w in known}, row[4], row[5])
 
 
-async def create_grant(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, grantee: str) -> bool:
-    """Let ``grantee`` read ``(entity_id, namespace)``; False if it already could."""
+async def create_grant(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, grantee: str, *, export: bool = False
+) -> bool:
+    """Let ``grantee`` read ``(entity_id, namespace)`` (and export it, with ``export``); False if it
+    already could (a read grant gains the export right when asked; it is never taken away here)."""
     cur = await conn.execute(
-        "INSERT INTO mnemo.grants (entity_id, namespace, grantee) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-        (entity_id, namespace, grantee),
+        """INSERT INTO mnemo.grants AS g (entity_id, namespace, grantee, export) VALUES (%s, %s, %s, %s)
+           ON CONFLICT (entity_id, namespace, grantee) DO UPDATE SET export = true
+           WHERE EXCLUDED.export AND NOT g.export""",
+        (entity_id, namespace, grantee, export),
     )
     return cur.rowcount == 1
 

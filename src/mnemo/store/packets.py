@@ -1,0 +1,183 @@
+"""The rows behind bifocal packets and forks: what an export reads, what an import restores.
+
+Seeds: memory-architecture §6.1-6.3 (a packet carries prose and vectors
+together), archive-adr "Consent-Governed Sharing" (export is a right of its
+own) and "Logical Domain Isolation" (forks).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+__all__ = [
+    "export_access",
+    "fork_of",
+    "imported",
+    "mark_fork",
+    "memory_page",
+    "restore_state",
+    "spaces",
+    "turn_page",
+    "vectors_of",
+]
+
+
+async def export_access(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, reader: str
+) -> tuple[bool, bool]:
+    """``(scope_exists, reader_may_export)``: the owner, or a grantee whose grant includes export.
+    ``scope_exists`` is False for anyone else whether or not it exists (no probing)."""
+    cur = await conn.execute(
+        """SELECT EXISTS (SELECT 1 FROM mnemo.scopes WHERE entity_id = %(e)s AND namespace = %(ns)s),
+                  %(r)s = %(e)s OR EXISTS (SELECT 1 FROM mnemo.grants WHERE entity_id = %(e)s
+                                           AND namespace = %(ns)s AND grantee = %(r)s AND export)""",
+        {"e": entity_id, "ns": namespace, "r": reader},
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    allowed = bool(row[1])
+    return allowed and bool(row[0]), allowed
+
+
+async def turn_page(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, after: uuid.UUID | None, limit: int
+) -> list[dict[str, Any]]:
+    """The scope's turns in id order, after ``after``."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            """SELECT id, session_id, turn_number, role, speaker, content, created_at, metadata, process_id
+               FROM mnemo.turns WHERE entity_id = %s AND namespace = %s AND (%s::uuid IS NULL OR id > %s)
+               ORDER BY id LIMIT %s""",
+            (entity_id, namespace, after, after, limit),
+        )
+        return list(await cur.fetchall())
+
+
+async def memory_page(
+    conn: psycopg.AsyncConnection,
+    entity_id: str,
+    namespace: str,
+    after: uuid.UUID | None,
+    limit: int,
+    ids: Sequence[uuid.UUID] | None = None,
+) -> list[dict[str, Any]]:
+    """The scope's memories (all of them, or ``ids``) in id order after ``after``, each with its
+    block's prose, salience and references when it is a block's memory."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            """SELECT m.id, m.kind, m.content, m.compressed, m.alpha, m.beta, m.access_count, m.last_accessed,
+                      m.status, m.anchored, m.source_tag, m.source_confidence, m.provenance, m.event_time,
+                      m.created_at, m.metadata, m.process_id, m.tier,
+                      b.id AS block_id, b.prose, b.flux_metrics, b.salience_scores, b.coherence_gain,
+                      b.arc_start_time, b.arc_end_time,
+                      -- references name blocks; a packet names the memory a block is
+                      (SELECT c.memory_id FROM mnemo.blocks c
+                       WHERE c.entity_id = b.entity_id AND c.id = b.continues_from) AS continues_from,
+                      (SELECT c.memory_id FROM mnemo.blocks c
+                       WHERE c.entity_id = b.entity_id AND c.id = b.derived_from) AS derived_from,
+                      (SELECT coalesce(array_agg(c.memory_id), '{}') FROM mnemo.blocks c
+                       WHERE c.entity_id = b.entity_id AND c.memory_id IS NOT NULL
+                         AND c.id::text IN (SELECT jsonb_array_elements_text(b.citations))) AS citations
+               FROM mnemo.memories m
+               LEFT JOIN mnemo.blocks b ON b.entity_id = m.entity_id AND b.memory_id = m.id
+               WHERE m.entity_id = %s AND m.namespace = %s AND (%s::uuid IS NULL OR m.id > %s)
+                 AND (%s::uuid[] IS NULL OR m.id = ANY(%s))
+               ORDER BY m.id LIMIT %s""",
+            (entity_id, namespace, after, after, ids, ids, limit),
+        )
+        return list(await cur.fetchall())
+
+
+async def spaces(conn: psycopg.AsyncConnection) -> list[str]:
+    cur = await conn.execute("SELECT table_name FROM vectors.spaces ORDER BY 1")
+    return [str(r[0]) for r in await cur.fetchall()]
+
+
+async def vectors_of(
+    conn: psycopg.AsyncConnection, entity_id: str, tables: Sequence[str], ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, dict[str, tuple[str, np.ndarray]]]:
+    """Every stored vector of ``ids`` in every space: ``{id: {table: (slug, float32 vector)}}``."""
+    found: dict[uuid.UUID, dict[str, tuple[str, np.ndarray]]] = {}
+    if not ids:
+        return found
+    for table in tables:
+        query = sql.SQL("SELECT item_id, slug, embedding FROM vectors.{} WHERE entity_id = %s AND item_id = ANY(%s)")
+        cur = await conn.execute(query.format(sql.Identifier(table)), (entity_id, list(ids)))
+        for item, slug, vec in await cur.fetchall():
+            found.setdefault(item, {})[table] = (str(slug), np.asarray(vec.to_numpy(), dtype=np.float32))
+    return found
+
+
+async def imported(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, packet_ids: Sequence[str]
+) -> dict[str, uuid.UUID]:
+    """Which of ``packet_ids`` this scope already holds (imports are idempotent): packet id -> item id."""
+    if not packet_ids:
+        return {}
+    cur = await conn.execute(
+        """SELECT metadata->>'packet_id', id FROM mnemo.turns
+           WHERE entity_id = %(e)s AND namespace = %(ns)s AND metadata->>'packet_id' = ANY(%(p)s)
+           UNION ALL
+           SELECT metadata->>'packet_id', id FROM mnemo.memories
+           WHERE entity_id = %(e)s AND namespace = %(ns)s AND metadata->>'packet_id' = ANY(%(p)s)""",
+        {"e": entity_id, "ns": namespace, "p": list(packet_ids)},
+    )
+    return {str(p): i for p, i in await cur.fetchall()}
+
+
+async def restore_state(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, memory_id: uuid.UUID, state: Mapping[str, Any]
+) -> None:
+    """Give an imported memory the weight and history its packet carried (not a new memory's)."""
+    await conn.execute(
+        """UPDATE mnemo.memories SET alpha = %(alpha)s, beta = %(beta)s, access_count = %(access_count)s,
+                  last_accessed = %(last_accessed)s, created_at = %(created_at)s
+           WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = %(id)s""",
+        dict(state) | {"e": entity_id, "ns": namespace, "id": memory_id},
+    )
+
+
+async def add_links(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, links: Sequence[tuple[uuid.UUID, uuid.UUID, str]]
+) -> None:
+    """Structural links between imported items (their references, remapped)."""
+    if not links:
+        return
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            """INSERT INTO mnemo.links (entity_id, namespace, source_id, target_id, link_type)
+               VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING""",
+            [(entity_id, namespace, s, t, kind) for s, t, kind in links],
+        )
+
+
+async def mark_fork(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, parent: str, at: datetime) -> bool:
+    """Create the fork's scope, marked as branched from ``parent``; False when the namespace exists."""
+    cur = await conn.execute(
+        """INSERT INTO mnemo.scopes (entity_id, namespace, forked_from, forked_at) VALUES (%s, %s, %s, %s)
+           ON CONFLICT DO NOTHING""",
+        (entity_id, namespace, parent, at),
+    )
+    return cur.rowcount == 1
+
+
+async def fork_of(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> str | None:
+    """The scope ``(entity_id, namespace)`` was forked from, None when it is no fork (or absent)."""
+    cur = await conn.execute(
+        "SELECT forked_from FROM mnemo.scopes WHERE entity_id = %s AND namespace = %s", (entity_id, namespace)
+    )
+    row = await cur.fetchone()
+    return None if row is None or row[0] is None else str(row[0])
+
+
+def jsonb(value: Any) -> Jsonb:
+    return Jsonb(value)
