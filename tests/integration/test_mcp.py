@@ -44,7 +44,7 @@ def _data(result: Any) -> Any:
 async def test_mcp_tools_over_stdio(database_url: str, tmp_path: Path) -> None:
     async with Client(_server(database_url, tmp_path, "mcp-user")) as client:
         tools = {t.name for t in (await client.list_tools()).tools}
-        assert tools == {"recall", "remember", "context", "forget"}
+        assert tools == {"recall", "remember", "context", "forget", "export_packets"}
 
         stored = _data(await client.call_tool("remember", {"content": "Maya's bike is a green Brompton"}))
         assert stored["kind"] == "semantic"
@@ -73,6 +73,13 @@ async def test_mcp_tools_over_stdio(database_url: str, tmp_path: Path) -> None:
         assert before["refused"] is True  # at that time nothing was stored
         tree = _data(await client.call_tool("recall", {"query": "bikes", "level": 1}))
         assert tree["refused"] is True  # no night has built a tree yet: a refusal, not an error
+
+        exported = _data(await client.call_tool("export_packets", {"limit": 1}))
+        assert [p["packet_id"] for p in exported["packets"]] == [stored["id"]] and exported["next"] is None
+        packet = exported["packets"][0]
+        assert packet["prose"]["content"] == stored["content"] and packet["vectors"]
+        too_many = await client.call_tool("export_packets", {"limit": 0})
+        assert too_many.is_error and "limit must be" in too_many.content[0].text
 
         gone = _data(await client.call_tool("forget", {"item_id": stored["id"]}))
         assert gone["removed"]["memories"] == 1

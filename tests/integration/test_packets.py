@@ -8,7 +8,9 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
+from typing import Any
 
+import httpx
 import numpy as np
 import psycopg
 import pytest
@@ -26,6 +28,7 @@ from mnemo import (
 from mnemo.embed import Embeddings
 from tests.conftest import snapshot
 from tests.integration.test_backup import NOTES, vectors_of
+from tests.integration.test_http import auth, server, tokens  # noqa: F401  (fixtures)
 from tests.night_data import START, arc_conversation, record
 
 ME = Scope("alice", "home")
@@ -199,3 +202,18 @@ async def test_a_fork_diverges_without_touching_its_parent_and_merges_back_with_
         assert conn.execute("SELECT count(*) FROM mnemo.memories WHERE namespace = 'what-if'").fetchone() == (0,)
     with pytest.raises(UnknownScopeError):
         await archive.discard(branch)
+
+
+def test_http_exports_the_tokens_own_scope_only(server: str, tokens: dict[str, Any]) -> None:  # noqa: F811
+    with httpx.Client(base_url=server, headers=auth(tokens["alice"]), timeout=60) as c:
+        made = [c.post("/v1/memories", json={"content": note}).json()["id"] for note in NOTES]
+        got = c.get("/v1/export")
+        assert got.status_code == 200 and got.headers["content-type"].startswith("application/x-ndjson")
+        packets = [json.loads(line) for line in got.text.splitlines()]
+        assert sorted(p["packet_id"] for p in packets) == sorted(made)
+        assert all(p["source_scope"] == "alice/default" and p["vectors"] for p in packets)
+    with httpx.Client(base_url=server, headers=auth(tokens["alice_work"]), timeout=60) as c:
+        assert c.get("/v1/export", params={"namespace": "default"}).status_code == 403
+        assert c.get("/v1/export").text == ""  # its own namespace holds nothing yet
+    with httpx.Client(base_url=server, headers=auth(tokens["bob"]), timeout=60) as c:
+        assert c.get("/v1/export").text == ""  # bob's scope, never alice's

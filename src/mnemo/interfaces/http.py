@@ -36,11 +36,12 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Path, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from starlette.exceptions import HTTPException
 
+from mnemo._packets import PacketIn
 from mnemo.archive import AsyncArchive
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
@@ -268,6 +269,16 @@ class ForgetOut(BaseModel):
     removed: dict[str, int]
 
 
+class NDJSONResponse(StreamingResponse):
+    """A stream of JSON lines."""
+
+    media_type = "application/x-ndjson"
+
+
+class Packet(PacketIn):
+    """A bifocal packet (memory-architecture §6.2): prose, vectors, metadata, references."""
+
+
 class ProcessForgetOut(BaseModel):
     process: str
     removed: dict[str, int]
@@ -358,6 +369,12 @@ _WHY = {
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": ErrorBody, "description": _WHY[status]} for status in (*statuses, 500)}
+
+
+def _json_errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The errors of a route whose own body is not JSON (they still are)."""
+    body = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+    return {status: {"description": _WHY[status], "content": body} for status in (*statuses, 500)}
 
 
 _READ = _errors(400, 401, 403, 413, 422, 503)
@@ -595,6 +612,26 @@ def create_app(
     @app.delete("/v1/items/{item_id}", responses=_errors(401, 403, 404, 422, 503))
     async def forget(item_id: uuid.UUID, who: Who, namespace: NamespaceQuery = None) -> ForgetOut:
         return ForgetOut(forgotten=item_id, removed=await archive().forget(own_scope(who, namespace), item_id))
+
+    @app.get(
+        "/v1/export",
+        responses=_json_errors(401, 403, 422, 503) | {200: {"model": Packet, "description": "One packet per line."}},
+        response_class=NDJSONResponse,
+    )
+    async def export(who: Who, namespace: NamespaceQuery = None) -> NDJSONResponse:
+        """Your scope as bifocal packets, one JSON line each (``mnemo import-packets`` reads them)."""
+        scope = own_scope(who, namespace)
+        packets = archive().packets(scope)
+        first = await anext(packets, None)  # an access error is raised here, before the stream starts
+
+        async def lines() -> AsyncIterator[bytes]:
+            if first is None:
+                return
+            yield (json.dumps(first, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+            async for packet in packets:
+                yield (json.dumps(packet, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+        return NDJSONResponse(lines())
 
     @app.delete("/v1/processes/{process}", responses=_errors(401, 403, 422, 503))
     async def forget_process(process: Process, who: Who, namespace: NamespaceQuery = None) -> ProcessForgetOut:

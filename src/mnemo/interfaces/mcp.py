@@ -243,4 +243,25 @@ def build_server(
             raise ToolError(str(exc)) from exc
         return {"forgotten": str(wanted), "removed": removed}
 
+    @server.tool()
+    async def export_packets(limit: int = 1000, after: str | None = None) -> dict[str, Any]:
+        """Your own memory as bifocal packets (prose, base64 float32 vectors with their model, weights,
+        provenance, references), at most ``limit`` (1-10000) per call: ``packets``, and ``next`` to pass
+        as ``after`` for the rest (None when done)."""
+        if not 1 <= limit <= 10_000:
+            raise ToolError(f"limit must be an integer between 1 and 10000, not {limit!r}")
+        packets: list[dict[str, Any]] = []
+        skipping = after is not None
+        try:
+            async for packet in (await archive()).packets(current()):
+                if skipping:
+                    skipping = packet["packet_id"] != after
+                    continue
+                if len(packets) == limit:
+                    return {"packets": packets, "next": packets[-1]["packet_id"]}
+                packets.append(packet)
+        except MnemoError as exc:
+            raise ToolError(str(exc)) from exc
+        return {"packets": packets, "next": None}
+
     return server

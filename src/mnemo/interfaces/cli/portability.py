@@ -1,7 +1,10 @@
-"""Moving a mind: ``backup``, ``backup verify``, ``restore`` (archive-adr §6, "Declared Reanimation")."""
+"""Moving and sharing a mind: ``backup``, ``backup verify``, ``restore`` (archive-adr §6, "Declared
+Reanimation"); ``export``, ``import-packets`` (memory-architecture §6, bifocal packets); ``fork``,
+``discard``, ``merge`` (speculative timelines)."""
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -10,7 +13,7 @@ import typer
 from rich.table import Table
 
 from mnemo.interfaces.cli._common import JsonOpt, err, fail_cleanly, open_archive, out, print_json, settings
-from mnemo.models import BackupManifest, to_jsonable
+from mnemo.models import BackupManifest, PacketImport, Scope, to_jsonable
 
 __all__ = ["register"]
 
@@ -19,6 +22,11 @@ def register(app: typer.Typer) -> None:
     """Add the portability commands to ``app``."""
     app.command()(backup)
     app.command()(restore)
+    app.command()(export)
+    app.command("import-packets")(import_packets)
+    app.command()(fork)
+    app.command()(discard)
+    app.command()(merge)
 
 
 def _stage(label: str) -> None:
@@ -86,3 +94,83 @@ def _show(manifest: BackupManifest, file: Path, seconds: float | None, as_json: 
     for name, n in sorted(manifest.cortex_rows.items()):
         table.add_row(f"cortex {name} (v{manifest.cortex_versions.get(name)})", f"{n:,}")
     out.print(table)
+
+
+ScopeArg = Annotated[str, typer.Argument(help="The scope, `entity` or `entity/namespace`.")]
+
+
+@fail_cleanly
+def export(
+    scope: ScopeArg,
+    as_entity: Annotated[
+        str | None, typer.Option("--as", help="Export as this entity (needs the owner's export grant).")
+    ] = None,
+) -> None:
+    """Write SCOPE's turns and memories as bifocal packets, one JSON line each, to stdout."""
+    with open_archive() as archive:
+        count = archive.export_packets(Scope.parse(scope), sys.stdout, as_entity=as_entity)
+    sys.stdout.flush()
+    err.print(f"exported {count:,} packets of {scope}", highlight=False)
+
+
+@fail_cleanly
+def import_packets(
+    file: Annotated[Path, typer.Argument(help="A JSONL file of packets (`mnemo export`).")],
+    into: Annotated[str, typer.Option("--into", help="The scope to import into, `entity/namespace`.")],
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Refuse packets without a vector of the active model.")
+    ] = False,
+    process: Annotated[str, typer.Option("--process", help="The process the writes are attributed to.")] = "import",
+    as_json: JsonOpt = False,
+) -> None:
+    """Import bifocal packets into a scope: checked first, idempotent by packet id, re-embedded when
+    they carry another model's vectors (unless --strict)."""
+    with open_archive() as archive:
+        report = archive.import_packets(Scope.parse(into), file, strict=strict, process=process)
+    _show_import(report, as_json)
+
+
+@fail_cleanly
+def fork(
+    scope: ScopeArg,
+    into: Annotated[str, typer.Option("--into", help="The new namespace the fork lives in.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Branch SCOPE into a new namespace: a copy that diverges and never writes back on its own."""
+    with open_archive() as archive:
+        branch = archive.fork(Scope.parse(scope), into)
+    if as_json:
+        print_json({"fork": str(branch), "parent": scope})
+    else:
+        out.print(f"forked {scope} into {branch}")
+
+
+@fail_cleanly
+def discard(fork_scope: Annotated[str, typer.Argument(help="The fork, `entity/namespace`.")]) -> None:
+    """Drop a fork and everything in it."""
+    with open_archive() as archive:
+        removed = archive.discard(Scope.parse(fork_scope))
+    out.print(f"discarded {fork_scope}: {sum(removed.values()):,} rows removed")
+
+
+@fail_cleanly
+def merge(
+    fork_scope: Annotated[str, typer.Argument(help="The fork, `entity/namespace`.")],
+    memory_ids: Annotated[list[str], typer.Argument(help="The fork's memories to bring back.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Bring chosen memories of a fork back into the scope it branched from, with their provenance."""
+    with open_archive() as archive:
+        report = archive.merge(Scope.parse(fork_scope), memory_ids)
+    _show_import(report, as_json)
+
+
+def _show_import(report: PacketImport, as_json: bool) -> None:
+    if as_json:
+        print_json(to_jsonable(report))
+        return
+    out.print(
+        f"{report.scope}: {report.turns:,} turns and {report.memories:,} memories written, "
+        f"{report.already_there:,} packets already there, {report.reembedded:,} embedded again, "
+        f"{report.links:,} links"
+    )
