@@ -74,6 +74,7 @@ from mnemo.models import (
 if TYPE_CHECKING:
     from mnemo._sync import Archive
     from mnemo.archive import AsyncArchive
+    from mnemo.store.extensions import Extension
 
 __version__ = "0.1.0"
 
@@ -99,6 +100,7 @@ __all__ = [
     "EndpointError",
     "EntityFacts",
     "ExcerptLine",
+    "Extension",
     "ExtensionMissingError",
     "Fact",
     "FlushReport",
@@ -136,7 +138,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``Archive`` and ``AsyncArchive``, imported on first use (PEP 562)."""
+    """``Archive``, ``AsyncArchive`` and ``Extension``, imported on first use (PEP 562)."""
     if name == "Archive":
         from mnemo._sync import Archive
 
@@ -145,4 +147,8 @@ def __getattr__(name: str) -> Any:
         from mnemo.archive import AsyncArchive
 
         return AsyncArchive
+    if name == "Extension":
+        from mnemo.store.extensions import Extension
+
+        return Extension
     raise AttributeError(f"module 'mnemo' has no attribute {name!r}")

@@ -14,7 +14,6 @@ import asyncio
 import functools
 import threading
 from collections.abc import Callable, Coroutine
-from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from mnemo.archive import AsyncArchive
@@ -144,15 +143,8 @@ class Archive:
     merge = _blocking(AsyncArchive.merge)
 
     @staticmethod
-    def restore(
-        path: str | Path,
-        settings: Settings | None = None,
-        *,
-        force: bool = False,
-        progress: Callable[[str], None] | None = None,
-        **overrides: Any,
-    ) -> BackupManifest:
-        """Blocking twin of :meth:`AsyncArchive.restore` (call it with no archive open on the target)."""
-        return asyncio.run(AsyncArchive.restore(path, settings, force=force, progress=progress, **overrides))
+    @functools.wraps(AsyncArchive.restore)
+    def restore(*args: Any, **kwargs: Any) -> BackupManifest:
+        return asyncio.run(AsyncArchive.restore(*args, **kwargs))
 
     verify_backup = staticmethod(AsyncArchive.verify_backup)

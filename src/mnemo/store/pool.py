@@ -28,6 +28,8 @@ from pgvector.psycopg import register_vector_async
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from mnemo.errors import DatabaseError, DatabaseUnavailableError
+from mnemo.store.extensions import apply_extensions
+from mnemo.store.extensions import discover as installed_extensions
 from mnemo.store.migrate import apply_migrations
 from mnemo.store.server import check_pgvector, embedded_url
 
@@ -133,6 +135,7 @@ class Store:
         async with conn:
             version = await check_pgvector(conn)
             await apply_migrations(conn)
+            await apply_extensions(conn, installed_extensions())
 
         async def configure(c: psycopg.AsyncConnection) -> None:
             await register_vector_async(c)
