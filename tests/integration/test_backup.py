@@ -26,6 +26,7 @@ from pgvector.psycopg import register_vector
 from mnemo import AsyncArchive, BackupError, Scope, Settings
 from mnemo._backup import MANIFEST
 from mnemo.embed import Embeddings
+from mnemo.store import backup as backup_rows
 from tests.conftest import snapshot
 from tests.integration.test_cortex import QUESTION, a_week_of, cortex_dir
 
@@ -45,6 +46,7 @@ async def busy(archive: AsyncArchive) -> None:
     assert migrated > 0
     for note in NOTES:
         await archive.remember(ME, note)
+    await archive.record_turn(ME, "today", "user", "My sister Lena moved to Porto last spring.")
     await archive.create_token("alice", label="laptop")
     await archive.grant(ME, "bob")
     await archive.recall(ME, QUESTION)
@@ -108,6 +110,19 @@ async def test_a_busy_archive_round_trips_to_identical_rows_vectors_and_cortex(
     assert manifest.cortex_rows and all(manifest.cortex_rows.values())
     assert manifest.active_slug == str(embeddings.slug)
     assert manifest.counts["mnemo.memories"] == snapshot(database_url)["mnemo.memories"]
+    for table in (
+        "mnemo.turns",
+        "mnemo.blocks",
+        "mnemo.block_lines",
+        "mnemo.facts",
+        "mnemo.tokens",
+        "mnemo.grants",
+        "mnemo.token_vectors",
+        "traces.retrievals",
+        "traces.weight_changes",
+        "queue.procrastinate_jobs",
+    ):
+        assert manifest.counts[table] > 0, f"{table} should hold rows in a busy archive"  # fmt: skip
     assert AsyncArchive.verify_backup(file) == manifest
 
     target = Settings(database_url=empty_database_url)
@@ -162,6 +177,23 @@ async def test_a_backup_taken_while_writes_go_on_is_one_consistent_snapshot(
         ).fetchone()
         assert orphans == (0,)
     assert len(restored["mnemo.memories"]) == manifest.counts["mnemo.memories"]
+
+
+async def test_a_backup_waits_for_a_cortex_writer_to_commit_and_then_sees_its_rows(
+    archive: AsyncArchive, database_url: str, tmp_path: Path
+) -> None:
+    await archive.remember(ME, NOTES[0])
+    async with await psycopg.AsyncConnection.connect(database_url) as writer:
+        await backup_rows.share_cortex(writer)  # as the night's migrate stage does, mid-transaction
+        await writer.execute("INSERT INTO mnemo.meta (key, value) VALUES ('written-with-the-cortex', '1')")
+        backup = asyncio.create_task(archive.backup(tmp_path / "waited.backup"))
+        await asyncio.sleep(1.0)
+        assert not backup.done()  # no snapshot while a cortex write is half done
+        await writer.commit()
+        manifest = await backup
+    assert manifest.counts["mnemo.meta"] == snapshot(database_url)["mnemo.meta"]
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT count(*) FROM mnemo.meta WHERE key = 'written-with-the-cortex'").fetchone() == (1,)
 
 
 async def test_damaged_or_foreign_files_are_refused_before_anything_is_written(
