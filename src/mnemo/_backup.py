@@ -38,7 +38,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from mnemo._runtime import Runtime
 from mnemo.config import Settings
-from mnemo.errors import BackupError, CortexError
+from mnemo.errors import BackupError, CortexError, InvalidContentError
 from mnemo.models import BackupManifest, to_jsonable
 from mnemo.store import backup as backup_rows
 from mnemo.store.migrate import load_migrations
@@ -59,13 +59,18 @@ _manifest_adapter = TypeAdapter(BackupManifest)
 # --- backup ------------------------------------------------------------------------------------
 
 
-async def backup(rt: Runtime, path: str | os.PathLike[str], *, progress: Stage | None = None) -> BackupManifest:
-    """Write a backup of the whole archive to ``path`` (replaced atomically when complete)."""
+async def backup(
+    rt: Runtime, path: str | os.PathLike[str], *, compression: int = 1, progress: Stage | None = None
+) -> BackupManifest:
+    """Write a backup of the whole archive to ``path`` (replaced atomically when complete);
+    ``compression``: the database dump's gzip level, 0 (none) to 9."""
+    if not isinstance(compression, int) or isinstance(compression, bool) or not 0 <= compression <= 9:
+        raise InvalidContentError(f"compression must be an integer from 0 to 9, not {compression!r}")
     target = _backup_target(path)
     say = progress or (lambda _: None)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".mnemo-backup-") as tmp:
         staging = Path(tmp)
-        facts, counts, names = await _snapshot(rt, staging, say)
+        facts, counts, names = await _snapshot(rt, staging, say, compression)
         say("checksums")
         versions, rows = await asyncio.to_thread(_lance_facts, staging / CORTEX)
         files = await asyncio.to_thread(_checksums, staging)
@@ -98,7 +103,9 @@ def _backup_target(path: str | os.PathLike[str]) -> Path:
     return target
 
 
-async def _snapshot(rt: Runtime, staging: Path, say: Stage) -> tuple[dict[str, Any], dict[str, int], list[str]]:
+async def _snapshot(
+    rt: Runtime, staging: Path, say: Stage, compression: int
+) -> tuple[dict[str, Any], dict[str, int], list[str]]:
     """Export a database snapshot and copy the cortex while no cortex writer runs; then dump the
     database as of that snapshot (writes to PostgreSQL go on meanwhile)."""
     cortex_dir = await _cortex_dir(rt)
@@ -116,7 +123,7 @@ async def _snapshot(rt: Runtime, staging: Path, say: Stage) -> tuple[dict[str, A
             names = await backup_rows.schemas(snap)
             counts = await backup_rows.table_counts(snap, names)
             say("database")
-            await backup_rows.dump(url, snapshot, names, staging / DATABASE)
+            await backup_rows.dump(url, snapshot, names, staging / DATABASE, compression=compression)
             await snap.rollback()
         finally:
             await snap.close()

@@ -478,11 +478,14 @@ class AsyncArchive:
         self.pending_reembed = await reembed_path.pending(self._rt)
         return done
 
-    async def backup(self, path: str | Path, *, progress: BackupProgress | None = None) -> BackupManifest:
+    async def backup(
+        self, path: str | Path, *, compression: int = 1, progress: BackupProgress | None = None
+    ) -> BackupManifest:
         """Write the whole archive (database and cortex, one consistent snapshot) to the file ``path``
-        while writes go on; the file appears only when complete (``mnemo backup``). ``progress`` is
-        called with each stage's name."""
-        return await backup_path.backup(self._rt, path, progress=progress)
+        while writes go on; the file appears only when complete (``mnemo backup``). ``compression``:
+        the database dump's gzip level, 0 (none, fastest) to 9; ``progress`` is called with each
+        stage's name."""
+        return await backup_path.backup(self._rt, path, compression=compression, progress=progress)
 
     @staticmethod
     async def restore(

@@ -23,7 +23,7 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 
-from mnemo import AsyncArchive, BackupError, Scope, Settings
+from mnemo import AsyncArchive, BackupError, InvalidInputError, Scope, Settings
 from mnemo._backup import MANIFEST
 from mnemo.embed import Embeddings
 from mnemo.store import backup as backup_rows
@@ -322,3 +322,12 @@ def test_the_command_line_backs_up_verifies_and_refuses_with_one_line(database_u
     assert refused.returncode == 1 and refused.stderr.count("\n") == 1 and "already holds" in refused.stderr
     wrong = subprocess.run([MNEMO, "backup", "check", str(file)], env=env, capture_output=True, text=True)
     assert wrong.returncode != 0 and "verify" in wrong.stderr
+
+
+@pytest.mark.parametrize("level", [-1, 10, 1.5, True])
+async def test_a_bad_compression_level_is_refused_before_anything_is_written(
+    archive: AsyncArchive, tmp_path: Path, level: object
+) -> None:
+    with pytest.raises(InvalidInputError, match="compression"):
+        await archive.backup(tmp_path / "x.backup", compression=level)  # type: ignore[arg-type]
+    assert not partials(tmp_path) and not (tmp_path / "x.backup").exists()

@@ -38,6 +38,9 @@ def _stage(label: str) -> None:
 def backup(
     target: Annotated[str, typer.Argument(help="The file to write, or `verify` followed by a file to check.")],
     file: Annotated[Path | None, typer.Argument(help="With `verify`: the backup file to check.")] = None,
+    compression: Annotated[
+        int, typer.Option("--compression", min=0, max=9, help="gzip level of the database dump (0: none).")
+    ] = 1,
     as_json: JsonOpt = False,
 ) -> None:
     """Back up the whole archive (database and cortex, one consistent snapshot) to one file while
@@ -51,7 +54,7 @@ def backup(
         return
     started = time.perf_counter()
     with open_archive() as archive:
-        manifest = archive.backup(Path(target), progress=_stage)
+        manifest = archive.backup(Path(target), compression=compression, progress=_stage)
     _show(manifest, Path(target), time.perf_counter() - started, as_json, "wrote")
 
 
