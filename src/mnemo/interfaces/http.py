@@ -701,4 +701,7 @@ def create_app(
     ) -> RevokeOut:
         return RevokeOut(grantee=grantee, revoked=await archive().revoke(own_scope(who, namespace), grantee))
 
+    from mnemo.interfaces import ui  # the inspector's pages (jinja2 is imported with them)
+
+    ui.mount(app, archive)
     return app

@@ -94,6 +94,7 @@ def _stops_on_signals(*, exit_at_once: bool = False) -> Iterator[None]:
 def register(app: typer.Typer) -> None:
     """Add ``mcp``, ``worker``, ``serve`` and the ``token`` group to ``app``."""
     app.command()(serve)
+    app.command()(ui)
     app.command()(mcp)
     app.command()(worker)
     tokens = typer.Typer(no_args_is_help=True, help="Bearer tokens for mnemo serve.")
@@ -228,7 +229,8 @@ def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.")] = 8080,
 ) -> None:
-    """Serve the HTTP API (OpenAPI at /docs); every request needs a token from `mnemo token create`."""
+    """Serve the HTTP API (OpenAPI at /docs) and the inspector (/ui); every request needs a token
+    from `mnemo token create`."""
     import copy
 
     import uvicorn
@@ -250,7 +252,10 @@ def serve(
     logging.basicConfig(level=logging.WARNING, format="mnemo: %(message)s", stream=sys.stderr)
     shown = f"[{host}]" if ":" in host else host  # an IPv6 address goes in brackets in a URL
     err.print(
-        f"mnemo serving on http://{shown}:{port} (OpenAPI at /docs)", markup=False, highlight=False, soft_wrap=True
+        f"mnemo serving on http://{shown}:{port} (OpenAPI at /docs, the inspector at /ui/)",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
     )
     log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
     log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"  # stdout stays clean, as for every command
@@ -264,6 +269,15 @@ def serve(
             access_log=True,
             log_config=log_config,
         )
+
+
+def ui(
+    port: Annotated[int, typer.Option(help="Port of the service to start.")] = 8080,
+) -> None:
+    """Open the inspector: start `mnemo serve` on this machine (127.0.0.1) and print the inspector's
+    address; sign in there with a token from `mnemo token create ENTITY`."""
+    err.print(f"the inspector: http://127.0.0.1:{port}/ui/  (Ctrl-C stops it)", markup=False, highlight=False)
+    serve(host="127.0.0.1", port=port)
 
 
 _DURATION = re.compile(r"(-?)([0-9]+)([mhdw]?)")

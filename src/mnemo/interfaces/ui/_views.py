@@ -1,0 +1,181 @@
+"""What the inspector's templates show, computed from records: chart geometry, filters, paging keys.
+
+Pure functions over the archive's records (no I/O), so every page renders the same way.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from mnemo._validate import check_kind, to_utc
+from mnemo.errors import InvalidContentError
+from mnemo.interfaces.ui.charts import activation_series, beta_density, polyline, scale
+from mnemo.models import MEMORY_STATUSES, EntityFacts, Hit, RecallResult, Refusal, TreeNode
+
+__all__ = [
+    "activation_chart",
+    "density_chart",
+    "explain",
+    "fact_timeline",
+    "key_text",
+    "memory_filters",
+    "nonce",
+    "outline",
+    "page_key",
+    "short",
+    "surprisal_chart",
+    "tristate",
+    "when",
+]
+
+W, H = 560, 160  # chart size in SVG units
+
+
+def nonce() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def when(value: datetime | None) -> str:
+    return "" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def short(value: object, n: int = 140) -> str:
+    text = str(value or "")
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def tristate(value: str) -> bool | None:
+    return {"yes": True, "no": False}.get(value)
+
+
+def memory_filters(q: str, kind: str, status: str, anchored: str, tier: str, since: str, until: str) -> dict[str, Any]:
+    """The memory list's filters, checked (a bad one is an :class:`InvalidContentError`)."""
+    if status and status not in MEMORY_STATUSES:
+        raise InvalidContentError(f"unknown status {status!r}")
+    if tier and tier not in ("hippocampus", "cortex"):
+        raise InvalidContentError(f"unknown tier {tier!r}")
+    return {
+        "query": q.strip()[:500] or None,
+        "kind": check_kind(kind) if kind else None,
+        "status": status or None,
+        "anchored": tristate(anchored),
+        "tier": tier or None,
+        "since": to_utc(since, label="since") if since else None,
+        "until": to_utc(until, label="until") if until else None,
+    }
+
+
+def page_key(text: str) -> tuple[datetime, uuid.UUID] | None:
+    """The paging key ``<iso time>|<uuid>`` of the previous page's last row."""
+    if not text:
+        return None
+    at, _, ident = text.partition("|")
+    try:
+        return to_utc(at, label="after"), uuid.UUID(ident)
+    except ValueError as exc:
+        raise InvalidContentError(f"not a page key: {text!r}") from exc
+
+
+def key_text(key: tuple[datetime, uuid.UUID] | None) -> str:
+    return "" if key is None else f"{key[0].isoformat()}|{key[1]}"
+
+
+def density_chart(alpha: float, beta: float) -> dict[str, Any]:
+    """The Beta(alpha, beta) density as an SVG polyline, with the mean marked."""
+    points = beta_density(alpha, beta)
+    line = polyline([(x * W, H - 10 - d * (H - 20)) for x, d in points])
+    mean = alpha / (alpha + beta)
+    return {"line": line, "mean_x": round(mean * W, 1), "mean": mean, "w": W, "h": H}
+
+
+def activation_chart(uses: Sequence[datetime], created: datetime, decay: float) -> dict[str, Any] | None:
+    """ACT-R activation over time from the recorded uses (None before a memory was ever used)."""
+    if not uses:
+        return None
+    start = min(created, *uses)
+    end = max(datetime.now(UTC), max(uses) + timedelta(minutes=1))
+    series = [(t, v) for t, v in activation_series(list(uses), start, end, decay) if v is not None]
+    ys = scale([v for _, v in series], H - 10, 10)
+    span = (end - start).total_seconds()
+    xs = [(t - start).total_seconds() / span * W for t, _ in series]
+    ticks = [round((u - start).total_seconds() / span * W, 1) for u in uses]
+    values = [v for _, v in series]
+    return {"line": polyline(list(zip(xs, ys, strict=True))), "ticks": ticks, "w": W, "h": H,
+            "start": start, "end": end, "low": min(values), "high": max(values)}  # fmt: skip
+
+
+def surprisal_chart(turns: Sequence[Mapping[str, Any]], metrics: Mapping[str, Any]) -> dict[str, Any] | None:
+    """An episode's surprisal per turn with its baseline band (baseline +/- sigma) and the spike and
+    resolution turns marked; None when its raw turns (and their surprisal) are gone."""
+    scored = [t for t in turns if t.get("surprisal") is not None]
+    if len(scored) < 2:
+        return None
+    base, sigma = float(metrics.get("baseline_surprisal", 0.0)), float(metrics.get("sigma", 0.0))
+    values = [float(t["surprisal"]) for t in scored]
+    lo, hi = min(*values, base - sigma), max(*values, base + sigma)
+    span = (hi - lo) or 1.0
+
+    def y(v: float) -> float:
+        return round(H - 10 - (v - lo) / span * (H - 20), 1)
+
+    step = W / (len(scored) - 1)
+    points = [(i * step, y(v)) for i, v in enumerate(values)]
+    marks = [{"x": round(i * step, 1), "y": y(values[i]), "state": t["flux_state"], "turn": t["turn_number"]}
+             for i, t in enumerate(scored) if t.get("flux_state") in ("spike", "resolution")]  # fmt: skip
+    return {"line": polyline(points), "band_y": y(base + sigma), "band_h": round(y(base - sigma) - y(base + sigma), 1),
+            "base_y": y(base), "marks": marks, "w": W, "h": H}  # fmt: skip
+
+
+COMPONENTS = ("search", "activation", "weight", "recency", "coaccess", "noise")
+
+
+def explain(result: RecallResult | Refusal, k: int) -> dict[str, Any]:
+    """Hits with a bar per blend component, the weights, and the candidates past ``k`` that lost."""
+    if isinstance(result, Refusal):
+        losers = [_bars(h, {}) for h in result.candidates]
+        return {"refusal": result, "hits": [], "losers": losers, "weights": {}}
+    weights = dict(result.weights)
+    rows = [_bars(h, weights) for h in result.hits]
+    return {"refusal": None, "hits": rows[:k], "losers": rows[k:], "weights": weights, "result": result}
+
+
+def _bars(hit: Hit, weights: Mapping[str, float]) -> dict[str, Any]:
+    parts = []
+    for name in COMPONENTS:
+        value = float(getattr(hit, name))
+        width = round(max(0.0, min(1.0, value)) * 120, 1)
+        parts.append({"name": name, "value": value, "width": width, "weighted": value * weights.get(name, 0.0)})
+    return {"hit": hit, "parts": parts}
+
+
+def outline(nodes: Sequence[TreeNode]) -> list[dict[str, Any]]:
+    """The cortex tree as nested dicts, top level first (for a collapsible outline)."""
+    by_id: dict[str, dict[str, Any]] = {n.id: {"node": n, "children": []} for n in nodes}
+    roots: list[dict[str, Any]] = []
+    for n in sorted(nodes, key=lambda n: (-n.level, n.id)):
+        entry = by_id[n.id]
+        if n.parent_id and n.parent_id in by_id:
+            by_id[n.parent_id]["children"].append(entry)
+        else:
+            roots.append(entry)
+    return roots
+
+
+def fact_timeline(found: EntityFacts | None) -> list[dict[str, Any]]:
+    """Each fact's validity interval as x and width on a common time axis (open ones run to now)."""
+    if found is None or not found.facts:
+        return []
+    now = datetime.now(UTC)
+    starts = [f.valid_from or now for f in found.facts]
+    t0, t1 = min(starts), max(now, *(f.valid_to or now for f in found.facts))
+    span = max((t1 - t0).total_seconds(), 1.0)
+    out = []
+    for f, start in zip(found.facts, starts, strict=True):
+        end = f.valid_to or now
+        x = (start - t0).total_seconds() / span * W
+        out.append({"fact": f, "x": round(x, 1), "w": round(max((end - start).total_seconds() / span * W, 3), 1)})
+    return out
