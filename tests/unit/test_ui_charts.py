@@ -3,6 +3,7 @@ at each use and decays between uses, scaling keeps order."""
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -45,7 +46,7 @@ def test_activation_jumps_at_each_use_and_decays_between() -> None:
 def test_scaling_keeps_order_and_bounds(values: list[float]) -> None:
     out = scale(values, 10, 90)
     assert all(10 - 1e-6 <= v <= 90 + 1e-6 for v in out)
-    for (a, b), (x, y) in zip(zip(values, values[1:]), zip(out, out[1:])):
+    for (a, b), (x, y) in zip(itertools.pairwise(values), itertools.pairwise(out), strict=True):
         if a < b:
             assert x <= y + 1e-9
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from importlib import resources
 from typing import Annotated, Any
 
@@ -24,7 +25,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from mnemo._inspect import Inspector
 from mnemo._validate import to_utc
 from mnemo.archive import AsyncArchive
-from mnemo.errors import AccessDeniedError, AuthenticationError, MnemoError, NotFoundError
+from mnemo.errors import AccessDeniedError, AuthenticationError, MnemoError, NotFoundError, UnknownItemError
 from mnemo.interfaces import auth as tokens
 from mnemo.interfaces.ui import _views as views
 from mnemo.interfaces.ui._session import COOKIE, LOGIN_COOKIE, SECURITY_HEADERS, Session, Sessions
@@ -42,6 +43,8 @@ _env = Environment(
 )
 _env.filters["when"] = views.when
 _env.filters["short"] = views.short
+_env.filters["salience"] = views.salience
+_env.filters["zone"] = views.zone_text
 
 
 class _SignIn(Exception):
@@ -284,7 +287,10 @@ def mount(app: FastAPI, archive: Callable[[], AsyncArchive]) -> None:
         async def load() -> dict[str, Any]:
             scope = Scope(entity, namespace)
             await inspector(who).readable(scope)
-            found = await archive().facts(scope, name) if name.strip() else None
+            found = None
+            if name.strip():
+                with suppress(UnknownItemError):  # nothing known about that name: said on the page
+                    found = await archive().facts(scope, name.strip())
             return {"scope": scope, "name": name, "facts": found, "timeline": views.fact_timeline(found)}
 
         return await guarded(request, who, "facts.html", load)

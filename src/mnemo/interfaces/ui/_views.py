@@ -26,10 +26,12 @@ __all__ = [
     "nonce",
     "outline",
     "page_key",
+    "salience",
     "short",
     "surprisal_chart",
     "tristate",
     "when",
+    "zone_text",
 ]
 
 W, H = 560, 160  # chart size in SVG units
@@ -179,3 +181,23 @@ def fact_timeline(found: EntityFacts | None) -> list[dict[str, Any]]:
         x = (start - t0).total_seconds() / span * W
         out.append({"fact": f, "x": round(x, 1), "w": round(max((end - start).total_seconds() / span * W, 3), 1)})
     return out
+
+
+LEVELS = (("utterance_level", "utterance"), ("exchange_level", "exchange"), ("theme_level", "theme"))
+
+
+def salience(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A block's salience at its three levels (P, C and ID each) and the composite, as text."""
+    out = []
+    for key, label in LEVELS:
+        level = scores.get(key) or {}
+        out.append((label, " ".join(f"{k} {float(v):.2f}" for k, v in level.items()) or "–"))
+    out.append(("composite", f"{float(scores.get('composite', 0.0)):.2f}"))
+    return out
+
+
+def zone_text(zone: Any) -> str:
+    """A live or dead zone's text (zones are stored as text, or as records with their text)."""
+    if isinstance(zone, Mapping):
+        return str(zone.get("content") or zone.get("summary") or zone.get("text") or "")
+    return str(zone)

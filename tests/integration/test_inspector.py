@@ -1,0 +1,298 @@
+"""The inspector in a real browser (issue 17): Debian's chromium driven by Playwright signs in,
+browses, searches and pages memories, explains a recall, opens an episode, forgets a memory and
+sees it gone; one entity's session never shows another's scope; stored ``<script>`` text stays
+text; an action without its CSRF token is refused. Every page is saved as a screenshot under
+``MNEMO_SCREENSHOTS`` (default: a ``inspector-screenshots`` folder in the test run's temp dir)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+from mnemo import AsyncArchive, Scope, Settings
+from mnemo.embed import Embeddings
+from mnemo.interfaces.http import create_app
+from tests.integration.test_http import serve
+from tests.night_data import START, arc_conversation, record
+
+pytestmark = pytest.mark.browser
+
+ME = Scope("alice", "history")
+BOB = Scope("bob", "diary")
+SCRIPT = "Maya wrote <script>window.__pwned = 1</script> on the fridge <b>in bold</b>"
+FACTS_BEFORE = ["My sister Lena lives in Porto.", "Nice.", "My favourite colour is green.", "Green is calm."]
+FACTS_AFTER = ["My favourite colour is blue now.", "Blue it is."]
+MISSING: list[str] = []  # why browser tests could not run (reported loudly by conftest)
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def shots() -> Path:
+    folder = Path(os.environ.get("MNEMO_SCREENSHOTS") or Path(tempfile.gettempdir()) / "inspector-screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    path = chromium()
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI runs the browser tests: install Debian's chromium (apt-get install -y chromium)")
+        MISSING.append("chromium is not installed (apt-get install -y chromium, or run make test as root)")
+        pytest.skip("chromium is not installed: the inspector's browser tests did not run")
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=path, args=["--no-sandbox", "--disable-gpu"])
+        yield launched
+        launched.close()
+
+
+async def _fill(settings: Settings, embeddings: Embeddings) -> dict[str, Any]:
+    archive = await AsyncArchive.open(settings, embeddings=embeddings)
+    try:
+        await record(archive, ME, "s1", arc_conversation(), START)
+        first = await archive.night_cycle(ME)
+        await archive.night_cycle(ME, as_of=first.as_of + timedelta(days=8))
+        await record(archive, ME, "s2", arc_conversation(), START + timedelta(days=20))
+        await archive.night_cycle(ME, as_of=first.as_of + timedelta(days=21))
+        for day, texts in ((30, FACTS_BEFORE), (33, FACTS_AFTER)):  # a fact that changed: a closed interval
+            at = START + timedelta(days=day)
+            for i, text in enumerate(texts):
+                role, speaker = ("user", "Alice") if i % 2 == 0 else ("assistant", "Bot")
+                await archive.record_turn(
+                    ME, f"f{day}", role, text, speaker=speaker, created_at=at + timedelta(minutes=i)
+                )
+            await archive.night_cycle(ME, as_of=at + timedelta(days=1))
+        for n in range(60):
+            await archive.remember(ME, f"Garden note {n}: the tomatoes in bed {n % 7} need water on day {n}.")
+        peanut = await archive.remember(ME, "Maya is allergic to peanuts and carries an epipen.", kind="preference")
+        script = await archive.remember(ME, SCRIPT)
+        await archive.recall(ME, "What is Maya allergic to?")
+        await archive.remember(BOB, "Bob's secret: the safe code is 4471.")
+        alice, _ = await archive.create_token("alice")
+        bob, _ = await archive.create_token("bob")
+        return {"alice": alice, "bob": bob, "peanut": str(peanut.id), "script": str(script.id)}
+    finally:
+        await archive.close()
+
+
+@pytest.fixture(scope="module")
+def site(pg_admin_url: str, template_url: str, embeddings: Embeddings) -> Iterator[dict[str, Any]]:
+    from tests.conftest import new_database
+
+    url = new_database(pg_admin_url)
+    settings = Settings(database_url=url, scoring="deterministic")
+    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API runs an event loop in this thread
+        data = pool.submit(asyncio.run, _fill(settings, embeddings)).result()
+    with serve(create_app(settings, embeddings=embeddings)) as base:
+        yield data | {"base": base, "db": url}
+
+
+def snap(page: Any, shots: Path, name: str) -> None:
+    """A full-page screenshot, JPEG so the set stays small enough to keep beside the docs."""
+    page.screenshot(path=str(shots / f"{name}.jpg"), full_page=True, type="jpeg", quality=70)
+
+
+def sign_in(browser: Any, site: dict[str, Any], who: str = "alice") -> Any:
+    page = browser.new_context().new_page()
+    page.goto(site["base"] + "/ui/")
+    assert page.url.endswith("/ui/login")
+    page.fill("#token", site[who])
+    page.click("button[type=submit]")
+    page.wait_for_url(site["base"] + "/ui/")
+    return page
+
+
+def test_sign_in_refuses_a_wrong_token_and_the_session_cookie_is_strict(
+    browser: Any, site: dict[str, Any], shots: Path
+) -> None:
+    page = browser.new_context().new_page()
+    page.goto(site["base"] + "/ui/login")
+    snap(page, shots, "01-sign-in")
+    page.fill("#token", "mnemo_not-a-real-token")
+    page.click("button[type=submit]")
+    assert page.locator("#login-error").is_visible()
+    page.fill("#token", site["alice"])
+    page.click("button[type=submit]")
+    page.wait_for_url(site["base"] + "/ui/")
+    (cookie,) = [c for c in page.context.cookies() if c["name"] == "mnemo_ui"]
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and site["alice"] not in cookie["value"]
+    csp = page.request.get(site["base"] + "/ui/").headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+
+
+def test_the_overview_shows_own_scopes_counts_and_night_runs(browser: Any, site: dict[str, Any], shots: Path) -> None:
+    page = sign_in(browser, site)
+    section = page.locator("#scope-alice-history")
+    assert section.is_visible() and "Night of" in section.inner_text()
+    assert page.locator("#scope-bob-diary").count() == 0
+    snap(page, shots, "02-overview")
+
+
+def test_memories_search_filter_and_page(browser: Any, site: dict[str, Any], shots: Path) -> None:
+    page = sign_in(browser, site)
+    page.goto(site["base"] + "/ui/s/alice/history/memories")
+    assert page.locator("tr.memory-row").count() == 50
+    snap(page, shots, "03-memories")
+    page.click("button.more")  # the next page, appended by htmx
+    page.locator("tr.memory-row").nth(50).wait_for()  # (no wait_for_function: the CSP forbids eval)
+    total = page.locator("tr.memory-row").count()
+    assert 50 < total <= 100 and page.locator("button.more").count() <= 1
+    page.fill("#q", "epipen")
+    expect(page.locator("tr.memory-row")).to_have_count(1)
+    assert "allergic to peanuts" in page.locator("tr.memory-row").inner_text()
+    assert "q=epipen" in page.url  # the search is in the address, so it can be shared and reloaded
+    page.select_option("select[name=kind]", "preference")
+    expect(page).to_have_url(re.compile(r".*kind=preference.*"))
+    expect(page.locator("tr.memory-row")).to_have_count(1)
+    page.select_option("select[name=kind]", "insight")
+    page.wait_for_selector("#empty")
+    snap(page, shots, "04-memories-filtered")
+
+
+def test_a_memory_page_shows_its_weight_history_and_provenance(browser: Any, site: dict[str, Any], shots: Path) -> None:
+    page = sign_in(browser, site)
+    page.goto(f"{site['base']}/ui/s/alice/history/memory/{site['peanut']}")
+    assert page.locator("#density polyline").get_attribute("points")
+    assert page.locator("#history tr").count() >= 2  # its creation and the reinforcing recall
+    assert page.locator("#activation polyline").count() == 1  # it was recalled once
+    snap(page, shots, "05-memory")
+
+
+def test_stored_script_renders_as_inert_text(browser: Any, site: dict[str, Any], shots: Path) -> None:
+    page = sign_in(browser, site)
+    page.goto(f"{site['base']}/ui/s/alice/history/memory/{site['script']}")
+    assert page.locator("#memory-content").inner_text() == SCRIPT
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("#memory-content b").count() == 0  # markup stays text too
+    snap(page, shots, "06-memory-with-markup")
+
+
+def test_recall_is_explained_with_components_and_the_losers(browser: Any, site: dict[str, Any], shots: Path) -> None:
+    page = sign_in(browser, site)
+    page.goto(site["base"] + "/ui/s/alice/history/recall")
+    page.fill("#query", "What is Maya allergic to?")
+    page.click("#ask")
+    page.wait_for_selector("tr.hit")
+    first = page.locator("tr.hit").first.inner_text()
+    assert "peanuts" in first and "activation" in first and "weight" in first
+    assert page.get_by_text("Candidates that lost").is_visible()
+    assert page.get_by_text("Blend weights").is_visible()
+    snap(page, shots, "07-recall")
+    page.fill("#query", "What is the capital of Mongolia?")
+    page.click("#ask")
+    page.wait_for_selector("#refusal")
+    assert "threshold" in page.locator("#refusal").inner_text()
+    snap(page, shots, "08-recall-refused")
+
+
+def test_an_episode_shows_its_curve_zones_and_the_tree(browser: Any, site: dict[str, Any], shots: Path) -> None:
+    page = sign_in(browser, site)
+    page.goto(site["base"] + "/ui/s/alice/history/episodes")
+    assert page.locator("tr.episode-row").count() >= 2
+    if page.locator("#tree details").count():
+        page.locator("#tree summary").first.click()
+    snap(page, shots, "09-episodes")
+    hrefs = [a.get_attribute("href") for a in page.locator("tr.episode-row a").all()]
+    curves = []
+    for href in hrefs:  # the newer session's episodes still have their raw turns and their surprisal
+        page.goto(site["base"] + str(href))
+        page.wait_for_selector("#live")
+        if page.locator("#surprisal").count():
+            curves.append((page.locator("#surprisal circle").count(), str(href)))
+    assert curves, "no episode with its surprisal curve"
+    page.goto(site["base"] + max(curves)[1])  # the one with its spike and resolution marked
+    assert page.locator("#surprisal rect.band").count() == 1 and page.locator("#surprisal polyline").count() == 1
+    assert page.locator("#turns tr").count() > 2
+    snap(page, shots, "10-episode")
+
+
+def test_facts_audit_and_curation_pages(browser: Any, site: dict[str, Any], shots: Path) -> None:
+    page = sign_in(browser, site)
+    page.goto(site["base"] + "/ui/s/alice/history/facts?name=Alice")
+    assert page.locator("#timeline rect.closed").count() >= 1 and page.locator("#timeline rect.current").count() >= 1
+    closed = page.locator("#facts tr.closed").inner_text()
+    assert "green" in closed and "blue" in page.locator("#facts").inner_text()
+    snap(page, shots, "11-facts")
+    page.goto(site["base"] + "/ui/s/alice/history/facts?name=Nobody")
+    assert "Nothing known about Nobody" in page.content()
+    page.goto(site["base"] + "/ui/s/alice/history/audit")
+    assert page.locator("tr.audit-row").count() > 0
+    page.select_option("select[name=what]", "safety")
+    page.wait_for_timeout(400)
+    snap(page, shots, "12-audit")
+    page.goto(site["base"] + "/ui/s/alice/history/curation")
+    assert page.locator("section.version").count() >= 1
+    snap(page, shots, "13-curation")
+
+
+def test_forgetting_from_the_page_removes_the_memory_and_audits_it(
+    browser: Any, site: dict[str, Any], shots: Path
+) -> None:
+    page = sign_in(browser, site)
+    page.goto(site["base"] + "/ui/s/alice/history/memories?q=garden+note+13")
+    row = page.locator("tr.memory-row", has_text="Garden note 13:")
+    href = row.locator("a").get_attribute("href")
+    assert href is not None
+    memory_id = href.rsplit("/", 1)[1]
+    page.goto(site["base"] + href)
+    page.click("#toggle-anchor")
+    page.wait_for_selector("#anchored")
+    page.click("#forget")
+    page.wait_for_url(re.compile(r".*/memories$"))
+    page.goto(site["base"] + "/ui/s/alice/history/memories?q=garden+note+13")
+    assert page.locator("tr.memory-row", has_text="Garden note 13:").count() == 0
+    with psycopg.connect(site["db"]) as conn:
+        assert conn.execute("SELECT count(*) FROM mnemo.memories WHERE id = %s", (memory_id,)).fetchone() == (0,)
+        actions = conn.execute(
+            "SELECT action FROM traces.actions WHERE item_id = %s ORDER BY at", (memory_id,)
+        ).fetchall()
+    assert actions == [("anchor",), ("forget",)]
+    page.goto(site["base"] + "/ui/s/alice/history/audit?what=actions")
+    assert page.locator("tr.audit-row", has_text="forget").count() >= 1
+    snap(page, shots, "14-audit-actions")
+
+
+def test_an_action_without_its_csrf_token_is_refused(browser: Any, site: dict[str, Any]) -> None:
+    page = sign_in(browser, site)
+    target = f"{site['base']}/ui/s/alice/history/memory/{site['peanut']}/anchor"
+    refused = page.request.post(target, form={"csrf": "forged"})
+    assert refused.status == 403
+    bare = page.request.post(target)
+    assert bare.status == 403
+    with psycopg.connect(site["db"]) as conn:
+        assert conn.execute("SELECT anchored FROM mnemo.memories WHERE id = %s", (site["peanut"],)).fetchone() == (
+            False,
+        )
+
+
+def test_one_entity_never_sees_another_entitys_scope(browser: Any, site: dict[str, Any], shots: Path) -> None:
+    page = sign_in(browser, site, "bob")
+    assert page.locator("#scope-bob-diary").is_visible() and page.locator("#scope-alice-history").count() == 0
+    assert "safe code" not in page.content() or page.locator("#scope-bob-diary").count() == 1
+    foreign = page.goto(site["base"] + "/ui/s/alice/history/memories")
+    assert foreign is not None and foreign.status == 404
+    text = page.locator("#error").inner_text()
+    absent = page.goto(site["base"] + "/ui/s/alice/nowhere/memories")
+    assert absent is not None and absent.status == 404
+    assert page.locator("#error").inner_text().replace("nowhere", "history") == text  # no existence leak
+    assert "peanuts" not in page.content()
+    for path in (f"/ui/s/alice/history/memory/{site['peanut']}", "/ui/s/alice/history/recall?q=Maya"):
+        shown = page.goto(site["base"] + path)
+        assert shown is not None and shown.status == 404 and "peanuts" not in page.content()
+    snap(page, shots, "15-foreign-scope")
