@@ -19,6 +19,7 @@ from mnemo.errors import AccessDeniedError, UnknownItemError, UnknownScopeError
 from mnemo.models import Scope
 from mnemo.store import inspect as inspect_rows
 from mnemo.store import scopes as scope_rows
+from mnemo.store import status as status_rows
 
 __all__ = ["PAGE", "Inspector"]
 
@@ -54,6 +55,11 @@ class Inspector:
         """Actions are the owner's alone (a grant lets read, never change)."""
         if not await self.readable(scope):
             raise AccessDeniedError(f"only {scope.entity_id!r} may change scope {scope}; a grant lets you read it")
+
+    async def queue(self) -> dict[str, int]:
+        """Background jobs by status (the whole archive's: workers serve every scope)."""
+        async with self.rt.store.connection() as conn:
+            return dict(await status_rows.queue_depth(conn))
 
     async def overview(self, scope: Scope) -> dict[str, Any]:
         await self.readable(scope)

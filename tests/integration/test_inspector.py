@@ -83,6 +83,7 @@ async def _fill(settings: Settings, embeddings: Embeddings) -> dict[str, Any]:
         peanut = await archive.remember(ME, "Maya is allergic to peanuts and carries an epipen.", kind="preference")
         script = await archive.remember(ME, SCRIPT)
         await archive.recall(ME, "What is Maya allergic to?")
+        await archive.curate(ME, apply=False)  # a staged version for the Apply button
         await archive.remember(BOB, "Bob's secret: the safe code is 4471.")
         alice, _ = await archive.create_token("alice")
         bob, _ = await archive.create_token("bob")
@@ -296,3 +297,30 @@ def test_one_entity_never_sees_another_entitys_scope(browser: Any, site: dict[st
         shown = page.goto(site["base"] + path)
         assert shown is not None and shown.status == 404 and "peanuts" not in page.content()
     snap(page, shots, "15-foreign-scope")
+
+
+def test_superseding_and_applying_a_curation_from_the_pages(browser: Any, site: dict[str, Any], shots: Path) -> None:
+    page = sign_in(browser, site)
+    page.goto(site["base"] + "/ui/s/alice/history/memories?q=garden+note+21")
+    page.locator("tr.memory-row", has_text="Garden note 21:").locator("a").click()
+    old = page.url.rsplit("/", 1)[1]
+    page.fill("input[name=content]", "Garden note 21, corrected: bed 0 is watered by the rain.")
+    page.click("#supersede")
+    page.wait_for_selector("#memory-content")
+    assert "corrected" in page.locator("#memory-content").inner_text() and not page.url.endswith(old)
+    page.goto(f"{site['base']}/ui/s/alice/history/memory/{old}")
+    assert "superseded" in page.locator("#history").inner_text()  # the old one's weight fell, audited
+    page.goto(site["base"] + "/ui/s/alice/history/curation")
+    staged = page.locator("button.apply")
+    assert staged.count() == 1
+    staged.click()
+    page.wait_for_url(re.compile(r".*/curation$"))
+    with psycopg.connect(site["db"]) as conn:
+        applied = conn.execute("SELECT count(*) FROM traces.actions WHERE action = 'apply_curation'").fetchone()
+    assert applied == (1,)
+    with psycopg.connect(site["db"]) as conn:
+        staged_left = conn.execute(
+            "SELECT count(*) FROM mnemo.curation_versions WHERE namespace = 'history' AND status = 'staged'"
+        ).fetchone()
+    assert staged_left == (0,)
+    snap(page, shots, "16-curation-applied")

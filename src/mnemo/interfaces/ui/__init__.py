@@ -167,8 +167,9 @@ def mount(app: FastAPI, archive: Callable[[], AsyncArchive]) -> None:
             scopes = await view.scopes()
             for scope in scopes:
                 scope.update(await view.overview(Scope(scope["entity_id"], scope["namespace"])))
-            status = await archive().status()
-            return {"scopes": scopes, "status": status, "pending": archive().pending_reembed}
+            # not archive().status(): it counts every chamber of every entity (0.3 s at 100k rows)
+            return {"scopes": scopes, "queue": await view.queue(), "embedder": archive().runtime.slug,
+                    "pending": archive().pending_reembed}  # fmt: skip
 
         return await guarded(request, who, "overview.html", load)
 
