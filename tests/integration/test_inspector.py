@@ -57,7 +57,8 @@ def browser() -> Iterator[Any]:
         MISSING.append("chromium is not installed (apt-get install -y chromium, or run make test as root)")
         pytest.skip("chromium is not installed: the inspector's browser tests did not run")
     with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=path, args=["--no-sandbox", "--disable-gpu"])
+        flags = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]  # root in a container
+        launched = p.chromium.launch(executable_path=path, args=flags)
         yield launched
         launched.close()
 
