@@ -135,6 +135,9 @@ class Archive:
     reembed = _blocking(AsyncArchive.reembed)
     defer_reembed = _blocking(AsyncArchive.defer_reembed)
     backup = _blocking(AsyncArchive.backup)
+    # reflexes
+    record_outcome = _blocking(AsyncArchive.record_outcome)
+    reflexes_for = _blocking(AsyncArchive.reflexes_for)
     # packets and forks
     export_packets = _blocking(AsyncArchive.export_packets)
     import_packets = _blocking(AsyncArchive.import_packets)

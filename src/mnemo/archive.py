@@ -34,6 +34,7 @@ from mnemo import _access as access
 from mnemo import _backup as backup_path
 from mnemo import _forks as forks_path
 from mnemo import _packets as packets_path
+from mnemo import _reflexes as reflexes_path
 from mnemo import _startup as startup
 from mnemo import _status as status_path
 from mnemo._runtime import Runtime
@@ -56,6 +57,7 @@ from mnemo.models import (
     Observation,
     PacketImport,
     RecallResult,
+    Reflex,
     Refusal,
     Scope,
     ScopeSummary,
@@ -505,6 +507,30 @@ class AsyncArchive:
     def verify_backup(path: str | Path) -> BackupManifest:
         """Check a backup file (manifest, checksums, schema version) without restoring it."""
         return backup_path.verify(path)
+
+    # --- reflexes (procedural memory, memory-architecture §10) --------------------------------
+    async def record_outcome(
+        self,
+        scope: Scope,
+        context: object,
+        action: object,
+        *,
+        success: bool,
+        action_type: str = "tool_call",
+        follows: uuid.UUID | str | None = None,
+        at: datetime | str | None = None,
+    ) -> Reflex:
+        """Count one outcome of ``action`` (a ``tool_call``, ``response_pattern`` or ``delegation``)
+        taken in ``context``; ``follows``: the reflex that came just before (their causal edge grows).
+        Returns the reflex with its counts."""
+        return await reflexes_path.record_outcome(
+            self._rt, scope, context, action, success=success, action_type=action_type, follows=follows, at=at
+        )
+
+    async def reflexes_for(self, scope: Scope, context: object, k: int = 5, *, read_only: bool = False) -> list[Reflex]:
+        """The reflexes that fit ``context`` best (similarity times smoothed success rate), with what
+        tended to follow each; consulting them keeps them from pruning unless ``read_only``."""
+        return await reflexes_path.reflexes_for(self._rt, scope, context, k, read_only=read_only)
 
     # --- packets and forks (memory-architecture §6, archive-adr "Logical Domain Isolation") ---------
     def packets(

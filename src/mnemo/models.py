@@ -32,6 +32,7 @@ __all__ = [
     "ROLES",
     "BackupManifest",
     "Belief",
+    "CausalEdge",
     "ContextBlock",
     "ContextItem",
     "Curation",
@@ -52,6 +53,7 @@ __all__ = [
     "Observation",
     "PacketImport",
     "RecallResult",
+    "Reflex",
     "Refusal",
     "Role",
     "Scope",
@@ -539,6 +541,44 @@ class PacketImport:
 
 
 @dataclass(frozen=True, slots=True)
+class CausalEdge:
+    """What tended to follow a reflex (memory-architecture §10.4)."""
+
+    target: uuid.UUID
+    action: str
+    action_type: str
+    strength: float
+    """How often the source led to the target: observations / the source's outcomes."""
+    gap_seconds: float
+    """The mean time between them."""
+    observations: int
+
+
+@dataclass(frozen=True, slots=True)
+class Reflex:
+    """Procedural memory (memory-architecture §10.3): what was done in a context and how it went."""
+
+    id: uuid.UUID
+    scope: Scope
+    context: str
+    action: str
+    action_type: Literal["tool_call", "response_pattern", "delegation"]
+    success_count: int
+    failure_count: int
+    success_rate: float
+    last_accessed: Timestamp
+    last_success: Timestamp | None
+    created_at: Timestamp
+    similarity: float | None = None
+    """How close its context is to the one asked about (``reflexes_for``)."""
+    score: float | None = None
+    """``similarity`` times the smoothed success rate ((successes + 1) / (outcomes + 2)): the order
+    ``reflexes_for`` returns."""
+    next: tuple[CausalEdge, ...] = ()
+    """What tended to follow it, strongest first."""
+
+
+@dataclass(frozen=True, slots=True)
 class ScopeSummary:
     """One scope and what it holds (``mnemo scopes``): turns, memories (any status), blocks, current
     facts, and the time of its last write (its creation, a turn's arrival, a memory's or a block's)."""
@@ -734,6 +774,10 @@ class NightReport:
     turns_kept: int = 0
     retention_next: Timestamp | None = None
     retention_enabled: bool = True
+    reflexes_pruned: int = 0
+    """Reflexes unused for 30 days with fewer than two successes, removed (memory-architecture §10.5)."""
+    edges_weakened: int = 0
+    edges_dropped: int = 0
     raw_cycles: tuple[int, int, int] = (1, 1, 1)
     cycle_hours: float = 24.0
     seconds: float = 0.0

@@ -44,7 +44,7 @@ def _data(result: Any) -> Any:
 async def test_mcp_tools_over_stdio(database_url: str, tmp_path: Path) -> None:
     async with Client(_server(database_url, tmp_path, "mcp-user")) as client:
         tools = {t.name for t in (await client.list_tools()).tools}
-        assert tools == {"recall", "remember", "context", "forget", "export_packets"}
+        assert tools == {"recall", "remember", "context", "forget", "export_packets", "record_outcome", "reflexes_for"}
 
         stored = _data(await client.call_tool("remember", {"content": "Maya's bike is a green Brompton"}))
         assert stored["kind"] == "semantic"

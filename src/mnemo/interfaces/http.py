@@ -67,6 +67,7 @@ from mnemo.models import (
     MemoryKind,
     MemoryStatus,
     RecallResult,
+    Reflex,
     Refusal,
     Role,
     Scope,
@@ -267,6 +268,22 @@ class StatusOut(BaseModel):
 class ForgetOut(BaseModel):
     forgotten: uuid.UUID
     removed: dict[str, int]
+
+
+class OutcomeIn(_In):
+    context: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="The situation the action was taken in.")
+    action: OneLine = Field(max_length=2000, description="What was done (a tool call, a response pattern, ...).")
+    success: bool
+    action_type: Literal["tool_call", "response_pattern", "delegation"] = "tool_call"
+    follows: uuid.UUID | None = Field(default=None, description="The reflex that came just before.")
+    namespace: Name | None = None
+
+
+class ReflexQueryIn(_In):
+    context: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    k: int = Field(default=5, ge=1, le=50)
+    read_only: bool = Field(default=False, description="Consulting keeps reflexes from pruning unless read-only.")
+    namespace: Name | None = None
 
 
 class NDJSONResponse(StreamingResponse):
@@ -632,6 +649,24 @@ def create_app(
                 yield (json.dumps(packet, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
         return NDJSONResponse(lines())
+
+    @app.post("/v1/reflexes/outcomes", status_code=201, responses=_WRITE)
+    async def record_outcome(body: OutcomeIn, who: Who) -> Reflex:
+        """Count one outcome of an action taken in a context (procedural memory); the reflex with its counts."""
+        return await archive().record_outcome(
+            own_scope(who, body.namespace),
+            body.context,
+            body.action,
+            success=body.success,
+            action_type=body.action_type,
+            follows=body.follows,
+        )
+
+    @app.post("/v1/reflexes/search", responses=_READ)
+    async def reflexes_for(body: ReflexQueryIn, who: Who) -> list[Reflex]:
+        """The reflexes that fit a context best, with what tended to follow each."""
+        scope = own_scope(who, body.namespace)
+        return await archive().reflexes_for(scope, body.context, body.k, read_only=body.read_only)
 
     @app.delete("/v1/processes/{process}", responses=_errors(401, 403, 422, 503))
     async def forget_process(process: Process, who: Who, namespace: NamespaceQuery = None) -> ProcessForgetOut:

@@ -244,6 +244,31 @@ def build_server(
         return {"forgotten": str(wanted), "removed": removed}
 
     @server.tool()
+    async def record_outcome(
+        context: str, action: str, success: bool, action_type: str = "tool_call", follows: str | None = None
+    ) -> dict[str, Any]:
+        """Remember how an action turned out in a context (procedural memory): ``action_type`` is
+        tool_call, response_pattern or delegation; ``follows`` the id of the reflex just before.
+        Returns the reflex with its success and failure counts."""
+        try:
+            reflex = await (await archive()).record_outcome(
+                current(), context, action, success=success, action_type=action_type, follows=follows
+            )
+        except MnemoError as exc:
+            raise ToolError(str(exc)) from exc
+        return _record(reflex)
+
+    @server.tool()
+    async def reflexes_for(context: str, k: int = 5) -> dict[str, Any]:
+        """What worked (and failed) before in contexts like this one: ``reflexes`` best first, each
+        with its action, success rate, similarity and ``next`` (what tended to follow it)."""
+        try:
+            found = await (await archive()).reflexes_for(current(), context, k)
+        except MnemoError as exc:
+            raise ToolError(str(exc)) from exc
+        return {"reflexes": [_record(r) for r in found]}
+
+    @server.tool()
     async def export_packets(limit: int = 1000, after: str | None = None) -> dict[str, Any]:
         """Your own memory as bifocal packets (prose, base64 float32 vectors with their model, weights,
         provenance, references), at most ``limit`` (1-10000) per call: ``packets``, and ``next`` to pass

@@ -48,13 +48,16 @@ from mnemo.night.surprise import score_turns
 from mnemo.recall.backfill import MAX_PENDING, item_text
 from mnemo.store import backup as backup_rows
 from mnemo.store import night as night_rows
+from mnemo.store import reflexes as reflex_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.write.embedding import reads_tokens
 
 __all__ = ["STAGES", "NightReport", "run_night"]
 
 CORTEX_STAGES = ("migrate", "cluster")
-STAGES = ("surprisal", "blocks", "knowledge", "insights", "curate", "decay", "migrate", "cluster", "retention")
+STAGES = (
+    "surprisal", "blocks", "knowledge", "insights", "curate", "decay", "migrate", "cluster", "retention", "reflexes"
+)  # fmt: skip
 
 #: ``progress(stage, done, total)``: work units done so far in a stage (turns, or 1 for scope-wide ones).
 Progress = Callable[[str, int, int], None]
@@ -234,6 +237,9 @@ async def _scope_stages(run: _Run) -> None:
     report.turns_removed, report.blocks_archived = r.get("turns_removed", 0), r.get("blocks_archived", 0)
     report.turns_kept = r.get("turns_kept", 0)
     report.retention_next = datetime.fromisoformat(r["next_due"]) if r.get("next_due") else None
+    x = await run.scope_stage("reflexes", lambda conn: reflex_rows.prune(conn, scope.entity_id, scope.namespace, as_of))
+    report.reflexes_pruned, report.edges_weakened = x.get("pruned", 0), x.get("weakened", 0)
+    report.edges_dropped = x.get("edges_dropped", 0)
 
 
 async def _read_tokens(rt: Runtime, scope: Scope) -> None:

@@ -24,6 +24,7 @@ from mnemo.night.decay import decay
 from mnemo.night.insights import plan_insights
 from mnemo.night.retention import retain
 from mnemo.store import night as night_rows
+from mnemo.store import reflexes as reflex_rows
 
 __all__ = ["plan_night"]
 
@@ -40,7 +41,7 @@ async def plan_night(rt: Runtime, scope: Scope, as_of: datetime, stages: tuple[s
         report.dry_run = True
         report.skipped = tuple(s for s in ("surprisal", "blocks", "knowledge") if s not in stages) + tuple(
             s
-            for s in ("insights", "curate", "decay", "migrate", "cluster", "retention")
+            for s in ("insights", "curate", "decay", "migrate", "cluster", "retention", "reflexes")
             if s not in stages or s in done
         )
         todo = [s for s in stages if s not in report.skipped]
@@ -79,5 +80,7 @@ async def plan_night(rt: Runtime, scope: Scope, as_of: datetime, stages: tuple[s
                 kept.turns_kept,
             )
             report.retention_next = datetime.fromisoformat(kept.next_due) if kept.next_due else None
+        if "reflexes" in todo:
+            plan["reflexes_to_prune"] = await reflex_rows.prunable(conn, e, ns, as_of)
         report.plan = plan
     return report

@@ -264,6 +264,9 @@ async def purge_scope(conn: psycopg.AsyncConnection, entity_id: str, namespace: 
         ("night", "mnemo", "night_sessions"),
         ("night", "mnemo", "night_runs"),
         ("night", "mnemo", "night_state"),
+        ("reflexes", "mnemo", "causal_edges"),
+        ("reflexes", "mnemo", "reflexes"),
+        ("traces", "traces", "actions"),
     ):
         await run(
             label,

@@ -27,7 +27,9 @@ from mnemo.models import Curation, NightReport, Scope, to_jsonable
 # The night cycle's stages, as in mnemo.night.cycle.STAGES (tests/integration/test_cli.py keeps
 # them equal): importing the cycle here would load the store and every stage before any command
 # has even parsed its arguments.
-STAGES = ("surprisal", "blocks", "knowledge", "insights", "curate", "decay", "migrate", "cluster", "retention")
+STAGES = (
+    "surprisal", "blocks", "knowledge", "insights", "curate", "decay", "migrate", "cluster", "retention", "reflexes"
+)  # fmt: skip
 
 __all__ = ["register", "report_table"]
 
