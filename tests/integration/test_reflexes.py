@@ -109,7 +109,7 @@ def test_reflexes_over_http(server: str, tokens: dict[str, Any]) -> None:  # noq
         assert made.status_code == 201 and made.json()["success_count"] == 1
         bad = c.post("/v1/reflexes/outcomes", json={"context": DEPLOY, "action": "x", "success": True, "kind": "?"})
         assert bad.status_code == 422
-        found = c.post("/v1/reflexes/search", json={"context": "ship the web service", "k": 2}).json()
+        found = c.post("/v1/reflexes/search", json={"context": "ship the web service", "k": 2}).json()["reflexes"]
         assert [r["action"] for r in found] == ["run `make deploy`"] and found[0]["scope"] == "alice/default"
     with httpx.Client(base_url=server, headers=auth(tokens["bob"]), timeout=60) as c:
-        assert c.post("/v1/reflexes/search", json={"context": "ship the web service"}).json() == []
+        assert c.post("/v1/reflexes/search", json={"context": "ship the web service"}).json() == {"reflexes": []}

@@ -286,6 +286,10 @@ class ReflexQueryIn(_In):
     namespace: Name | None = None
 
 
+class ReflexesOut(BaseModel):
+    reflexes: list[Reflex]
+
+
 class NDJSONResponse(StreamingResponse):
     """A stream of JSON lines."""
 
@@ -663,10 +667,11 @@ def create_app(
         )
 
     @app.post("/v1/reflexes/search", responses=_READ)
-    async def reflexes_for(body: ReflexQueryIn, who: Who) -> list[Reflex]:
+    async def reflexes_for(body: ReflexQueryIn, who: Who) -> ReflexesOut:
         """The reflexes that fit a context best, with what tended to follow each."""
         scope = own_scope(who, body.namespace)
-        return await archive().reflexes_for(scope, body.context, body.k, read_only=body.read_only)
+        found = await archive().reflexes_for(scope, body.context, body.k, read_only=body.read_only)
+        return ReflexesOut(reflexes=found)
 
     @app.delete("/v1/processes/{process}", responses=_errors(401, 403, 422, 503))
     async def forget_process(process: Process, who: Who, namespace: NamespaceQuery = None) -> ProcessForgetOut:

@@ -1,0 +1,18 @@
+"""``mnemo.agent``: the optional reference runtime of the cognitive plan (issue 18).
+
+Seed: cognitive-plan (the agent whose mind runs on this memory); archive-adr (the
+memory is a substrate driver, never an autonomous loop). So this package sits
+beside the interfaces and uses only what any user of mnemo can: the public
+``AsyncArchive``, the embedder and Pydantic AI. Nothing in the archive imports it.
+
+Built so far: identity layers (:mod:`.identity`) and the read-only docs tool
+(:mod:`.docs`); reflexes live in the archive itself (``record_outcome``,
+``reflexes_for``), since any agent can use them.
+"""
+
+from __future__ import annotations
+
+from mnemo.agent.docs import DocsTool
+from mnemo.agent.identity import Identity, IdentityItem
+
+__all__ = ["DocsTool", "Identity", "IdentityItem"]
