@@ -138,6 +138,10 @@ class Archive:
     # reflexes
     record_outcome = _blocking(AsyncArchive.record_outcome)
     reflexes_for = _blocking(AsyncArchive.reflexes_for)
+    # an agent's age and costs
+    agent_started = _blocking(AsyncArchive.agent_started)
+    log_model_call = _blocking(AsyncArchive.log_model_call)
+    model_costs = _blocking(AsyncArchive.model_costs)
     # packets and forks
     export_packets = _blocking(AsyncArchive.export_packets)
     import_packets = _blocking(AsyncArchive.import_packets)

@@ -73,6 +73,7 @@ from mnemo.night.cycle import Progress as NightProgress
 from mnemo.recall import context as assemble_path
 from mnemo.recall import history
 from mnemo.recall import pipeline as recall_path
+from mnemo.store import agents as agent_rows
 from mnemo.store.pool import PROCESS
 from mnemo.write import forget as forget_path
 from mnemo.write import gates as gate_path
@@ -531,6 +532,39 @@ class AsyncArchive:
         """The reflexes that fit ``context`` best (similarity times smoothed success rate), with what
         tended to follow each; consulting them keeps them from pruning unless ``read_only``."""
         return await reflexes_path.reflexes_for(self._rt, scope, context, k, read_only=read_only)
+
+    # --- an agent's age and model costs (cognitive-plan §4.8-4.9; traces: the cost log) ------------
+    async def agent_started(self, entity_id: str, name: str) -> Mapping[str, Any]:
+        """Count one start of agent ``name`` of ``entity_id``: ``first_started``, ``last_started``,
+        ``starts`` (restarts + 1), kept in the database."""
+        Scope(entity_id, check_process(name))  # validated as ids are
+        async with self._rt.store.transaction() as conn:
+            return await agent_rows.started(conn, entity_id, name)
+
+    async def log_model_call(
+        self,
+        entity_id: str,
+        agent: str,
+        *,
+        model: str,
+        purpose: str,
+        input_tokens: int,
+        output_tokens: int,
+        cost: float | None,
+        seconds: float,
+    ) -> None:
+        """Record one model call in the cost log (``cost`` in USD; None when the price is unknown)."""
+        Scope(entity_id)
+        async with self._rt.store.transaction() as conn:
+            await agent_rows.log_call(
+                conn, entity_id, agent, model=model, purpose=purpose, input_tokens=input_tokens,
+                output_tokens=output_tokens, cost=cost, seconds=seconds,
+            )  # fmt: skip
+
+    async def model_costs(self, entity_id: str, agent: str, since: datetime) -> Mapping[str, Any]:
+        """Calls, input and output tokens, cost (USD) and unpriced calls of ``agent`` since ``since``."""
+        async with self._rt.store.connection() as conn:
+            return await agent_rows.totals(conn, entity_id, agent, since)
 
     # --- packets and forks (memory-architecture §6, archive-adr "Logical Domain Isolation") ---------
     def packets(

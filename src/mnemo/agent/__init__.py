@@ -5,14 +5,17 @@ memory is a substrate driver, never an autonomous loop). So this package sits
 beside the interfaces and uses only what any user of mnemo can: the public
 ``AsyncArchive``, the embedder and Pydantic AI. Nothing in the archive imports it.
 
-Built so far: identity layers (:mod:`.identity`) and the read-only docs tool
-(:mod:`.docs`); reflexes live in the archive itself (``record_outcome``,
-``reflexes_for``), since any agent can use them.
+Built so far: identity layers (:mod:`.identity`), the read-only docs tool
+(:mod:`.docs`), and a first loop (:mod:`.loop`: context, System 1 or the
+offline responder, turns with source tags, the cost log, ``/cost`` and
+``/readiness``; ``mnemo agent chat``). Reflexes live in the archive itself
+(``record_outcome``, ``reflexes_for``), since any agent can use them.
 """
 
 from __future__ import annotations
 
 from mnemo.agent.docs import DocsTool
 from mnemo.agent.identity import Identity, IdentityItem
+from mnemo.agent.loop import Agent, Reply
 
-__all__ = ["DocsTool", "Identity", "IdentityItem"]
+__all__ = ["Agent", "DocsTool", "Identity", "IdentityItem", "Reply"]

@@ -26,7 +26,7 @@ from typing import Annotated
 
 import typer
 
-from mnemo.interfaces.cli import admin, bench, cortex, memory, night, portability, service
+from mnemo.interfaces.cli import admin, agent, bench, cortex, memory, night, portability, service
 
 __all__ = ["app", "create_app", "main"]
 
@@ -63,7 +63,7 @@ def create_app() -> typer.Typer:
         add_completion=False, no_args_is_help=True, help="mnemo: local-first long-term memory for agents."
     )
     app.callback()(_options)
-    for group in (memory, night, cortex, admin, portability, service, bench):
+    for group in (memory, night, cortex, admin, portability, service, agent, bench):
         group.register(app)
     return app
 

@@ -1,0 +1,169 @@
+"""The agent's loop, first cut: context, System 1, memory, sources, cost (issue 18 items 3, 9, 11).
+
+Seeds: cognitive-plan §3.4 (every input goes through one pipeline: context assembly, the model
+call, then the memory gate and source tags), §4.8 (every model call logged with tokens and cost:
+session, 24-hour and lifetime totals, ``/cost``, a one-line report in the system prompt), §4.9
+(restarts, uptime and age kept in the database; the embedder checked at start), §2.4 (identity
+layers in the system prompt).
+
+System 1 is a Pydantic AI model when one is configured (``MNEMO_LLM`` or ``model=``). Without
+one the loop still runs: System 1 is an offline responder that answers from memory (the best
+recalled evidence, or the refusal sentence), so memory, sources and the cost report are visible
+offline. Attention, escalation to System 2, the reflection bank and the adaptive window are the
+issue's remaining items.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from mnemo.agent.identity import Identity, IdentityItem
+from mnemo.archive import AsyncArchive
+from mnemo.models import RecallResult, Refusal, Scope
+
+__all__ = ["Agent", "Reply", "price"]
+
+REFUSAL = "I don't know: my memory holds nothing reliable about that."
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What the agent answered, and where the answer came from."""
+
+    text: str
+    source: str
+    """``system1`` (the model), ``offline`` (answered from memory) or ``command``."""
+    evidence: RecallResult | Refusal | None = None
+
+
+def price(model: str, input_tokens: int, output_tokens: int) -> float | None:
+    """The call's cost in USD from the maintained price table (genai-prices); None when unknown."""
+    from genai_prices import Usage, calc_price
+
+    provider, _, name = model.partition(":")
+    try:
+        found = calc_price(
+            Usage(input_tokens=input_tokens, output_tokens=output_tokens), model_ref=name or provider,
+            provider_id=provider if name else None,
+        )  # fmt: skip
+    except (LookupError, ValueError):
+        return None
+    return float(Decimal(found.total_price))
+
+
+@dataclass
+class Agent:
+    """One agent of ``scope.entity_id`` remembering into ``scope`` (see the module docstring)."""
+
+    archive: AsyncArchive
+    scope: Scope
+    name: str = "agent"
+    model: Any = None
+    """A Pydantic AI model or model name for System 1; default ``settings.llm``; None: offline."""
+    identity: Identity | None = None
+    session: str = field(default_factory=lambda: datetime.now(UTC).strftime("chat-%Y%m%d-%H%M%S"))
+    budget: int = 800
+    started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    async def start(self) -> str | None:
+        """Count this start in the database and check the embedder; the problem found, or None."""
+        if self.model is None:
+            self.model = self.archive.settings.llm
+        self.facts = dict(await self.archive.agent_started(self.scope.entity_id, self.name))
+        self.started = datetime.now(UTC)
+        return await self.archive.health()
+
+    async def respond(self, text: str) -> Reply:
+        """One input through the loop: a command, or context → System 1 → memory (the user's turn and
+        the answer recorded with their source tags)."""
+        if text.strip().startswith("/"):
+            return Reply(await self.command(text.strip()), "command")
+        # memory is read before this exchange is written, so the question never answers itself
+        reply = await (self._offline(text) if self.model is None else self._system1(text))
+        await self.archive.record_turn(
+            self.scope, self.session, "user", text, metadata={"source": "external_user", "confidence": 1.0}
+        )
+        await self.archive.record_turn(
+            self.scope, self.session, "assistant", reply.text, metadata={"source": reply.source}
+        )
+        return reply
+
+    async def _offline(self, text: str) -> Reply:
+        found = await self.archive.recall(self.scope, text, 1, read_only=False)
+        if isinstance(found, Refusal) or not found.hits:
+            return Reply(REFUSAL, "offline", found)
+        return Reply(f"From memory: {found.hits[0].content}", "offline", found)
+
+    async def _system1(self, text: str) -> Reply:
+        from pydantic_ai import Agent as ModelAgent
+
+        block = await self.archive.context(self.scope, text, self.budget)
+        instructions = await self.system_prompt(block.text)
+        started = time.perf_counter()
+        run = await ModelAgent(self.model, instructions=instructions).run(text)
+        usage = run.usage
+        model = str(getattr(self.model, "model_name", self.model))
+        tokens_in, tokens_out = int(usage.input_tokens or 0), int(usage.output_tokens or 0)
+        await self.archive.log_model_call(
+            self.scope.entity_id, self.name, model=model, purpose="system1", input_tokens=tokens_in,
+            output_tokens=tokens_out, cost=price(model, tokens_in, tokens_out), seconds=time.perf_counter() - started,
+        )  # fmt: skip
+        return Reply(str(run.output), "system1")
+
+    async def system_prompt(self, memory: str) -> str:
+        """Identity layers, the one-line cost and uptime report, and the memory block."""
+        lines = [f"You are {self.name}, an agent with long-term memory."]
+        for number, title in ((0, "Your values"), (1, "Your goals")):
+            items: list[IdentityItem] = await self.identity.layer(number) if self.identity else []
+            if items:
+                lines.append(f"{title}: " + "; ".join(i.text for i in items))
+        lines.append(await self.report())
+        if memory:
+            lines.append("What you remember that bears on this:\n" + memory)
+        return "\n".join(lines)
+
+    async def report(self) -> str:
+        """The one-line cost and age report (§4.8-4.9)."""
+        now = datetime.now(UTC)
+        session = await self.archive.model_costs(self.scope.entity_id, self.name, self.started)
+        lifetime = await self.archive.model_costs(self.scope.entity_id, self.name, datetime(1970, 1, 1, tzinfo=UTC))
+        age = now - self.facts.get("first_started", now)
+        up = now - self.started
+        return (
+            f"Cost: ${session['cost']:.4f} this session, ${lifetime['cost']:.4f} lifetime "
+            f"({lifetime['calls']} model calls); up {_span(up)}, age {_span(age)}, "
+            f"start #{self.facts.get('starts', 1)}."
+        )
+
+    async def command(self, text: str) -> str:
+        """``/cost`` and ``/readiness`` (the loop's own commands)."""
+        name = text.split()[0].lower()
+        if name == "/cost":
+            now = datetime.now(UTC)
+            parts = []
+            for label, since in (("session", self.started), ("24 h", now - timedelta(hours=24)),
+                                 ("lifetime", datetime(1970, 1, 1, tzinfo=UTC))):  # fmt: skip
+                t = await self.archive.model_costs(self.scope.entity_id, self.name, since)
+                unpriced = f", {t['unpriced']} unpriced" if t["unpriced"] else ""
+                parts.append(
+                    f"{label}: {t['calls']} calls, {t['input_tokens']} in / {t['output_tokens']} out tokens, "
+                    f"${t['cost']:.4f}{unpriced}"
+                )
+            return "\n".join(parts)
+        if name == "/readiness":
+            problem = await self.archive.health()
+            model = "offline responder (no model configured)" if self.model is None else f"System 1: {self.model}"
+            return f"{'ready' if problem is None else 'not ready: ' + problem}; {model}; {await self.report()}"
+        return f"unknown command {name}; try /cost or /readiness"
+
+
+def _span(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    return f"{days}d {hours}h" if days else f"{hours}h {rest // 60}m"

@@ -1,0 +1,90 @@
+"""The reference agent's first loop (issue 18 items 3, 9, 11) on the real archive: offline it
+answers from memory or refuses; with a model (Pydantic AI's FunctionModel) the system prompt holds
+the identity layers, the cost line and the memory block, and every call lands in the cost log with
+its tokens; turns carry source tags; starts are counted; ``mnemo agent chat`` works piped."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from mnemo import AsyncArchive, Scope
+from mnemo.agent import Agent, Identity
+from mnemo.agent.loop import REFUSAL, price
+
+ME = Scope("maya", "chat")
+MNEMO = str(Path(sys.executable).parent / "mnemo")
+
+
+async def test_offline_it_answers_from_memory_or_refuses_and_tags_sources(
+    archive: AsyncArchive, database_url: str
+) -> None:
+    await archive.remember(ME, "Maya is allergic to peanuts and carries an epipen.")
+    agent = Agent(archive, ME)
+    assert await agent.start() is None and agent.model is None
+    known = await agent.respond("What is Maya allergic to?")
+    assert known.source == "offline" and "peanuts" in known.text
+    unknown = await agent.respond("What is the capital of Mongolia?")
+    assert unknown.text == REFUSAL
+    with psycopg.connect(database_url) as conn:
+        turns = conn.execute(
+            "SELECT role, content, metadata->>'source' FROM mnemo.turns WHERE namespace = 'chat' ORDER BY created_at"
+        ).fetchall()
+    assert [(r, s) for r, _, s in turns] == [("user", "external_user"), ("assistant", "offline")] * 2
+
+
+async def test_with_a_model_the_prompt_carries_identity_cost_and_memory_and_calls_are_logged(
+    archive: AsyncArchive, tmp_path: Path
+) -> None:
+    (tmp_path / "values.json").write_text(json.dumps(["Never guess about allergies."]))
+    (tmp_path / "goals.json").write_text(json.dumps(["Keep Maya safe at dinner parties."]))
+    await archive.remember(ME, "Maya is allergic to peanuts and carries an epipen.")
+    seen: list[str] = []
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(str(messages[0].instructions))  # type: ignore[union-attr]
+        return ModelResponse(parts=[TextPart("Peanuts: keep them off the menu.")])
+
+    agent = Agent(archive, ME, model=FunctionModel(answer), identity=Identity(tmp_path, archive.embeddings))
+    await agent.start()
+    reply = await agent.respond("Plan a dinner for Maya.")
+    assert reply.source == "system1" and reply.text == "Peanuts: keep them off the menu."
+    (prompt,) = seen
+    assert "Never guess about allergies." in prompt and "Keep Maya safe" in prompt
+    assert "peanuts" in prompt and "Cost: $" in prompt and "start #1" in prompt
+    lifetime = await archive.model_costs(ME.entity_id, "agent", agent.started.replace(year=2000))
+    assert lifetime["calls"] == 1 and lifetime["input_tokens"] > 0 and lifetime["output_tokens"] > 0
+    assert lifetime["unpriced"] == 1  # a FunctionModel has no price: logged, counted, not invented
+    cost = await agent.respond("/cost")
+    assert cost.source == "command" and "lifetime: 1 calls" in cost.text and "1 unpriced" in cost.text
+
+
+async def test_starts_are_counted_and_known_models_are_priced(archive: AsyncArchive) -> None:
+    first = Agent(archive, ME, name="scout")
+    await first.start()
+    second = Agent(archive, ME, name="scout")
+    await second.start()
+    assert second.facts["starts"] == 2 and second.facts["first_started"] == first.facts["first_started"]
+    assert "start #2" in await second.command("/readiness")
+    assert price("openai:gpt-4o", 1000, 500) == 0.0075 and price("nobody:model", 10, 10) is None
+
+
+def test_mnemo_agent_chat_works_piped(database_url: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") or k == "MNEMO_MODEL_CACHE"}
+    env |= {"MNEMO_HOME": str(tmp_path), "MNEMO_DATABASE_URL": database_url}
+    stored = subprocess.run([MNEMO, "remember", "-e", "maya", "Maya's bike is a red Gazelle."], env=env,
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert stored.returncode == 0, stored.stderr
+    talk = subprocess.run([MNEMO, "agent", "chat", "-e", "maya"], input="What bike does Maya ride?\n/cost\n",
+                          env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert talk.returncode == 0, talk.stderr
+    lines: list[Any] = talk.stdout.splitlines()
+    assert "red Gazelle" in lines[0] and lines[1].startswith("session: 0 calls")
