@@ -88,3 +88,31 @@ def test_mnemo_agent_chat_works_piped(database_url: str, tmp_path: Path) -> None
     assert talk.returncode == 0, talk.stderr
     lines: list[Any] = talk.stdout.splitlines()
     assert "red Gazelle" in lines[0] and lines[1].startswith("session: 0 calls")
+
+
+async def test_attention_picks_the_user_first_and_the_state_report_reaches_the_model(
+    archive: AsyncArchive, database_url: str
+) -> None:
+    prompts: list[str] = []
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompts.append(str(messages[0].instructions))  # type: ignore[union-attr]
+        return ModelResponse(parts=[TextPart("Noted.")])
+
+    agent = Agent(archive, ME, model=FunctionModel(answer))
+    await agent.start()
+    await agent.submit("I keep wondering about the garden hose.", "internal_dmn")
+    await agent.submit("Please book a table for Friday at eight.")
+    first = await agent.cycle()
+    assert first is not None and "[cognitive state]" in prompts[0]
+    winner = next(line for line in prompts[0].splitlines() if line.startswith("->"))
+    assert winner.startswith("-> external_user") and "internal_dmn" in prompts[0]
+    assert [c.source for c in agent.pending] == ["internal_dmn"] and agent.pending[0].urgency < 0.2
+    await agent.cycle()  # the thought's turn comes next
+    assert agent.pending == [] and await agent.cycle() is None
+    with psycopg.connect(database_url) as conn:
+        turns = conn.execute(
+            "SELECT role, metadata->>'source' FROM mnemo.turns WHERE namespace = 'chat' AND role <> 'assistant'"
+            " ORDER BY created_at"
+        ).fetchall()
+    assert turns == [("user", "external_user"), ("system", "internal_dmn")]

@@ -21,8 +21,11 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
+
 from mnemo.agent.identity import Identity, IdentityItem
 from mnemo.archive import AsyncArchive
+from mnemo.cognition.attention import URGENCY, Candidate, allocate, state_report
 from mnemo.models import RecallResult, Refusal, Scope
 
 __all__ = ["Agent", "Reply", "price"]
@@ -69,6 +72,12 @@ class Agent:
     budget: int = 800
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
     facts: dict[str, Any] = field(default_factory=dict)
+    pending: list[Candidate] = field(default_factory=list)
+    """Inputs waiting for attention (:meth:`submit`, :meth:`cycle`)."""
+    recent: list[np.ndarray] = field(default_factory=list)
+    """The vectors of the inputs attended to lately (novelty is measured against them)."""
+    state: str = ""
+    """The last cognitive state report (in the next system prompt)."""
 
     async def start(self) -> str | None:
         """Count this start in the database and check the embedder; the problem found, or None."""
@@ -78,16 +87,37 @@ class Agent:
         self.started = datetime.now(UTC)
         return await self.archive.health()
 
-    async def respond(self, text: str) -> Reply:
+    async def submit(self, text: str, source: str = "external_user", *, charge: float = 0.0) -> None:
+        """Queue an input for attention: the user's message, an internal thought (``internal_dmn``), a
+        gut signal (``internal_gut`` with its ``charge``), a consolidation alert, a scheduled task."""
+        if source not in URGENCY:
+            raise ValueError(f"source must be one of {', '.join(URGENCY)}, not {source!r}")
+        vector = np.asarray(await self.archive.embeddings.embed_query(text), dtype=np.float32)
+        ident = f"{source}-{len(self.pending)}-{time.monotonic_ns()}"
+        self.pending.append(Candidate(ident, source, text, vector, URGENCY[source], charge))
+
+    async def cycle(self) -> Reply | None:
+        """One cognitive cycle: the most salient pending input wins attention (the losers wait with
+        decaying urgency), the state report goes into the context, and the winner is answered."""
+        if not self.pending:
+            return None
+        goals = await self.identity.layer(1) if self.identity else []
+        allocation = allocate(self.pending, self.recent[-10:], [(g.weight, g.vector) for g in goals])
+        self.pending = list(allocation.waiting)
+        self.state = state_report(allocation)
+        winner = allocation.winner.candidate
+        self.recent.append(winner.vector)
+        return await self.respond(winner.text, source=winner.source)
+
+    async def respond(self, text: str, source: str = "external_user") -> Reply:
         """One input through the loop: a command, or context → System 1 → memory (the user's turn and
         the answer recorded with their source tags)."""
         if text.strip().startswith("/"):
             return Reply(await self.command(text.strip()), "command")
         # memory is read before this exchange is written, so the question never answers itself
         reply = await (self._offline(text) if self.model is None else self._system1(text))
-        await self.archive.record_turn(
-            self.scope, self.session, "user", text, metadata={"source": "external_user", "confidence": 1.0}
-        )
+        role = "user" if source == "external_user" else "system"  # an internal input is not the user's
+        await self.archive.record_turn(self.scope, self.session, role, text, metadata={"source": source})
         await self.archive.record_turn(
             self.scope, self.session, "assistant", reply.text, metadata={"source": reply.source}
         )
@@ -123,6 +153,8 @@ class Agent:
             if items:
                 lines.append(f"{title}: " + "; ".join(i.text for i in items))
         lines.append(await self.report())
+        if self.state:
+            lines.append(self.state)
         if memory:
             lines.append("What you remember that bears on this:\n" + memory)
         return "\n".join(lines)
