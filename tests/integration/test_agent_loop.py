@@ -116,3 +116,25 @@ async def test_attention_picks_the_user_first_and_the_state_report_reaches_the_m
             " ORDER BY created_at"
         ).fetchall()
     assert turns == [("user", "external_user"), ("system", "internal_dmn")]
+
+
+async def test_a_stored_correction_is_injected_next_time_in_a_similar_situation(archive: AsyncArchive) -> None:
+    prompts: list[str] = []
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompts.append(str(messages[0].instructions))  # type: ignore[union-attr]
+        return ModelResponse(parts=[TextPart("Done.")])
+
+    agent = Agent(archive, ME, model=FunctionModel(answer))
+    await agent.start()
+    await agent.store_correction(
+        trigger="booking a restaurant for Maya",
+        error_type="ignored an allergy",
+        original="picked a Thai place that cooks with peanut oil",
+        correction="check the menu for peanuts before booking",
+    )
+    await archive.remember(ME, "The team offsite is in Lisbon in May.")
+    await agent.respond("Book a restaurant for Maya's birthday dinner.")
+    await agent.respond("When is the team offsite?")
+    assert "you made these errors" in prompts[0] and "check the menu for peanuts" in prompts[0]
+    assert "you made these errors" not in prompts[1]  # a different situation: no correction applies

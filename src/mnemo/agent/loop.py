@@ -16,6 +16,7 @@ issue's remaining items.
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -109,6 +110,27 @@ class Agent:
         self.recent.append(winner.vector)
         return await self.respond(winner.text, source=winner.source)
 
+    async def store_correction(
+        self, *, trigger: str, error_type: str, original: str, correction: str, context: str = ""
+    ) -> uuid.UUID:
+        """Keep a correction in the reflection bank (cognitive-plan §3.7): a ``correction`` memory with
+        its trigger, error type, original reasoning and context; returns its id."""
+        content = f"When {trigger}: {correction} (the error was {error_type}: {original})"
+        memory = await self.archive.remember(
+            self.scope, content, kind="correction", source_tag="system2",
+            metadata={"trigger": trigger, "error_type": error_type, "original_reasoning": original,
+                      "correction": correction, "context": context},
+        )  # fmt: skip
+        return memory.id
+
+    async def corrections_for(self, focus: str, k: int = 3) -> list[str]:
+        """The ``k`` corrections most similar to the attention focus (not necessarily the user's text),
+        among those at least as similar as recall's refusal threshold asks of any evidence."""
+        found = await self.archive.recall(self.scope, focus, 30, kinds=("memory",), read_only=True, threshold=-1.0)
+        floor = self.archive.settings.refusal_threshold
+        fitting = [h for h in found.hits if h.memory_kind == "correction" and (h.similarity or 0.0) >= floor]
+        return [h.content for h in fitting][:k]
+
     async def respond(self, text: str, source: str = "external_user") -> Reply:
         """One input through the loop: a command, or context → System 1 → memory (the user's turn and
         the answer recorded with their source tags)."""
@@ -133,7 +155,7 @@ class Agent:
         from pydantic_ai import Agent as ModelAgent
 
         block = await self.archive.context(self.scope, text, self.budget)
-        instructions = await self.system_prompt(block.text)
+        instructions = await self.system_prompt(block.text, await self.corrections_for(text))
         started = time.perf_counter()
         run = await ModelAgent(self.model, instructions=instructions).run(text)
         usage = run.usage
@@ -145,8 +167,8 @@ class Agent:
         )  # fmt: skip
         return Reply(str(run.output), "system1")
 
-    async def system_prompt(self, memory: str) -> str:
-        """Identity layers, the one-line cost and uptime report, and the memory block."""
+    async def system_prompt(self, memory: str, corrections: list[str] | None = None) -> str:
+        """Identity layers, the cost and uptime line, the state report, past corrections, memory."""
         lines = [f"You are {self.name}, an agent with long-term memory."]
         for number, title in ((0, "Your values"), (1, "Your goals")):
             items: list[IdentityItem] = await self.identity.layer(number) if self.identity else []
@@ -155,6 +177,10 @@ class Agent:
         lines.append(await self.report())
         if self.state:
             lines.append(self.state)
+        if corrections:
+            lines.append(
+                "In similar past situations, you made these errors:\n" + "\n".join(f"- {c}" for c in corrections)
+            )
         if memory:
             lines.append("What you remember that bears on this:\n" + memory)
         return "\n".join(lines)
