@@ -32,6 +32,7 @@ async def test_offline_it_answers_from_memory_or_refuses_and_tags_sources(
     assert await agent.start() is None and agent.model is None
     known = await agent.respond("What is Maya allergic to?")
     assert known.source == "offline" and "peanuts" in known.text
+    assert known.confidence is not None and 0.3 < known.confidence <= 1.0  # the evidence's similarity
     unknown = await agent.respond("What is the capital of Mongolia?")
     assert unknown.text == REFUSAL
     with psycopg.connect(database_url) as conn:
@@ -57,6 +58,7 @@ async def test_with_a_model_the_prompt_carries_identity_cost_and_memory_and_call
     await agent.start()
     reply = await agent.respond("Plan a dinner for Maya.")
     assert reply.source == "system1" and reply.text == "Peanuts: keep them off the menu."
+    assert reply.confidence == 1.0  # a plain, unhedged answer
     (prompt,) = seen
     assert "Never guess about allergies." in prompt and "Keep Maya safe" in prompt
     assert "peanuts" in prompt and "Cost: $" in prompt and "start #1" in prompt

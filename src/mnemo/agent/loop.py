@@ -27,6 +27,7 @@ import numpy as np
 from mnemo.agent.identity import Identity, IdentityItem
 from mnemo.archive import AsyncArchive
 from mnemo.cognition.attention import URGENCY, Candidate, allocate, state_report
+from mnemo.cognition.confidence import composite, structural
 from mnemo.models import RecallResult, Refusal, Scope
 
 __all__ = ["Agent", "Reply", "price"]
@@ -42,6 +43,9 @@ class Reply:
     source: str
     """``system1`` (the model), ``offline`` (answered from memory) or ``command``."""
     evidence: RecallResult | Refusal | None = None
+    confidence: float | None = None
+    """Composite confidence (cognitive-plan §2.11): the answer's structure for System 1, the
+    evidence's similarity (feeling of knowing) offline."""
 
 
 def price(model: str, input_tokens: int, output_tokens: int) -> float | None:
@@ -148,8 +152,9 @@ class Agent:
     async def _offline(self, text: str) -> Reply:
         found = await self.archive.recall(self.scope, text, 1, read_only=False)
         if isinstance(found, Refusal) or not found.hits:
-            return Reply(REFUSAL, "offline", found)
-        return Reply(f"From memory: {found.hits[0].content}", "offline", found)
+            return Reply(REFUSAL, "offline", found, composite(None, found.best_similarity, None))
+        best = found.hits[0]
+        return Reply(f"From memory: {best.content}", "offline", found, composite(None, best.similarity, None))
 
     async def _system1(self, text: str) -> Reply:
         from pydantic_ai import Agent as ModelAgent
@@ -165,7 +170,8 @@ class Agent:
             self.scope.entity_id, self.name, model=model, purpose="system1", input_tokens=tokens_in,
             output_tokens=tokens_out, cost=price(model, tokens_in, tokens_out), seconds=time.perf_counter() - started,
         )  # fmt: skip
-        return Reply(str(run.output), "system1")
+        answer = str(run.output)
+        return Reply(answer, "system1", confidence=composite(structural(answer).score, None, None))
 
     async def system_prompt(self, memory: str, corrections: list[str] | None = None) -> str:
         """Identity layers, the cost and uptime line, the state report, past corrections, memory."""
