@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from mnemo import AsyncArchive, Scope
-from mnemo.agent import Agent, Identity
+from mnemo.agent import Agent, DocsTool, Identity
 from mnemo.agent.loop import REFUSAL, price
 
 ME = Scope("maya", "chat")
@@ -140,3 +140,39 @@ async def test_a_stored_correction_is_injected_next_time_in_a_similar_situation(
     await agent.respond("When is the team offsite?")
     assert "you made these errors" in prompts[0] and "check the menu for peanuts" in prompts[0]
     assert "you made these errors" not in prompts[1]  # a different situation: no correction applies
+
+
+async def test_system1_reads_its_own_docs_and_never_outside_them(archive: AsyncArchive, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "notes.md").write_text("Decision: the agent may read its own docs.")
+    (tmp_path / "secret.txt").write_text("the safe code is 4471")
+    returns: list[str] = []
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        last = messages[-1]
+        for part in getattr(last, "parts", []):
+            if part.part_kind in ("tool-return", "retry-prompt"):
+                returns.append(str(part.content))
+        if len(returns) == 0:
+            return ModelResponse(parts=[ToolCallPart("read_doc", {"path": "docs/../secret.txt"})])
+        if len(returns) == 1:
+            return ModelResponse(parts=[ToolCallPart("read_doc", {"path": "docs/notes.md"})])
+        return ModelResponse(parts=[TextPart(returns[-1])])
+
+    agent = Agent(archive, ME, model=FunctionModel(answer), docs=DocsTool.of(docs))
+    await agent.start()
+    reply = await agent.respond("What did we decide about reading docs?")
+    assert "leads outside" in returns[0] and "4471" not in " ".join(returns)
+    assert reply.text == "Decision: the agent may read its own docs."
+
+
+async def test_inputs_pass_the_memory_gate_with_their_source(archive: AsyncArchive, database_url: str) -> None:
+    agent = Agent(archive, ME)
+    await agent.start()
+    await agent.respond("Remember that my sister Lena is vegetarian and visits in June.")
+    with psycopg.connect(database_url) as conn:
+        decided = conn.execute(
+            "SELECT count(*) FROM traces.gate_decisions WHERE entity_id = 'maya' AND namespace = 'chat'"
+        ).fetchone()
+    assert decided is not None and decided[0] >= 1  # the entry gate saw the input

@@ -24,10 +24,12 @@ from typing import Any
 
 import numpy as np
 
+from mnemo.agent.docs import DocsTool
 from mnemo.agent.identity import Identity, IdentityItem
 from mnemo.archive import AsyncArchive
 from mnemo.cognition.attention import URGENCY, Candidate, allocate, state_report
 from mnemo.cognition.confidence import composite, structural
+from mnemo.errors import MnemoError
 from mnemo.models import RecallResult, Refusal, Scope
 
 __all__ = ["Agent", "Reply", "price"]
@@ -73,6 +75,8 @@ class Agent:
     model: Any = None
     """A Pydantic AI model or model name for System 1; default ``settings.llm``; None: offline."""
     identity: Identity | None = None
+    docs: DocsTool | None = None
+    """Read-only directories System 1 may read (its own docs, cognitive-plan §4.10)."""
     session: str = field(default_factory=lambda: datetime.now(UTC).strftime("chat-%Y%m%d-%H%M%S"))
     budget: int = 800
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
@@ -144,6 +148,9 @@ class Agent:
         reply = await (self._offline(text) if self.model is None else self._system1(text))
         role = "user" if source == "external_user" else "system"  # an internal input is not the user's
         await self.archive.record_turn(self.scope, self.session, role, text, metadata={"source": source})
+        # the memory gate (cognitive-plan §3.4): the input also goes through the entry gate, which
+        # keeps what is worth keeping as a candidate memory, tagged with its source
+        await self.archive.observe(self.scope, text, role=role, source_tag=source, attention=text)
         await self.archive.record_turn(
             self.scope, self.session, "assistant", reply.text, metadata={"source": reply.source}
         )
@@ -162,7 +169,7 @@ class Agent:
         block = await self.archive.context(self.scope, text, self.budget)
         instructions = await self.system_prompt(block.text, await self.corrections_for(text))
         started = time.perf_counter()
-        run = await ModelAgent(self.model, instructions=instructions).run(text)
+        run = await ModelAgent(self.model, instructions=instructions, tools=self._tools()).run(text)
         usage = run.usage
         model = str(getattr(self.model, "model_name", self.model))
         tokens_in, tokens_out = int(usage.input_tokens or 0), int(usage.output_tokens or 0)
@@ -172,6 +179,30 @@ class Agent:
         )  # fmt: skip
         answer = str(run.output)
         return Reply(answer, "system1", confidence=composite(structural(answer).score, None, None))
+
+    def _tools(self) -> list[Any]:
+        """System 1's tools: reading its own docs, when directories are configured."""
+        if self.docs is None:
+            return []
+        docs = self.docs
+
+        from pydantic_ai import ModelRetry
+
+        def list_docs(path: str = "") -> list[str]:
+            """List a docs directory (``""``: the roots)."""
+            try:
+                return docs.list(path)
+            except MnemoError as exc:  # the model is told why, and may try another path
+                raise ModelRetry(str(exc)) from exc
+
+        def read_doc(path: str) -> str:
+            """Read a text file of the docs, e.g. ``docs/notes.md``."""
+            try:
+                return docs.read(path)
+            except MnemoError as exc:
+                raise ModelRetry(str(exc)) from exc
+
+        return [list_docs, read_doc]
 
     async def system_prompt(self, memory: str, corrections: list[str] | None = None) -> str:
         """Identity layers, the cost and uptime line, the state report, past corrections, memory."""
