@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.test import TestModel
 
 from mnemo import AsyncArchive, Scope
 from mnemo.agent import Agent, DocsTool, Identity
@@ -176,3 +177,45 @@ async def test_inputs_pass_the_memory_gate_with_their_source(archive: AsyncArchi
             "SELECT count(*) FROM traces.gate_decisions WHERE entity_id = 'maya' AND namespace = 'chat'"
         ).fetchone()
     assert decided is not None and decided[0] >= 1  # the entry gate saw the input
+
+
+def _scripted(answers: list[str], prompts: list[str]) -> FunctionModel:
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompts.append(str(messages[0].instructions))  # type: ignore[union-attr]
+        return ModelResponse(parts=[TextPart(answers[min(len(prompts), len(answers)) - 1])])
+
+    return FunctionModel(answer)
+
+
+SECOND = {"answer": "The dentist is on Tuesday at 10.", "explanation": "System 1 guessed.",
+          "correction": "look up appointments in the calendar before answering"}  # fmt: skip
+
+
+async def test_unsure_and_novel_answers_retry_once_then_escalate_to_system2(
+    archive: AsyncArchive, database_url: str
+) -> None:
+    prompts: list[str] = []
+    hedged = "I think maybe it is on Tuesday? Perhaps Wednesday, not sure."
+    agent = Agent(archive, ME, model=_scripted([hedged], prompts), system2=TestModel(custom_output_args=SECOND))
+    await agent.start()
+    reply = await agent.respond("When is my dentist appointment?")
+    assert len(prompts) == 2 and "looked unsure" in prompts[1]  # one retry with targeted feedback
+    assert reply.source == "system2" and reply.text == SECOND["answer"]
+    assert reply.escalated == ("low_confidence", "novelty")
+    with psycopg.connect(database_url) as conn:
+        purposes = [r[0] for r in conn.execute("SELECT purpose FROM traces.model_calls ORDER BY at").fetchall()]
+        kept = conn.execute("SELECT metadata->>'correction' FROM mnemo.memories WHERE kind = 'correction'").fetchall()
+    assert purposes == ["system1", "system1-retry", "system2"]
+    assert kept == [(SECOND["correction"],)]  # the reflection bank learnt from it
+
+
+async def test_one_trigger_does_not_escalate_but_an_irreversible_action_always_does(archive: AsyncArchive) -> None:
+    prompts: list[str] = []
+    system2 = TestModel(custom_output_args=SECOND)
+    agent = Agent(archive, ME, model=_scripted(["It is on Tuesday at ten."], prompts), system2=system2)
+    await agent.start()
+    calm = await agent.respond("When is my dentist appointment?")  # novelty alone
+    assert calm.source == "system1" and calm.escalated == () and len(prompts) == 1
+    risky = await agent.respond("Cancel the dentist appointment.", flags=["irreversible"])
+    # the first exchange is in memory now: no novelty, and still System 2 on an irreversible action
+    assert risky.source == "system2" and risky.escalated == ("irreversible",)

@@ -15,8 +15,10 @@ issue's remaining items.
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -29,6 +31,7 @@ from mnemo.agent.identity import Identity, IdentityItem
 from mnemo.archive import AsyncArchive
 from mnemo.cognition.attention import URGENCY, Candidate, allocate, state_report
 from mnemo.cognition.confidence import composite, structural
+from mnemo.cognition.escalation import decide, escalation_threshold
 from mnemo.errors import MnemoError
 from mnemo.models import RecallResult, Refusal, Scope
 
@@ -45,6 +48,8 @@ class Reply:
     source: str
     """``system1`` (the model), ``offline`` (answered from memory) or ``command``."""
     evidence: RecallResult | Refusal | None = None
+    escalated: tuple[str, ...] = ()
+    """The escalation triggers that fired (System 2 answered when one is configured)."""
     confidence: float | None = None
     """Composite confidence (cognitive-plan §2.11): the answer's structure for System 1, the
     evidence's similarity (feeling of knowing) offline."""
@@ -75,6 +80,8 @@ class Agent:
     model: Any = None
     """A Pydantic AI model or model name for System 1; default ``settings.llm``; None: offline."""
     identity: Identity | None = None
+    system2: Any = None
+    """The model System 1 escalates to (§3.6); None: no escalation, the triggers are still reported."""
     docs: DocsTool | None = None
     """Read-only directories System 1 may read (its own docs, cognitive-plan §4.10)."""
     session: str = field(default_factory=lambda: datetime.now(UTC).strftime("chat-%Y%m%d-%H%M%S"))
@@ -139,13 +146,13 @@ class Agent:
         fitting = [h for h in found.hits if h.memory_kind == "correction" and (h.similarity or 0.0) >= floor]
         return [h.content for h in fitting][:k]
 
-    async def respond(self, text: str, source: str = "external_user") -> Reply:
+    async def respond(self, text: str, source: str = "external_user", flags: Sequence[str] = ()) -> Reply:
         """One input through the loop: a command, or context → System 1 → memory (the user's turn and
         the answer recorded with their source tags)."""
         if text.strip().startswith("/"):
             return Reply(await self.command(text.strip()), "command")
         # memory is read before this exchange is written, so the question never answers itself
-        reply = await (self._offline(text) if self.model is None else self._system1(text))
+        reply = await (self._offline(text) if self.model is None else self._system1(text, flags))
         role = "user" if source == "external_user" else "system"  # an internal input is not the user's
         await self.archive.record_turn(self.scope, self.session, role, text, metadata={"source": source})
         # the memory gate (cognitive-plan §3.4): the input also goes through the entry gate, which
@@ -159,26 +166,62 @@ class Agent:
     async def _offline(self, text: str) -> Reply:
         found = await self.archive.recall(self.scope, text, 1, read_only=False)
         if isinstance(found, Refusal) or not found.hits:
-            return Reply(REFUSAL, "offline", found, composite(None, found.best_similarity, None))
+            return Reply(REFUSAL, "offline", found, confidence=composite(None, found.best_similarity, None))
         best = found.hits[0]
-        return Reply(f"From memory: {best.content}", "offline", found, composite(None, best.similarity, None))
+        confidence = composite(None, best.similarity, None)
+        return Reply(f"From memory: {best.content}", "offline", found, confidence=confidence)
 
-    async def _system1(self, text: str) -> Reply:
-        from pydantic_ai import Agent as ModelAgent
-
+    async def _system1(self, text: str, flags: Sequence[str] = ()) -> Reply:
+        """System 1 answers; below the escalation threshold it retries once with feedback (§3.5);
+        on the seed's triggers a configured System 2 answers instead and its correction pattern
+        goes to the reflection bank (§3.6-3.7)."""
         block = await self.archive.context(self.scope, text, self.budget)
         instructions = await self.system_prompt(block.text, await self.corrections_for(text))
+        answer = str(await self._ask(self.model, "system1", instructions, text, str, self._tools()))
+        confidence = composite(structural(answer).score, None, None) or 0.0
+        threshold = await self.threshold()
+        if confidence < threshold:
+            feedback = (f"\nYour last answer looked unsure (confidence {confidence:.2f}, below {threshold:.2f}): "
+                        "answer again plainly from what you know, and say so if you do not know.")  # fmt: skip
+            answer = str(
+                await self._ask(self.model, "system1-retry", instructions + feedback, text, str, self._tools())
+            )
+            confidence = composite(structural(answer).score, None, None) or 0.0
+        decision = decide(_signals(text, confidence < threshold, block.refused, flags))
+        if not decision.escalate or self.system2 is None:
+            return Reply(
+                answer, "system1", confidence=confidence, escalated=decision.reasons if decision.escalate else ()
+            )
+        opinion = await self._ask(
+            self.system2, "system2", SYSTEM2 + "\n" + instructions, _review(text, answer), SecondOpinion
+        )
+        await self.store_correction(
+            trigger=text[:300], error_type=", ".join(decision.reasons), original=answer[:500],
+            correction=opinion.correction, context=block.text[:500],
+        )  # fmt: skip
+        return Reply(opinion.answer, "system2", confidence=None, escalated=decision.reasons)
+
+    async def threshold(self) -> float:
+        """The adaptive escalation threshold (§3.5) from this scope's memory count. The identity
+        density term counts as 0 until the archive exposes its weight centres."""
+        summaries = await self.archive.scopes(self.scope.entity_id)
+        count = next((s.memories for s in summaries if s.scope == self.scope), 0)
+        return escalation_threshold(count, 0.0)
+
+    async def _ask(self, model: Any, purpose: str, instructions: str, text: str, output: Any, tools: Any = ()) -> Any:
+        """One model call, logged in the cost log."""
+        from pydantic_ai import Agent as ModelAgent
+
         started = time.perf_counter()
-        run = await ModelAgent(self.model, instructions=instructions, tools=self._tools()).run(text)
+        run = await ModelAgent(model, instructions=instructions, output_type=output, tools=list(tools)).run(text)
         usage = run.usage
-        model = str(getattr(self.model, "model_name", self.model))
+        name = str(getattr(model, "model_name", model))
         tokens_in, tokens_out = int(usage.input_tokens or 0), int(usage.output_tokens or 0)
         await self.archive.log_model_call(
-            self.scope.entity_id, self.name, model=model, purpose="system1", input_tokens=tokens_in,
-            output_tokens=tokens_out, cost=price(model, tokens_in, tokens_out), seconds=time.perf_counter() - started,
+            self.scope.entity_id, self.name, model=name, purpose=purpose, input_tokens=tokens_in,
+            output_tokens=tokens_out, cost=price(name, tokens_in, tokens_out), seconds=time.perf_counter() - started,
         )  # fmt: skip
-        answer = str(run.output)
-        return Reply(answer, "system1", confidence=composite(structural(answer).score, None, None))
+        return run.output
 
     def _tools(self) -> list[Any]:
         """System 1's tools: reading its own docs, when directories are configured."""
@@ -255,6 +298,42 @@ class Agent:
             model = "offline responder (no model configured)" if self.model is None else f"System 1: {self.model}"
             return f"{'ready' if problem is None else 'not ready: ' + problem}; {model}; {await self.report()}"
         return f"unknown command {name}; try /cost or /readiness"
+
+
+SYSTEM2 = (
+    "You are System 2: System 1 answered the request below and its answer triggered a review. Give the "
+    "right answer, explain briefly what was wrong, and state the correction as a rule System 1 can follow "
+    "next time in a similar situation."
+)
+
+
+@dataclass(frozen=True)
+class SecondOpinion:
+    """What System 2 returns (§3.6): its answer, why, and the correction pattern."""
+
+    answer: str
+    explanation: str
+    correction: str
+
+
+_STEPS = re.compile(r"\b(then|after that|first|second|finally|step)\b", re.IGNORECASE)
+
+
+def _signals(text: str, unsure: bool, unknown: bool, flags: Sequence[str]) -> list[str]:
+    """The §3.6 triggers this request shows: low confidence, novelty (memory knows nothing), and
+    complexity (several sentences or step words); the always-escalate ones come from the caller."""
+    signals = list(flags)
+    if unsure:
+        signals.append("low_confidence")
+    if unknown:
+        signals.append("novelty")
+    if len(re.findall(r"[.!?](\s|$)", text)) >= 3 or len(_STEPS.findall(text)) >= 2:
+        signals.append("complexity")
+    return signals
+
+
+def _review(text: str, answer: str) -> str:
+    return f"The request: {text}\n\nSystem 1's answer: {answer}"
 
 
 def _span(delta: timedelta) -> str:
