@@ -141,11 +141,10 @@ async def _cortex_dir(rt: Runtime) -> Path | None:
         path = Path(uri.removeprefix("file://"))
     else:
         async with rt.store.connection() as conn:
-            cur = await conn.execute("SELECT id FROM mnemo.cortex")
-            row = await cur.fetchone()
-        if row is None:
+            cortex_id = await backup_rows.cortex_id(conn)
+        if cortex_id is None:
             return None
-        path = rt.settings.home / "cortex" / str(row[0])
+        path = rt.settings.home / "cortex" / cortex_id
     return path if path.is_dir() else None
 
 
@@ -332,13 +331,7 @@ async def _check_target(url: str, force: bool) -> tuple[list[str], str | None]:
             await check_pgvector(conn)
             existing = await backup_rows.schemas(conn)
             rows = await backup_rows.target_rows(conn)
-            old = None
-            if "mnemo" in existing:
-                cur = await conn.execute("SELECT to_regclass('mnemo.cortex') IS NOT NULL")
-                row = await cur.fetchone()
-                if row and row[0]:
-                    found = await (await conn.execute("SELECT id FROM mnemo.cortex")).fetchone()
-                    old = str(found[0]) if found else None
+            old = await backup_rows.cortex_id(conn)
     if rows and not force:
         raise BackupError(
             f"the target database {redact(url)} already holds {rows} rows of mnemo data; restore into an "

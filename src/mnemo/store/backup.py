@@ -43,6 +43,7 @@ __all__ = [
     "CORTEX_LOCK",
     "SCHEMA_NAME",
     "client_tool",
+    "cortex_id",
     "cortex_writes",
     "dump",
     "exclusive_cortex",
@@ -113,6 +114,14 @@ async def _exists(conn: psycopg.AsyncConnection, table: str) -> bool:
     cur = await conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,))
     row = await cur.fetchone()
     return bool(row and row[0])
+
+
+async def cortex_id(conn: psycopg.AsyncConnection) -> str | None:
+    """The database's cortex id, None when it has none yet (or no mnemo schema at all); never made here."""
+    if not await _exists(conn, "mnemo.cortex"):
+        return None
+    row = await (await conn.execute("SELECT id FROM mnemo.cortex")).fetchone()
+    return str(row[0]) if row else None
 
 
 async def table_counts(conn: psycopg.AsyncConnection, names: Sequence[str]) -> dict[str, int]:

@@ -34,7 +34,7 @@ from psycopg import sql
 
 from mnemo.errors import MigrationError
 from mnemo.store.backup import BASE_SCHEMAS, SCHEMA_NAME
-from mnemo.store.migrate import _LOCK_KEY, _NAME_RE, Migration
+from mnemo.store.migrate import _LOCK_KEY, _NAME_RE, Migration, pending
 
 __all__ = ["ENTRY_POINTS", "Extension", "apply_extensions", "discover"]
 
@@ -129,18 +129,9 @@ async def _apply(conn: psycopg.AsyncConnection, extension: Extension, migrations
         "SELECT version, checksum FROM mnemo.extension_migrations WHERE extension = %s", (extension.name,)
     )
     recorded = {int(v): str(c) for v, c in await cur.fetchall()}
-    unknown = sorted(set(recorded) - {m.version for m in migrations})
-    if unknown:
-        raise MigrationError(f"the database has migrations {unknown} of extension {extension.name!r} it lacks now")
+    owner, remedy = f"extension {extension.name!r}", "install the extension's version that made them"
     done = []
-    for migration in migrations:
-        if migration.version in recorded:
-            if recorded[migration.version] != migration.checksum:
-                raise MigrationError(
-                    f"migration {migration.version:04d}_{migration.name} of extension {extension.name!r} changed "
-                    "after it was applied; add a new migration instead"
-                )
-            continue
+    for migration in pending(migrations, recorded, owner, remedy):
         await conn.execute(sql.SQL("SET LOCAL search_path = {}, public").format(sql.Identifier(extension.schema)))
         await conn.execute(migration.sql.encode())
         await conn.execute("RESET search_path")

@@ -17,7 +17,7 @@ import psycopg
 
 from mnemo.errors import MigrationError
 
-__all__ = ["Migration", "apply_migrations", "load_migrations"]
+__all__ = ["Migration", "apply_migrations", "load_migrations", "pending"]
 
 _LOCK_KEY = 0x6D6E656D6F  # "mnemo"
 _NAME_RE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -48,6 +48,22 @@ def load_migrations() -> list[Migration]:
     return found
 
 
+def pending(migrations: list[Migration], recorded: dict[int, str], owner: str, remedy: str) -> list[Migration]:
+    """The ``migrations`` not applied yet, given the ``recorded`` versions and checksums; refuses a
+    database with migrations ``owner`` does not know, and an applied migration whose text changed.
+    Shared by mnemo's own migrations and the extensions' (:mod:`mnemo.store.extensions`)."""
+    unknown = sorted(set(recorded) - {m.version for m in migrations})
+    if unknown:
+        raise MigrationError(f"the database has migrations {unknown} that {owner} does not know; {remedy}")
+    for migration in migrations:
+        if migration.version in recorded and recorded[migration.version] != migration.checksum:
+            raise MigrationError(
+                f"migration {migration.version:04d}_{migration.name} of {owner} changed after it was applied; "
+                "add a new migration instead of editing an applied one"
+            )
+    return [m for m in migrations if m.version not in recorded]
+
+
 async def apply_migrations(conn: psycopg.AsyncConnection) -> list[int]:
     """Apply pending migrations; return the versions applied now."""
     migrations = load_migrations()
@@ -65,21 +81,7 @@ async def apply_migrations(conn: psycopg.AsyncConnection) -> list[int]:
             )
             cur = await conn.execute("SELECT version, checksum FROM mnemo.schema_migrations")
             recorded = {int(v): str(c) for v, c in await cur.fetchall()}
-            known = {m.version for m in migrations}
-            unknown = sorted(set(recorded) - known)
-            if unknown:
-                raise MigrationError(
-                    f"the database has migrations {unknown} that this mnemo does not know; "
-                    "upgrade mnemo before opening this database"
-                )
-            for migration in migrations:
-                if migration.version in recorded:
-                    if recorded[migration.version] != migration.checksum:
-                        raise MigrationError(
-                            f"migration {migration.version:04d}_{migration.name} changed after it was applied; "
-                            "add a new migration instead of editing an applied one"
-                        )
-                    continue
+            for migration in pending(migrations, recorded, "this mnemo", "upgrade mnemo before opening this database"):
                 await conn.execute(migration.sql.encode())
                 await conn.execute(
                     "INSERT INTO mnemo.schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",

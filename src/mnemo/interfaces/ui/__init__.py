@@ -105,13 +105,21 @@ def mount(app: FastAPI, archive: Callable[[], AsyncArchive]) -> None:
         item or bad input renders the error page instead (404 for the first two, the same either way)."""
         try:
             context = await load()
-        except NotFoundError as exc:
-            return page(request, who, "error.html", 404, message=str(exc))
-        except AccessDeniedError as exc:
-            return page(request, who, "error.html", 403, message=str(exc))
         except MnemoError as exc:
-            return page(request, who, "error.html", 422, message=str(exc))
+            return failure(request, who, exc)
         return page(request, who, template, **context)
+
+    def failure(request: Request, who: Session, exc: MnemoError) -> HTMLResponse:
+        code = 404 if isinstance(exc, NotFoundError) else 403 if isinstance(exc, AccessDeniedError) else 422
+        return page(request, who, "error.html", code, message=str(exc))
+
+    async def acted(request: Request, who: Session, act: Callable[[], Awaitable[str]]) -> Response:
+        """Run an action, then go to the page it names (post/redirect/get); its error is shown instead."""
+        try:
+            target = await act()
+        except MnemoError as exc:
+            return failure(request, who, exc)
+        return RedirectResponse(target, status_code=303)
 
     # --- sign in ------------------------------------------------------------------------------
 
@@ -225,24 +233,24 @@ def mount(app: FastAPI, archive: Callable[[], AsyncArchive]) -> None:
         scope = Scope(entity, namespace)
         base = f"/ui/s/{scope.entity_id}/{scope.namespace}"
 
-        async def load() -> dict[str, Any]:
+        async def load() -> str:
             view = inspector(who)
             await view.owned(scope)
             if action in ("anchor", "unanchor"):
                 await view.anchor(scope, memory_id, action == "anchor")
-                return {"to": f"{base}/memory/{memory_id}"}
+                return f"{base}/memory/{memory_id}"
             if action == "forget":
                 removed = await archive().forget(scope, memory_id)
                 await view.audited(scope, uuid.UUID(str(memory_id)), "forget", {"removed": removed})
-                return {"to": f"{base}/memories"}
+                return f"{base}/memories"
             if action == "supersede":
                 content = str((await request.form()).get("content") or "")
                 new = await archive().remember(scope, content, supersedes=[memory_id])
                 await view.audited(scope, new.id, "supersede", {"supersedes": str(memory_id)})
-                return {"to": f"{base}/memory/{new.id}"}
+                return f"{base}/memory/{new.id}"
             raise NotFoundError(f"no action {action!r}")
 
-        return await _redirect_after(request, who, load, guarded)
+        return await acted(request, who, load)
 
     # --- recall, explained ----------------------------------------------------------------------
 
@@ -324,32 +332,13 @@ def mount(app: FastAPI, archive: Callable[[], AsyncArchive]) -> None:
     async def apply(request: Request, who: Acting, entity: str, namespace: str, version: int) -> Response:
         scope = Scope(entity, namespace)
 
-        async def load() -> dict[str, Any]:
+        async def load() -> str:
             view = inspector(who)
             await view.owned(scope)
             changed = await archive().apply_curation(scope, version)
             await view.audited(scope, None, "apply_curation", {"version": version, "changed": changed})
-            return {"to": f"/ui/s/{scope.entity_id}/{scope.namespace}/curation"}
+            return f"/ui/s/{scope.entity_id}/{scope.namespace}/curation"
 
-        return await _redirect_after(request, who, load, guarded)
+        return await acted(request, who, load)
 
     app.include_router(router)
-
-
-async def _redirect_after(
-    request: Request,
-    who: Session,
-    load: Callable[[], Awaitable[dict[str, Any]]],
-    guarded: Callable[..., Awaitable[HTMLResponse]],
-) -> Any:
-    """Run an action; on success go to the page it names (post/redirect/get), else show its error."""
-    target: dict[str, str] = {}
-
-    async def run() -> dict[str, Any]:
-        target.update(await load())
-        return {}
-
-    shown = await guarded(request, who, "error.html", run)
-    if not target:
-        return shown
-    return RedirectResponse(target["to"], status_code=303)
