@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 from mnemo._runtime import Runtime
 from mnemo._validate import check_text, to_utc
 from mnemo.errors import InvalidContentError, UnknownScopeError
-from mnemo.models import Scope, ScopeSummary, TokenInfo, uuid7
+from mnemo.models import Maturity, Scope, ScopeSummary, TokenInfo, uuid7
+from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import tokens as token_rows
 
@@ -123,6 +124,13 @@ async def summaries(rt: Runtime, entity_id: str | None = None) -> list[ScopeSumm
         ScopeSummary(Scope(e, ns), int(turns), int(memories), int(blocks), int(facts), last)
         for e, ns, turns, memories, blocks, facts, last in rows
     ]
+
+
+async def maturity(rt: Runtime, scope: Scope) -> Maturity:
+    """``scope``'s live memory count and identity density (see :class:`~mnemo.models.Maturity`)."""
+    async with rt.store.connection() as conn:
+        count, density = await dynamic_rows.weight_profile(conn, scope.entity_id, scope.namespace)
+    return Maturity(count, min(1.0, max(0.0, density)))
 
 
 async def list_tokens(rt: Runtime, entity_id: str) -> list[TokenInfo]:

@@ -126,6 +126,7 @@ class Archive:
     revoke = _blocking(AsyncArchive.revoke)
     grants = _blocking(AsyncArchive.grants)
     scopes = _blocking(AsyncArchive.scopes)
+    maturity = _blocking(AsyncArchive.maturity)
     create_token = _blocking(AsyncArchive.create_token)
     revoke_token = _blocking(AsyncArchive.revoke_token)
     tokens = _blocking(AsyncArchive.tokens)

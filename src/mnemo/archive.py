@@ -51,6 +51,7 @@ from mnemo.models import (
     EntityFacts,
     FlushReport,
     ImportReport,
+    Maturity,
     Memory,
     MemoryHistory,
     NightReport,
@@ -393,9 +394,12 @@ class AsyncArchive:
                 attention=attention,
             )
 
-    async def flush(self, scope: Scope, *, attention: str | None = None) -> FlushReport:
-        """Run the scope's scratch buffer through the exit gate now."""
-        return await gate_path.flush(self._rt, scope, attention=attention)
+    async def flush(
+        self, scope: Scope, *, attention: str | None = None, items: Sequence[uuid.UUID | str] | None = None
+    ) -> FlushReport:
+        """Run the scope's scratch buffer through the exit gate now; ``items``: only these of its
+        items (the ``item_id`` of :meth:`observe`), e.g. the messages leaving an agent's window."""
+        return await gate_path.flush(self._rt, scope, attention=attention, items=items)
 
     async def health(self) -> str | None:
         """Why this archive cannot serve an agent's memory right now, or None when it can: the
@@ -469,6 +473,11 @@ class AsyncArchive:
         """Every scope (or ``entity_id``'s) with its counts of turns, memories, blocks and current
         facts, and its last write (``mnemo scopes``)."""
         return await access.summaries(self._rt, entity_id)
+
+    async def maturity(self, scope: Scope) -> Maturity:
+        """``scope``'s live memories and identity density: what an agent's escalation threshold
+        follows (cognitive-plan §3.5)."""
+        return await access.maturity(self._rt, scope)
 
     # --- maintenance -----------------------------------------------------------
     async def status(self) -> Status:

@@ -315,6 +315,11 @@ class Settings(BaseSettings):
     llm: str | None = Field(
         default=None, description="A Pydantic AI model name (e.g. 'openai:gpt-4o-mini'); unset: offline only."
     )
+    system2_llm: str | None = Field(
+        default=None,
+        description="The model the reference agent (mnemo agent) escalates to as System 2, e.g. "
+        "'anthropic:claude-sonnet-4-5'; unset: no escalation (the triggers are still reported).",
+    )
 
     @field_validator("vector_space", "block_space")
     @classmethod

@@ -592,6 +592,17 @@ class ScopeSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class Maturity:
+    """How grown-up a scope's memory is (cognitive-plan §3.5), for an agent's escalation threshold."""
+
+    memories: int
+    """Live (candidate or active) memories."""
+    identity_density: float
+    """0-1: the weight centres above 0.7, summed over every live memory; 0 when there are none.
+    Revised (weakened) beliefs lower it."""
+
+
+@dataclass(frozen=True, slots=True)
 class TokenInfo:
     """A bearer token as ``mnemo token list`` shows it: never the token itself, nor its hash.
     ``namespace`` None: any namespace of the entity; ``revoked_at`` None: not revoked. A token

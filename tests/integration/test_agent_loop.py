@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
@@ -22,6 +22,13 @@ from mnemo.agent import Agent, DocsTool, Identity
 from mnemo.agent.loop import REFUSAL, price
 
 ME = Scope("maya", "chat")
+
+
+def _instructions(messages: list[ModelMessage]) -> str:
+    """The instructions of this call (on its newest request; older requests come from the window)."""
+    return str(next(m.instructions for m in reversed(messages) if isinstance(m, ModelRequest)))
+
+
 MNEMO = str(Path(sys.executable).parent / "mnemo")
 
 
@@ -52,10 +59,10 @@ async def test_with_a_model_the_prompt_carries_identity_cost_and_memory_and_call
     seen: list[str] = []
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        seen.append(str(messages[0].instructions))  # type: ignore[union-attr]
+        seen.append(_instructions(messages))
         return ModelResponse(parts=[TextPart("Peanuts: keep them off the menu.")])
 
-    agent = Agent(archive, ME, model=FunctionModel(answer), identity=Identity(tmp_path, archive.embeddings))
+    agent = Agent(archive, ME, model=FunctionModel(answer), identity=Identity(tmp_path, archive.embeddings), meta=None)
     await agent.start()
     reply = await agent.respond("Plan a dinner for Maya.")
     assert reply.source == "system1" and reply.text == "Peanuts: keep them off the menu."
@@ -99,10 +106,10 @@ async def test_attention_picks_the_user_first_and_the_state_report_reaches_the_m
     prompts: list[str] = []
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        prompts.append(str(messages[0].instructions))  # type: ignore[union-attr]
+        prompts.append(_instructions(messages))
         return ModelResponse(parts=[TextPart("Noted.")])
 
-    agent = Agent(archive, ME, model=FunctionModel(answer))
+    agent = Agent(archive, ME, model=FunctionModel(answer), meta=None)
     await agent.start()
     await agent.submit("I keep wondering about the garden hose.", "internal_dmn")
     await agent.submit("Please book a table for Friday at eight.")
@@ -125,10 +132,10 @@ async def test_a_stored_correction_is_injected_next_time_in_a_similar_situation(
     prompts: list[str] = []
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        prompts.append(str(messages[0].instructions))  # type: ignore[union-attr]
+        prompts.append(_instructions(messages))
         return ModelResponse(parts=[TextPart("Done.")])
 
-    agent = Agent(archive, ME, model=FunctionModel(answer))
+    agent = Agent(archive, ME, model=FunctionModel(answer), meta=None)
     await agent.start()
     await agent.store_correction(
         trigger="booking a restaurant for Maya",
@@ -161,7 +168,7 @@ async def test_system1_reads_its_own_docs_and_never_outside_them(archive: AsyncA
             return ModelResponse(parts=[ToolCallPart("read_doc", {"path": "docs/notes.md"})])
         return ModelResponse(parts=[TextPart(returns[-1])])
 
-    agent = Agent(archive, ME, model=FunctionModel(answer), docs=DocsTool.of(docs))
+    agent = Agent(archive, ME, model=FunctionModel(answer), docs=DocsTool.of(docs), meta=None)
     await agent.start()
     reply = await agent.respond("What did we decide about reading docs?")
     assert "leads outside" in returns[0] and "4471" not in " ".join(returns)
@@ -181,7 +188,7 @@ async def test_inputs_pass_the_memory_gate_with_their_source(archive: AsyncArchi
 
 def _scripted(answers: list[str], prompts: list[str]) -> FunctionModel:
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        prompts.append(str(messages[0].instructions))  # type: ignore[union-attr]
+        prompts.append(_instructions(messages))
         return ModelResponse(parts=[TextPart(answers[min(len(prompts), len(answers)) - 1])])
 
     return FunctionModel(answer)
@@ -196,7 +203,8 @@ async def test_unsure_and_novel_answers_retry_once_then_escalate_to_system2(
 ) -> None:
     prompts: list[str] = []
     hedged = "I think maybe it is on Tuesday? Perhaps Wednesday, not sure."
-    agent = Agent(archive, ME, model=_scripted([hedged], prompts), system2=TestModel(custom_output_args=SECOND))
+    system2 = TestModel(custom_output_args=SECOND)
+    agent = Agent(archive, ME, model=_scripted([hedged], prompts), system2=system2, meta=None)
     await agent.start()
     reply = await agent.respond("When is my dentist appointment?")
     assert len(prompts) == 2 and "looked unsure" in prompts[1]  # one retry with targeted feedback
@@ -212,7 +220,7 @@ async def test_unsure_and_novel_answers_retry_once_then_escalate_to_system2(
 async def test_one_trigger_does_not_escalate_but_an_irreversible_action_always_does(archive: AsyncArchive) -> None:
     prompts: list[str] = []
     system2 = TestModel(custom_output_args=SECOND)
-    agent = Agent(archive, ME, model=_scripted(["It is on Tuesday at ten."], prompts), system2=system2)
+    agent = Agent(archive, ME, model=_scripted(["It is on Tuesday at ten."], prompts), system2=system2, meta=None)
     await agent.start()
     calm = await agent.respond("When is my dentist appointment?")  # novelty alone
     assert calm.source == "system1" and calm.escalated == () and len(prompts) == 1

@@ -17,5 +17,6 @@ from __future__ import annotations
 from mnemo.agent.docs import DocsTool
 from mnemo.agent.identity import Identity, IdentityItem
 from mnemo.agent.loop import Agent, Reply
+from mnemo.agent.window import ContextWindow, Message
 
-__all__ = ["Agent", "DocsTool", "Identity", "IdentityItem", "Reply"]
+__all__ = ["Agent", "ContextWindow", "DocsTool", "Identity", "IdentityItem", "Message", "Reply"]

@@ -1,58 +1,88 @@
-"""The agent's loop, first cut: context, System 1, memory, sources, cost (issue 18 items 3, 9, 11).
+"""The agent's loop: attention, the window, context, System 1 and 2, memory, actions, cost.
 
-Seeds: cognitive-plan §3.4 (every input goes through one pipeline: context assembly, the model
-call, then the memory gate and source tags), §4.8 (every model call logged with tokens and cost:
-session, 24-hour and lifetime totals, ``/cost``, a one-line report in the system prompt), §4.9
-(restarts, uptime and age kept in the database; the embedder checked at start), §2.4 (identity
-layers in the system prompt).
+Seeds: cognitive-plan §3.4 (every input, whatever its source, goes through one pipeline: context
+assembly, the model call, then post-processing: the memory gate, an action check, source tags),
+§3.10 (attention picks the input of each cycle; its state report reaches the model), §3.3 (the
+adaptive window, :mod:`.window`), §2.11 and §3.5-3.7 (confidence, loop before escalate, System 2
+as a tool, the reflection bank), §4.8-4.9 (the cost log, age and restarts), §2.4 (identity layers);
+memory-architecture §10.3-10.5 (the loop consults reflexes and records how its actions went).
 
-System 1 is a Pydantic AI model when one is configured (``MNEMO_LLM`` or ``model=``). Without
-one the loop still runs: System 1 is an offline responder that answers from memory (the best
-recalled evidence, or the refusal sentence), so memory, sources and the cost report are visible
-offline. Attention, escalation to System 2, the reflection bank and the adaptive window are the
-issue's remaining items.
+One input's way through :meth:`Agent.respond`:
+
+1. **Window**: the intensity (gate share, System 2 recency, goal relevance, charge) sizes the
+   budget; the oldest messages leave through the exit gate until the input fits.
+2. **Context assembly** (after pruning): anchored and identity memories and situational recall
+   within the budget the conversation leaves, past corrections near the focus, fitting reflexes.
+3. **Thinking**: System 1 (a Pydantic AI model), or offline the best recalled evidence. Below the
+   escalation threshold System 1 retries once with feedback; on the seed's triggers System 2
+   answers (System 1 may also consult it as a tool); its correction goes to the reflection bank.
+4. **Memory**: both turns are recorded with their source tags; both pass the entry gate.
+5. **Actions**: replying to the user, or a message the agent starts (``tell_user``), is a
+   communication, delivered only after the source check; ``note_for_later`` queues an internal
+   thought; anything else stays in working memory. Tool uses and escalations become reflexes.
+
+System 1 is the model of ``MNEMO_LLM`` (or ``model=``); without one, System 1 is an offline
+responder that answers from memory (the best recalled evidence, or the refusal sentence), so the
+loop, the gate, attention and the cost report run offline. System 2 is ``MNEMO_SYSTEM2_LLM`` (or
+``system2=``).
 """
 
 from __future__ import annotations
 
-import re
 import time
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 import numpy as np
 
+from mnemo.agent import metacognition as meta
 from mnemo.agent.docs import DocsTool
 from mnemo.agent.identity import Identity, IdentityItem
+from mnemo.agent.window import ContextWindow, Message
 from mnemo.archive import AsyncArchive
-from mnemo.cognition.attention import URGENCY, Candidate, allocate, state_report
-from mnemo.cognition.confidence import composite, structural
+from mnemo.cognition.actions import USER, ActionCheck, ActionKind, SourceTag, check_action
+from mnemo.cognition.attention import URGENCY, Candidate, Scored, allocate, state_report
+from mnemo.cognition.confidence import composite, from_logprobs, structural
 from mnemo.cognition.escalation import decide, escalation_threshold
-from mnemo.errors import MnemoError
+from mnemo.cognition.window import Intensity, RateLimit, intensity, system2_recency, window_share
 from mnemo.models import RecallResult, Refusal, Scope
 
-__all__ = ["Agent", "Reply", "price"]
+__all__ = ["REFUSAL", "Agent", "Reply", "price"]
 
 REFUSAL = "I don't know: my memory holds nothing reliable about that."
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """What the agent answered, and where the answer came from."""
+    """What the agent made of one input, and where it came from."""
 
     text: str
     source: str
-    """``system1`` (the model), ``offline`` (answered from memory) or ``command``."""
+    """``system1`` (the model), ``system2`` (escalated), ``offline`` (from memory) or ``command``."""
     evidence: RecallResult | Refusal | None = None
     escalated: tuple[str, ...] = ()
-    """The escalation triggers that fired (System 2 answered when one is configured)."""
+    """The escalation triggers that fired (System 2 answered when one is configured), and
+    ``system1_request`` when System 1 consulted System 2 as a tool."""
     confidence: float | None = None
-    """Composite confidence (cognitive-plan §2.11): the answer's structure for System 1, the
-    evidence's similarity (feeling of knowing) offline."""
+    """Composite confidence (cognitive-plan §2.11): token probabilities or the answer's structure,
+    with the verbalised confidence of a meta-context call, for System 1; the evidence's similarity
+    (feeling of knowing) offline; None for System 2."""
+    tag: SourceTag | None = None
+    """The attended input's source tag."""
+    actions: tuple[ActionCheck, ...] = ()
+    """Every action the output implied, with its check."""
+    pruned: int = 0
+    """Messages that left the window to make room for this input."""
+
+    @property
+    def outbox(self) -> tuple[str, ...]:
+        """What goes to the user: the communications that passed their check."""
+        return tuple(a.text for a in self.actions if a.kind == "communication" and a.allowed)
 
 
 def price(model: str, input_tokens: int, output_tokens: int) -> float | None:
@@ -71,6 +101,21 @@ def price(model: str, input_tokens: int, output_tokens: int) -> float | None:
 
 
 @dataclass
+class _Run:
+    """One input on its way through the loop."""
+
+    text: str
+    tag: SourceTag
+    intents: list[tuple[ActionKind, str]] = field(default_factory=list)
+    tools: list[tuple[str, bool]] = field(default_factory=list)
+    escalations: list[str] = field(default_factory=list)
+
+    @property
+    def prompt(self) -> str:
+        return self.text if self.tag.source == USER else f"[{self.tag.source}] {self.text}"
+
+
+@dataclass
 class Agent:
     """One agent of ``scope.entity_id`` remembering into ``scope`` (see the module docstring)."""
 
@@ -81,11 +126,19 @@ class Agent:
     """A Pydantic AI model or model name for System 1; default ``settings.llm``; None: offline."""
     identity: Identity | None = None
     system2: Any = None
-    """The model System 1 escalates to (§3.6); None: no escalation, the triggers are still reported."""
+    """The model System 1 escalates to (§3.6); default ``settings.system2_llm``; None: no escalation
+    (the triggers are still reported)."""
     docs: DocsTool | None = None
     """Read-only directories System 1 may read (its own docs, cognitive-plan §4.10)."""
+    meta: Any = "system1"
+    """The model of the isolated verbalised-confidence call (§2.11): ``"system1"`` (System 1's),
+    another model, or None for none."""
     session: str = field(default_factory=lambda: datetime.now(UTC).strftime("chat-%Y%m%d-%H%M%S"))
-    budget: int = 800
+    context_tokens: int = 4000
+    """The model context the agent may fill at full intensity: conversation plus memory."""
+    exit_interval: float = 5.0
+    """Seconds between exit-gate passes of pruned messages (the seed's one embedding per 5 s)."""
+    clock: Callable[[], float] = time.monotonic
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
     facts: dict[str, Any] = field(default_factory=dict)
     pending: list[Candidate] = field(default_factory=list)
@@ -94,22 +147,46 @@ class Agent:
     """The vectors of the inputs attended to lately (novelty is measured against them)."""
     state: str = ""
     """The last cognitive state report (in the next system prompt)."""
+    intensity: Intensity | None = None
+    """The last cycle's intensity (it sized the window)."""
+    cycles: int = 0
+    last_escalation: int | None = None
+    window: ContextWindow = field(init=False)
+    _trust: dict[str, float] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.window = ContextWindow(
+            self.archive, self.scope, self.context_tokens, RateLimit(self.exit_interval), self.clock
+        )
+
+    # --- lifecycle -------------------------------------------------------------------
     async def start(self) -> str | None:
         """Count this start in the database and check the embedder; the problem found, or None."""
         if self.model is None:
             self.model = self.archive.settings.llm
+        if self.system2 is None:
+            self.system2 = self.archive.settings.system2_llm
         self.facts = dict(await self.archive.agent_started(self.scope.entity_id, self.name))
         self.started = datetime.now(UTC)
         return await self.archive.health()
 
-    async def submit(self, text: str, source: str = "external_user", *, charge: float = 0.0) -> None:
+    async def close(self) -> None:
+        """Graceful shutdown: what is still in view passes the exit gate (its last chance)."""
+        await self.window.close()
+
+    # --- attention (§3.10) -----------------------------------------------------------------
+    async def submit(
+        self, text: str, source: str = USER, *, charge: float = 0.0, confidence: float | None = None
+    ) -> None:
         """Queue an input for attention: the user's message, an internal thought (``internal_dmn``), a
-        gut signal (``internal_gut`` with its ``charge``), a consolidation alert, a scheduled task."""
+        gut signal (``internal_gut`` with its ``charge``), a consolidation alert, a scheduled task;
+        ``confidence``: how far its source is trusted (default by source)."""
         if source not in URGENCY:
             raise ValueError(f"source must be one of {', '.join(URGENCY)}, not {source!r}")
+        tag = SourceTag.of(source, confidence)
         vector = np.asarray(await self.archive.embeddings.embed_query(text), dtype=np.float32)
         ident = f"{source}-{len(self.pending)}-{time.monotonic_ns()}"
+        self._trust[ident] = tag.confidence
         self.pending.append(Candidate(ident, source, text, vector, URGENCY[source], charge))
 
     async def cycle(self) -> Reply | None:
@@ -123,8 +200,200 @@ class Agent:
         self.state = state_report(allocation)
         winner = allocation.winner.candidate
         self.recent.append(winner.vector)
-        return await self.respond(winner.text, source=winner.source)
+        trust = self._trust.pop(winner.id, None)
+        return await self.respond(winner.text, winner.source, source_confidence=trust, scored=allocation.winner)
 
+    # --- the pipeline (§3.4) -------------------------------------------------------------
+    async def respond(
+        self,
+        text: str,
+        source: str = USER,
+        flags: Sequence[str] = (),
+        *,
+        source_confidence: float | None = None,
+        scored: Scored | None = None,
+    ) -> Reply:
+        """One input through the loop (see the module docstring); a ``/command`` is answered at once.
+        ``flags``: always-escalate conditions the caller knows of (``irreversible``, ``identity``,
+        ``goals``)."""
+        if text.strip().startswith("/"):
+            return Reply(await self.command(text.strip()), "command")
+        run = _Run(text, SourceTag.of(source, source_confidence))
+        self.cycles += 1
+        share = window_share((await self._intensity(text, scored)).value)
+        incoming = self.window.count(run.prompt)
+        pruned = await self.window.make_room(incoming, share, text)
+        budget = self.window.memory_budget(share, incoming)
+        # memory is read before this exchange is written, so the question never answers itself
+        reply = await (self._offline(run) if self.model is None else self._system1(run, budget, flags))
+        await self._remember(run, reply, incoming)
+        return await self._act(run, replace(reply, pruned=len(pruned), tag=run.tag))
+
+    async def _intensity(self, text: str, scored: Scored | None) -> Intensity:
+        """The seed's intensity for this cycle (measured before it escalates)."""
+        since = None if self.last_escalation is None else self.cycles - 1 - self.last_escalation
+        goals = scored.relevance if scored else await self._goal_relevance(text)
+        self.intensity = intensity(
+            self.window.gate_share(), system2_recency(since), goals, scored.charge if scored else 0.0
+        )
+        return self.intensity
+
+    async def _goal_relevance(self, text: str) -> float:
+        goals = await self.identity.layer(1) if self.identity else []
+        if not goals:
+            return 0.0
+        vector = np.asarray(await self.archive.embeddings.embed_query(text), dtype=np.float32)
+        return min(1.0, max(0.0, max(g.weight * float(vector @ g.vector) for g in goals)))
+
+    async def _remember(self, run: _Run, reply: Reply, incoming: int) -> None:
+        """Both turns into the day table with their source tags, and through the entry gate (the
+        memory gate of §3.4); both join the window."""
+        role = "user" if run.tag.source == USER else "system"  # an internal input is not the user's
+        tags = {"source": run.tag.source, "source_confidence": run.tag.confidence}
+        await self.archive.record_turn(self.scope, self.session, role, run.text, metadata=tags)
+        seen = await self.archive.observe(
+            self.scope, run.text, role=role, source_tag=run.tag.source, attention=run.text, metadata=tags
+        )
+        self.window.add(Message("input", run.prompt, run.tag.source, incoming, _kept(seen)))
+        await self.archive.record_turn(
+            self.scope, self.session, "assistant", reply.text, metadata={"source": reply.source}
+        )
+        item = None
+        if reply.source in ("system1", "system2"):  # a model's thought; the offline echo of memory is not new
+            said = await self.archive.observe(
+                self.scope, reply.text, role="assistant", source_tag=reply.source, attention=run.text
+            )
+            item = _kept(said)
+        self.window.add(Message("output", reply.text, reply.source, self.window.count(reply.text), item))
+
+    async def _act(self, run: _Run, reply: Reply) -> Reply:
+        """The action check: the reply to the user is a communication; an internal input's output stays
+        in working memory; what System 1 asked for with its tools is checked against the source."""
+        first: ActionKind = "communication" if run.tag.source == USER else "none"
+        wanted = [(first, reply.text), *run.intents]
+        checks = tuple(check_action(kind, text, run.tag, reply.confidence) for kind, text in wanted)
+        for check in checks:
+            if check.kind == "internal" and check.allowed:
+                await self.submit(check.text, "internal_dmn")
+        await self._learn_reflexes(run)
+        return replace(reply, actions=checks, escalated=reply.escalated + tuple(run.escalations))
+
+    async def _learn_reflexes(self, run: _Run) -> None:
+        """What System 1 did in this context and how it went (memory-architecture §10.3), in order."""
+        before = None
+        for action, ok in run.tools:
+            kind = "delegation" if action == "consult_system2" else "tool_call"
+            reflex = await self.archive.record_outcome(
+                self.scope, run.text, action, success=ok, action_type=kind, follows=before
+            )
+            before = reflex.id
+
+    # --- thinking ----------------------------------------------------------------------
+    async def _offline(self, run: _Run) -> Reply:
+        found = await self.archive.recall(self.scope, run.text, 1, read_only=False)
+        if isinstance(found, Refusal) or not found.hits:
+            return Reply(REFUSAL, "offline", found, confidence=composite(None, found.best_similarity, None))
+        best = found.hits[0]
+        confidence = composite(None, best.similarity, None)
+        return Reply(f"From memory: {best.content}", "offline", found, confidence=confidence)
+
+    async def _system1(self, run: _Run, budget: int, flags: Sequence[str]) -> Reply:
+        """System 1 answers; below the escalation threshold it retries once with feedback (§3.5);
+        on the seed's triggers a configured System 2 answers instead (§3.6)."""
+        block = await self.archive.context(self.scope, run.text, budget)
+        instructions = await self.system_prompt(
+            block.text, await self.corrections_for(run.text), await self.reflex_hints(run.text)
+        )
+        answer, confidence = await self._attempt(run, "system1", instructions)
+        threshold = await self.threshold()
+        if confidence < threshold:
+            feedback = (f"\nYour last answer looked unsure (confidence {confidence:.2f}, below {threshold:.2f}): "
+                        "answer again plainly from what you know, and say so if you do not know.")  # fmt: skip
+            answer, confidence = await self._attempt(run, "system1-retry", instructions + feedback)
+        evidence = [item.text for item in block.items]
+        fired = meta.signals(
+            run.text, unsure=confidence < threshold, unknown=block.refused, flags=flags,
+            contradiction=meta.contradicts([run.text, answer], evidence),
+        )  # fmt: skip
+        decision = decide(fired)
+        if not decision.escalate or self.system2 is None:
+            return Reply(
+                answer, "system1", confidence=confidence, escalated=decision.reasons if decision.escalate else ()
+            )
+        opinion = await self._second_opinion(run, answer, instructions, ", ".join(decision.reasons), block.text)
+        return Reply(opinion.answer, "system2", escalated=decision.reasons)
+
+    async def _attempt(self, run: _Run, purpose: str, instructions: str) -> tuple[str, float]:
+        """One System 1 answer and its composite confidence: token probabilities when the provider
+        gave them, else the answer's structure; with the meta-context call's verbalised confidence.
+        The actions of an attempt that is retried are dropped with its answer."""
+        run.intents.clear()
+        result = await self._call(
+            self.model, purpose, instructions, run.prompt, str, self._tools(run), self.window.history()
+        )
+        answer = str(result.output)
+        logprobs = meta.logprobs_of(result.new_messages())
+        objective = from_logprobs(logprobs) if logprobs else structural(answer).score
+        return answer, composite(objective, None, await self._verbalised(run.text, answer)) or 0.0
+
+    async def _verbalised(self, request: str, answer: str) -> float | None:
+        """Verbalised confidence from an isolated meta-context call: no history, no identity, no
+        memory; only the number is kept."""
+        model = self.model if self.meta == "system1" else self.meta
+        if model is None:
+            return None
+        result = await self._call(model, "meta-confidence", meta.META, f"Request: {request}\n\nAnswer: {answer}", str)
+        return meta.parse_verbalised(str(result.output))
+
+    async def _second_opinion(
+        self, run: _Run, answer: str, instructions: str, reasons: str, context: str
+    ) -> meta.SecondOpinion:
+        """System 2's answer, explanation and correction; the correction goes to the reflection bank."""
+        review = f"The request: {run.text}\n\nSystem 1's answer: {answer}"
+        result = await self._call(
+            self.system2, "system2", meta.SYSTEM2 + "\n" + instructions, review, meta.SecondOpinion
+        )
+        opinion: meta.SecondOpinion = result.output
+        await self.store_correction(
+            trigger=run.text[:300], error_type=reasons, original=answer[:500], correction=opinion.correction,
+            context=context[:500],
+        )  # fmt: skip
+        self.last_escalation = self.cycles
+        return opinion
+
+    async def threshold(self) -> float:
+        """The adaptive escalation threshold (§3.5) from this scope's memory count and identity density."""
+        grown = await self.archive.maturity(self.scope)
+        return escalation_threshold(grown.memories, grown.identity_density)
+
+    async def _call(
+        self, model: Any, purpose: str, instructions: str, text: str, output: Any,
+        tools: Sequence[Any] = (), history: Sequence[Any] = (),
+    ) -> Any:  # fmt: skip
+        """One model call, logged in the cost log; the run result."""
+        from pydantic_ai import Agent as ModelAgent
+
+        started = time.perf_counter()
+        result = await ModelAgent(model, instructions=instructions, output_type=output, tools=list(tools)).run(
+            text, message_history=list(history) or None, model_settings=_logprob_settings(model)
+        )
+        usage = result.usage
+        name = str(getattr(model, "model_name", model))
+        tokens_in, tokens_out = int(usage.input_tokens or 0), int(usage.output_tokens or 0)
+        await self.archive.log_model_call(
+            self.scope.entity_id, self.name, model=name, purpose=purpose, input_tokens=tokens_in,
+            output_tokens=tokens_out, cost=price(name, tokens_in, tokens_out), seconds=time.perf_counter() - started,
+        )  # fmt: skip
+        return result
+
+    def _tools(self, run: _Run) -> list[Any]:
+        """System 1's tools for this input: actions (``tell_user``, ``note_for_later``), System 2 when
+        configured, and its docs when directories are configured."""
+        from mnemo.agent.tools import system1_tools
+
+        return system1_tools(self, run)
+
+    # --- memory the loop brings into context -------------------------------------------------
     async def store_correction(
         self, *, trigger: str, error_type: str, original: str, correction: str, context: str = ""
     ) -> uuid.UUID:
@@ -146,109 +415,19 @@ class Agent:
         fitting = [h for h in found.hits if h.memory_kind == "correction" and (h.similarity or 0.0) >= floor]
         return [h.content for h in fitting][:k]
 
-    async def respond(self, text: str, source: str = "external_user", flags: Sequence[str] = ()) -> Reply:
-        """One input through the loop: a command, or context → System 1 → memory (the user's turn and
-        the answer recorded with their source tags)."""
-        if text.strip().startswith("/"):
-            return Reply(await self.command(text.strip()), "command")
-        # memory is read before this exchange is written, so the question never answers itself
-        reply = await (self._offline(text) if self.model is None else self._system1(text, flags))
-        role = "user" if source == "external_user" else "system"  # an internal input is not the user's
-        await self.archive.record_turn(self.scope, self.session, role, text, metadata={"source": source})
-        # the memory gate (cognitive-plan §3.4): the input also goes through the entry gate, which
-        # keeps what is worth keeping as a candidate memory, tagged with its source
-        await self.archive.observe(self.scope, text, role=role, source_tag=source, attention=text)
-        await self.archive.record_turn(
-            self.scope, self.session, "assistant", reply.text, metadata={"source": reply.source}
-        )
-        return reply
+    async def reflex_hints(self, focus: str, k: int = 3) -> list[str]:
+        """What the agent did before in contexts like this one and how it went (its reflexes, as close
+        as recall's refusal threshold asks of evidence)."""
+        floor = self.archive.settings.refusal_threshold
+        found = await self.archive.reflexes_for(self.scope, focus, k)
+        return [
+            f"{r.action} ({r.action_type}): {r.success_count} of {r.success_count + r.failure_count} went well"
+            for r in found
+            if (r.similarity or 0.0) >= floor
+        ]
 
-    async def _offline(self, text: str) -> Reply:
-        found = await self.archive.recall(self.scope, text, 1, read_only=False)
-        if isinstance(found, Refusal) or not found.hits:
-            return Reply(REFUSAL, "offline", found, confidence=composite(None, found.best_similarity, None))
-        best = found.hits[0]
-        confidence = composite(None, best.similarity, None)
-        return Reply(f"From memory: {best.content}", "offline", found, confidence=confidence)
-
-    async def _system1(self, text: str, flags: Sequence[str] = ()) -> Reply:
-        """System 1 answers; below the escalation threshold it retries once with feedback (§3.5);
-        on the seed's triggers a configured System 2 answers instead and its correction pattern
-        goes to the reflection bank (§3.6-3.7)."""
-        block = await self.archive.context(self.scope, text, self.budget)
-        instructions = await self.system_prompt(block.text, await self.corrections_for(text))
-        answer = str(await self._ask(self.model, "system1", instructions, text, str, self._tools()))
-        confidence = composite(structural(answer).score, None, None) or 0.0
-        threshold = await self.threshold()
-        if confidence < threshold:
-            feedback = (f"\nYour last answer looked unsure (confidence {confidence:.2f}, below {threshold:.2f}): "
-                        "answer again plainly from what you know, and say so if you do not know.")  # fmt: skip
-            answer = str(
-                await self._ask(self.model, "system1-retry", instructions + feedback, text, str, self._tools())
-            )
-            confidence = composite(structural(answer).score, None, None) or 0.0
-        decision = decide(_signals(text, confidence < threshold, block.refused, flags))
-        if not decision.escalate or self.system2 is None:
-            return Reply(
-                answer, "system1", confidence=confidence, escalated=decision.reasons if decision.escalate else ()
-            )
-        opinion = await self._ask(
-            self.system2, "system2", SYSTEM2 + "\n" + instructions, _review(text, answer), SecondOpinion
-        )
-        await self.store_correction(
-            trigger=text[:300], error_type=", ".join(decision.reasons), original=answer[:500],
-            correction=opinion.correction, context=block.text[:500],
-        )  # fmt: skip
-        return Reply(opinion.answer, "system2", confidence=None, escalated=decision.reasons)
-
-    async def threshold(self) -> float:
-        """The adaptive escalation threshold (§3.5) from this scope's memory count. The identity
-        density term counts as 0 until the archive exposes its weight centres."""
-        summaries = await self.archive.scopes(self.scope.entity_id)
-        count = next((s.memories for s in summaries if s.scope == self.scope), 0)
-        return escalation_threshold(count, 0.0)
-
-    async def _ask(self, model: Any, purpose: str, instructions: str, text: str, output: Any, tools: Any = ()) -> Any:
-        """One model call, logged in the cost log."""
-        from pydantic_ai import Agent as ModelAgent
-
-        started = time.perf_counter()
-        run = await ModelAgent(model, instructions=instructions, output_type=output, tools=list(tools)).run(text)
-        usage = run.usage
-        name = str(getattr(model, "model_name", model))
-        tokens_in, tokens_out = int(usage.input_tokens or 0), int(usage.output_tokens or 0)
-        await self.archive.log_model_call(
-            self.scope.entity_id, self.name, model=name, purpose=purpose, input_tokens=tokens_in,
-            output_tokens=tokens_out, cost=price(name, tokens_in, tokens_out), seconds=time.perf_counter() - started,
-        )  # fmt: skip
-        return run.output
-
-    def _tools(self) -> list[Any]:
-        """System 1's tools: reading its own docs, when directories are configured."""
-        if self.docs is None:
-            return []
-        docs = self.docs
-
-        from pydantic_ai import ModelRetry
-
-        def list_docs(path: str = "") -> list[str]:
-            """List a docs directory (``""``: the roots)."""
-            try:
-                return docs.list(path)
-            except MnemoError as exc:  # the model is told why, and may try another path
-                raise ModelRetry(str(exc)) from exc
-
-        def read_doc(path: str) -> str:
-            """Read a text file of the docs, e.g. ``docs/notes.md``."""
-            try:
-                return docs.read(path)
-            except MnemoError as exc:
-                raise ModelRetry(str(exc)) from exc
-
-        return [list_docs, read_doc]
-
-    async def system_prompt(self, memory: str, corrections: list[str] | None = None) -> str:
-        """Identity layers, the cost and uptime line, the state report, past corrections, memory."""
+    async def system_prompt(self, memory: str, corrections: Sequence[str] = (), reflexes: Sequence[str] = ()) -> str:
+        """Identity layers, the cost and uptime line, the state report, past corrections, reflexes, memory."""
         lines = [f"You are {self.name}, an agent with long-term memory."]
         for number, title in ((0, "Your values"), (1, "Your goals")):
             items: list[IdentityItem] = await self.identity.layer(number) if self.identity else []
@@ -258,82 +437,80 @@ class Agent:
         if self.state:
             lines.append(self.state)
         if corrections:
-            lines.append(
-                "In similar past situations, you made these errors:\n" + "\n".join(f"- {c}" for c in corrections)
-            )
+            lines.append("In similar past situations, you made these errors:\n" + _bullets(corrections))
+        if reflexes:
+            lines.append("In similar situations before, you did:\n" + _bullets(reflexes))
         if memory:
             lines.append("What you remember that bears on this:\n" + memory)
         return "\n".join(lines)
 
+    # --- commands and reports (§4.8-4.9) ----------------------------------------------
     async def report(self) -> str:
         """The one-line cost and age report (§4.8-4.9)."""
         now = datetime.now(UTC)
         session = await self.archive.model_costs(self.scope.entity_id, self.name, self.started)
-        lifetime = await self.archive.model_costs(self.scope.entity_id, self.name, datetime(1970, 1, 1, tzinfo=UTC))
+        lifetime = await self.archive.model_costs(self.scope.entity_id, self.name, EPOCH)
         age = now - self.facts.get("first_started", now)
-        up = now - self.started
         return (
             f"Cost: ${session['cost']:.4f} this session, ${lifetime['cost']:.4f} lifetime "
-            f"({lifetime['calls']} model calls); up {_span(up)}, age {_span(age)}, "
+            f"({lifetime['calls']} model calls); up {_span(now - self.started)}, age {_span(age)}, "
             f"start #{self.facts.get('starts', 1)}."
         )
 
     async def command(self, text: str) -> str:
-        """``/cost`` and ``/readiness`` (the loop's own commands)."""
+        """``/cost``, ``/readiness`` and ``/state`` (the loop's own commands)."""
         name = text.split()[0].lower()
         if name == "/cost":
-            now = datetime.now(UTC)
-            parts = []
-            for label, since in (("session", self.started), ("24 h", now - timedelta(hours=24)),
-                                 ("lifetime", datetime(1970, 1, 1, tzinfo=UTC))):  # fmt: skip
-                t = await self.archive.model_costs(self.scope.entity_id, self.name, since)
-                unpriced = f", {t['unpriced']} unpriced" if t["unpriced"] else ""
-                parts.append(
-                    f"{label}: {t['calls']} calls, {t['input_tokens']} in / {t['output_tokens']} out tokens, "
-                    f"${t['cost']:.4f}{unpriced}"
-                )
-            return "\n".join(parts)
+            return await self._costs()
         if name == "/readiness":
             problem = await self.archive.health()
             model = "offline responder (no model configured)" if self.model is None else f"System 1: {self.model}"
-            return f"{'ready' if problem is None else 'not ready: ' + problem}; {model}; {await self.report()}"
-        return f"unknown command {name}; try /cost or /readiness"
+            system2 = f"System 2: {self.system2}" if self.system2 is not None else "no System 2"
+            return (
+                f"{'ready' if problem is None else 'not ready: ' + problem}; {model}; {system2}; {await self.report()}"
+            )
+        if name == "/state":
+            return self._state()
+        return f"unknown command {name}; try /cost, /readiness or /state"
+
+    async def _costs(self) -> str:
+        now = datetime.now(UTC)
+        parts = []
+        for label, since in (("session", self.started), ("24 h", now - timedelta(hours=24)), ("lifetime", EPOCH)):
+            t = await self.archive.model_costs(self.scope.entity_id, self.name, since)
+            unpriced = f", {t['unpriced']} unpriced" if t["unpriced"] else ""
+            parts.append(
+                f"{label}: {t['calls']} calls, {t['input_tokens']} in / {t['output_tokens']} out tokens, "
+                f"${t['cost']:.4f}{unpriced}"
+            )
+        return "\n".join(parts)
+
+    def _state(self) -> str:
+        level = "unknown" if self.intensity is None else f"{self.intensity.value:.2f}"
+        w = self.window
+        return (
+            f"window: {len(w.messages)} messages, {w.tokens} tokens of {w.max_tokens}; intensity {level}; "
+            f"{w.pruned} pruned, {len(w.leaving)} waiting for the exit gate; {len(self.pending)} inputs pending; "
+            f"{self.cycles} cycles"
+        )
 
 
-SYSTEM2 = (
-    "You are System 2: System 1 answered the request below and its answer triggered a review. Give the "
-    "right answer, explain briefly what was wrong, and state the correction as a rule System 1 can follow "
-    "next time in a similar situation."
-)
+def _kept(seen: Any) -> uuid.UUID | None:
+    return seen.item_id if seen.action == "buffer" else None
 
 
-@dataclass(frozen=True)
-class SecondOpinion:
-    """What System 2 returns (§3.6): its answer, why, and the correction pattern."""
-
-    answer: str
-    explanation: str
-    correction: str
-
-
-_STEPS = re.compile(r"\b(then|after that|first|second|finally|step)\b", re.IGNORECASE)
+def _logprob_settings(model: Any) -> Any:
+    """Ask the providers that can return token log-probabilities for them (§2.11)."""
+    name = str(getattr(model, "system", "") or model).lower()
+    if name.startswith("openai"):
+        return {"openai_logprobs": True}
+    if name.startswith("google"):
+        return {"google_logprobs": True}
+    return None
 
 
-def _signals(text: str, unsure: bool, unknown: bool, flags: Sequence[str]) -> list[str]:
-    """The §3.6 triggers this request shows: low confidence, novelty (memory knows nothing), and
-    complexity (several sentences or step words); the always-escalate ones come from the caller."""
-    signals = list(flags)
-    if unsure:
-        signals.append("low_confidence")
-    if unknown:
-        signals.append("novelty")
-    if len(re.findall(r"[.!?](\s|$)", text)) >= 3 or len(_STEPS.findall(text)) >= 2:
-        signals.append("complexity")
-    return signals
-
-
-def _review(text: str, answer: str) -> str:
-    return f"The request: {text}\n\nSystem 1's answer: {answer}"
+def _bullets(lines: Sequence[str]) -> str:
+    return "\n".join(f"- {line}" for line in lines)
 
 
 def _span(delta: timedelta) -> str:

@@ -31,6 +31,7 @@ __all__ = [
     "save_weights",
     "strongest",
     "weight_history",
+    "weight_profile",
 ]
 
 STATE_COLUMNS = (
@@ -107,6 +108,19 @@ async def memory_count(conn: psycopg.AsyncConnection, entity_id: str, namespace:
     )
     row = await cur.fetchone()
     return int(row[0]) if row else 0
+
+
+async def weight_profile(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> tuple[int, float]:
+    """The scope's live memories and its identity density: the weight centres above 0.7 summed over
+    every live memory (0 with none)."""
+    cur = await conn.execute(
+        "SELECT count(*), coalesce(sum(alpha / (alpha + beta)) FILTER (WHERE alpha / (alpha + beta) > 0.7), 0) "
+        "FROM mnemo.memories WHERE entity_id = %s AND namespace = %s AND status IN ('candidate', 'active')",
+        (entity_id, namespace),
+    )
+    row = await cur.fetchone()
+    count = int(row[0]) if row else 0
+    return count, (float(row[1]) / count if row and count else 0.0)
 
 
 async def save_weights(

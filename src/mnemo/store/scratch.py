@@ -35,12 +35,16 @@ async def fresh_count(conn: psycopg.AsyncConnection, entity_id: str, namespace: 
     return int(row[0]) if row else 0
 
 
-async def claim(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> list[dict[str, Any]]:
-    """Lock a scope's buffered items for a flush, oldest first (skipping ones another flush holds)."""
+async def claim(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID] | None = None
+) -> list[dict[str, Any]]:
+    """Lock a scope's buffered items (only ``ids`` when given) for a flush, oldest first, skipping
+    ones another flush holds."""
     cur = await conn.execute(
         f"SELECT {', '.join(_COLS)} FROM mnemo.scratch "  # noqa: S608
-        "WHERE entity_id = %s AND namespace = %s ORDER BY created_at, id FOR UPDATE SKIP LOCKED",
-        (entity_id, namespace),
+        "WHERE entity_id = %s AND namespace = %s AND (%s::uuid[] IS NULL OR id = ANY(%s::uuid[])) "
+        "ORDER BY created_at, id FOR UPDATE SKIP LOCKED",
+        (entity_id, namespace, None if ids is None else list(ids), None if ids is None else list(ids)),
     )
     return [dict(zip(_COLS, r, strict=True)) for r in await cur.fetchall()]
 

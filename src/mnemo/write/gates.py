@@ -20,7 +20,7 @@ crash between buffer and flush loses nothing.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -31,7 +31,7 @@ from mnemo import _dynamics as dynamics
 from mnemo import llm
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
-from mnemo._validate import check_content, check_kind, check_metadata, check_role, check_text
+from mnemo._validate import check_content, check_id, check_kind, check_metadata, check_role, check_text
 from mnemo.cognition.gates import (
     GateThresholds,
     entry_decision,
@@ -41,6 +41,7 @@ from mnemo.cognition.gates import (
     opposition,
     substitution_conflict,
 )
+from mnemo.errors import InvalidContentError
 from mnemo.models import FlushReport, GateOutcome, Observation, Scope, uuid7
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import scratch
@@ -180,19 +181,28 @@ def _relevance(vectors: np.ndarray, index: int, attention: np.ndarray | None, de
     return max(sims) if sims else default
 
 
-async def flush(rt: Runtime, scope: Scope, *, attention: str | None = None, now: datetime | None = None) -> FlushReport:
-    """Run every buffered item of ``scope`` through the exit gate, in one transaction."""
+async def flush(
+    rt: Runtime,
+    scope: Scope,
+    *,
+    attention: str | None = None,
+    items: Sequence[uuid.UUID | str] | None = None,
+    now: datetime | None = None,
+) -> FlushReport:
+    """Run every buffered item of ``scope`` (only ``items`` when given: those no longer buffered are
+    passed over) through the exit gate, in one transaction."""
+    wanted = None if items is None else _item_ids(items)
     cfg = rt.settings
     when = now or datetime.now(UTC)
     rng = rt.child_rng()
     thresholds = _thresholds(rt)
     outcomes: list[GateOutcome] = []
     async with rt.store.transaction() as conn:
-        items = await scratch.claim(conn, scope.entity_id, scope.namespace)
-        if not items:
+        buffered = await scratch.claim(conn, scope.entity_id, scope.namespace, wanted)
+        if not buffered:
             return FlushReport(scope, ())
-        expired = [i for i in items if i["expires_at"] <= when]
-        live = [i for i in items if i["expires_at"] > when]
+        expired = [i for i in buffered if i["expires_at"] <= when]
+        live = [i for i in buffered if i["expires_at"] > when]
         outcomes += [GateOutcome(i["id"], i["content"], "expired", "past its TTL unflushed") for i in expired]
         if live:
             vectors = np.asarray(
@@ -245,6 +255,12 @@ async def flush(rt: Runtime, scope: Scope, *, attention: str | None = None, now:
         )
     await note_writes(rt, sum(1 for o in outcomes if o.action in ("persist", "persist_flag")))
     return FlushReport(scope, tuple(outcomes))
+
+
+def _item_ids(items: Sequence[uuid.UUID | str]) -> list[uuid.UUID]:
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+        raise InvalidContentError("items must be a list of scratch item ids")
+    return [check_id(i, label="items") for i in items]
 
 
 async def _decide(
