@@ -93,11 +93,16 @@ def test_mnemo_agent_chat_works_piped(database_url: str, tmp_path: Path) -> None
     stored = subprocess.run([MNEMO, "remember", "-e", "maya", "Maya's bike is a red Gazelle."], env=env,
                             capture_output=True, text=True, timeout=300)  # fmt: skip
     assert stored.returncode == 0, stored.stderr
-    talk = subprocess.run([MNEMO, "agent", "chat", "-e", "maya"], input="What bike does Maya ride?\n/cost\n",
-                          env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    script = "What bike does Maya ride?\n/cost\n/think [b]Maya's bike[/b] might need new brakes\n/state\n"
+    talk = subprocess.run([MNEMO, "agent", "chat", "-e", "maya"], input=script, env=env | {"MNEMO_SYSTEM2_LLM": "test"},
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
     assert talk.returncode == 0, talk.stderr
     lines: list[Any] = talk.stdout.splitlines()
     assert "red Gazelle" in lines[0] and lines[1].startswith("session: 0 calls")
+    assert "System 2: test" in talk.stderr  # the readiness line names System 2 from the settings
+    # the thought went through the same loop: answered from memory, kept inside (stderr), not sent
+    assert "(internal_dmn) From memory: Maya's bike is a red Gazelle." in talk.stderr
+    assert lines[-1].startswith("window: 4 messages") and lines[-1].endswith("2 cycles")
 
 
 async def test_attention_picks_the_user_first_and_the_state_report_reaches_the_model(

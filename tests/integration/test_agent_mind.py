@@ -21,6 +21,7 @@ from mnemo.agent import Agent, ContextWindow, Message
 from mnemo.agent.metacognition import META
 from mnemo.cognition.window import RateLimit
 from mnemo.embed import Embeddings
+from mnemo.errors import InvalidContentError
 
 ME = Scope("maya", "mind")
 SECOND = {"answer": "Maya is allergic to peanuts; the note was wrong.", "explanation": "It contradicts memory.",
@@ -234,3 +235,16 @@ async def test_the_threshold_falls_as_memory_and_strong_beliefs_grow(quiet: Asyn
     grown = await quiet.maturity(ME)
     assert grown.identity_density == pytest.approx(0.9 * 2 / 4)
     assert await agent.threshold() == pytest.approx(0.8 - 0.5 * (4 / 1000 + 0.45) / 2)
+
+
+async def test_flushing_chosen_items_decides_only_those_of_the_scope(quiet: AsyncArchive, database_url: str) -> None:
+    mine = [await quiet.observe(ME, line) for line in LINES[:3]]
+    theirs = await quiet.observe(Scope("bob", "mind"), LINES[3])
+    for bad in ("not-a-list", ["not-a-uuid"], 7):
+        with pytest.raises(InvalidContentError, match="items"):
+            await quiet.flush(ME, items=bad)  # type: ignore[arg-type]
+    report = await quiet.flush(ME, items=[mine[0].item_id, theirs.item_id])
+    assert [o.item_id for o in report.outcomes] == [mine[0].item_id]  # bob's item is not maya's to flush
+    with psycopg.connect(database_url) as conn:
+        left = {r[0] for r in conn.execute("SELECT id FROM mnemo.scratch").fetchall()}
+    assert left == {mine[1].item_id, mine[2].item_id, theirs.item_id}

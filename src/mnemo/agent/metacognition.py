@@ -30,7 +30,7 @@ SYSTEM2 = (
     "right answer, explain briefly what was wrong, and state the correction as a rule System 1 can follow "
     "next time in a similar situation."
 )
-_NUMBER = re.compile(r"(?<![\d.])(0(?:\.\d+)?|1(?:\.0+)?|\.\d+)(?![\d.])")
+_NUMBER = re.compile(r"(?<![\d.])(0(?:\.\d+)?|1(?:\.0+)?|\.\d+)(?!\d|\.\d)")
 _PERCENT = re.compile(r"(\d{1,3}(?:\.\d+)?)\s*%")
 _STEPS = re.compile(r"\b(then|after that|first|second|finally|step)\b", re.IGNORECASE)
 

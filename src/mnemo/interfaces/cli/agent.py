@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from mnemo.interfaces.cli._common import EntityOpt, NamespaceOpt, err, fail_cleanly, out, settings
 
@@ -30,9 +31,15 @@ def chat(
         Path | None, typer.Option(help="Directory of values.json / goals.json.", file_okay=False)
     ] = None,
 ) -> None:
-    """Talk to an agent whose memory is this archive. Without MNEMO_LLM it answers from memory
-    offline. Commands: /cost, /readiness; Ctrl-D or /quit ends."""
+    """Talk to an agent whose memory is this archive: System 1 is MNEMO_LLM (offline, it answers from
+    memory), System 2 MNEMO_SYSTEM2_LLM. Each line goes through attention with any thoughts the agent
+    queued; what it tells you is printed, its own thoughts go to stderr. Commands: /cost,
+    /readiness, /state, /think TEXT (an internal thought); Ctrl-D or /quit ends."""
     asyncio.run(_chat(entity, namespace, name, identity))
+
+
+CYCLES_PER_LINE = 3
+"""Cycles run after each line: the line and up to two queued thoughts (the rest wait)."""
 
 
 async def _chat(entity: str, namespace: str, name: str, identity: Path | None) -> None:
@@ -45,13 +52,35 @@ async def _chat(entity: str, namespace: str, name: str, identity: Path | None) -
         agent = Agent(archive, Scope(entity, namespace), name=name, identity=layers)
         problem = await agent.start()
         err.print(f"[dim]{await agent.command('/readiness')}[/dim]" if problem is None else f"[red]{problem}[/red]")
-        while True:
-            if sys.stdin.isatty():
-                err.print("[bold]you>[/bold] ", end="")
-            line = await asyncio.to_thread(sys.stdin.readline)
-            if not line or line.strip() == "/quit":
-                return
-            if not line.strip():
-                continue
-            reply = await agent.respond(line.rstrip("\n"))
-            out.print(reply.text, markup=False, highlight=False, soft_wrap=True)
+        try:
+            while (line := await _read()) is not None:
+                await _turn(agent, line)
+        finally:
+            await agent.close()  # what is still in view passes the exit gate
+
+
+async def _read() -> str | None:
+    if sys.stdin.isatty():
+        err.print("[bold]you>[/bold] ", end="")
+    line = await asyncio.to_thread(sys.stdin.readline)
+    return None if not line or line.strip() == "/quit" else line.strip()
+
+
+async def _turn(agent: Any, line: str) -> None:
+    if not line:
+        return
+    if line.startswith("/think "):
+        await agent.submit(line.removeprefix("/think ").strip(), "internal_dmn")
+    elif line.startswith("/"):
+        out.print(await agent.command(line), markup=False, highlight=False, soft_wrap=True)
+        return
+    else:
+        await agent.submit(line)
+    for _ in range(CYCLES_PER_LINE):
+        reply = await agent.cycle()
+        if reply is None:
+            return
+        if reply.tag is not None and reply.tag.source != "external_user":
+            err.print(f"[dim]({reply.tag.source}) {escape(reply.text)}[/dim]", highlight=False)
+        for message in reply.outbox:
+            out.print(message, markup=False, highlight=False, soft_wrap=True)
