@@ -248,3 +248,37 @@ async def test_flushing_chosen_items_decides_only_those_of_the_scope(quiet: Asyn
     with psycopg.connect(database_url) as conn:
         left = {r[0] for r in conn.execute("SELECT id FROM mnemo.scratch").fetchall()}
     assert left == {mine[1].item_id, mine[2].item_id, theirs.item_id}
+
+
+async def test_an_escalation_raises_the_next_cycles_intensity_and_widens_the_window(quiet: AsyncArchive) -> None:
+    calm = FunctionModel(lambda m, i: ModelResponse(parts=[TextPart("Done.")]))
+    agent = Agent(quiet, ME, model=calm, meta=None, system2=TestModel(custom_output_args=SECOND))
+    await agent.start()
+    await agent.respond("Delete the old photo backups from the server.", flags=["irreversible"])
+    assert agent.last_escalation == 1 and agent.intensity is not None and agent.intensity.system2 == 0.0
+    await agent.respond("And empty the trash folder on the server as well.")
+    after = agent.intensity
+    assert after is not None and after.system2 == 1.0 and after.value == pytest.approx((after.gate + 1.0) / 4)
+    await agent.respond("Then send me a short summary of what was removed.")
+    assert agent.intensity is not None and agent.intensity.system2 == 0.5  # halving with each cycle
+
+
+@pytest.mark.slow
+def test_the_three_session_example_remembers_escalates_and_learns(database_url: str, tmp_path: Any) -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).parents[2] / "examples" / "agent_sessions.py"
+    env = {**os.environ, "MNEMO_DATABASE_URL": database_url, "MNEMO_HOME": str(tmp_path)}
+    env.pop("MNEMO_EXAMPLE_MODEL", None)
+    done = subprocess.run([sys.executable, str(example)], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stdout.splitlines() if line.startswith(("==", "agent [", "  corrections"))]
+    assert said[0] == "== session 1 (start #1) ==" and said[4] == "== session 2 (start #2) =="
+    assert said[5].startswith("agent [system2, escalated on low_confidence + complexity]: Booked Green Leaf")
+    assert said[6] == "  corrections in the bank: 1" and said[7] == "== session 3 (start #3) =="
+    assert said[8].startswith("agent [system1, confidence") and "without peanuts" in said[8]  # learnt
+    assert said[9].endswith("Lena is vegetarian.")  # remembered from session 1, across restarts
+    assert "reflection bank, in System 1's prompt" in done.stdout

@@ -5,11 +5,14 @@ memory is a substrate driver, never an autonomous loop). So this package sits
 beside the interfaces and uses only what any user of mnemo can: the public
 ``AsyncArchive``, the embedder and Pydantic AI. Nothing in the archive imports it.
 
-Built so far: identity layers (:mod:`.identity`), the read-only docs tool
-(:mod:`.docs`), and a first loop (:mod:`.loop`: context, System 1 or the
-offline responder, turns with source tags, the cost log, ``/cost`` and
-``/readiness``; ``mnemo agent chat``). Reflexes live in the archive itself
-(``record_outcome``, ``reflexes_for``), since any agent can use them.
+Modules: :mod:`.identity` (values and goals, embedded and cached), :mod:`.docs`
+(read-only docs), :mod:`.window` (the adaptive context window and its exit gate),
+:mod:`.metacognition` (confidence signals and escalation triggers), :mod:`.tools`
+(System 1's actions, System 2 as a tool) and :mod:`.loop` (:class:`Agent`: the
+attention-agnostic loop, the reflection bank, the cost log, ``mnemo agent chat``).
+The pure rules live in :mod:`mnemo.cognition` (attention, window, actions,
+confidence, escalation). Reflexes live in the archive itself (``record_outcome``,
+``reflexes_for``), since any agent can use them.
 """
 
 from __future__ import annotations
