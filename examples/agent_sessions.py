@@ -2,7 +2,8 @@
 and how a correction changes its next answer.
 
     .venv/bin/python examples/agent_sessions.py
-    MNEMO_EXAMPLE_MODEL=openai:gpt-4o-mini MNEMO_EXAMPLE_SYSTEM2=openai:gpt-4o .venv/bin/python examples/agent_sessions.py
+    MNEMO_EXAMPLE_MODEL=openai:gpt-4o-mini MNEMO_EXAMPLE_SYSTEM2=openai:gpt-4o \
+        .venv/bin/python examples/agent_sessions.py
 
 Session 1: the user tells the agent about a sister's diet and an allergy; the night consolidates.
 Session 2: a restaurant booking in several steps; System 1 is unsure, retries once, and escalates
@@ -62,8 +63,13 @@ def system1() -> FunctionModel:
             return ModelResponse(parts=[TextPart("0.3" if "maybe" in request.lower() else "0.9")])
         if "restaurant" in request.lower():
             if RULE in said:
-                return ModelResponse(parts=[TextPart(
-                    "Booked Green Leaf: a vegetarian menu for Lena, and the kitchen cooks without peanuts.")])
+                return ModelResponse(
+                    parts=[
+                        TextPart(
+                            "Booked Green Leaf: a vegetarian menu for Lena, and the kitchen cooks without peanuts."
+                        )
+                    ]
+                )
             return ModelResponse(parts=[TextPart("Maybe the Thai place downtown? I think it is good, not sure.")])
         facts = [line for line in _remembered(said) if "Lena is" in line]
         return ModelResponse(parts=[TextPart(f"{facts[0]}" if facts else "Noted.")])
