@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -282,3 +283,39 @@ def test_the_three_session_example_remembers_escalates_and_learns(database_url: 
     assert said[8].startswith("agent [system1, confidence") and "without peanuts" in said[8]  # learnt
     assert said[9].endswith("Lena is vegetarian.")  # remembered from session 1, across restarts
     assert "reflection bank, in System 1's prompt" in done.stdout
+
+
+async def test_every_source_goes_through_the_same_loop_and_attention_weighs_them(
+    settings: Settings, embeddings: Embeddings
+) -> None:
+    archive = await AsyncArchive.open(settings, embeddings=embeddings, gate_flush_every=1, gate_noise=0.0)
+    try:
+        await archive.remember(ME, "Maya is allergic to peanuts.")
+        agent = Agent(archive, ME)  # offline: the same pipeline without a model
+        await agent.start()
+        # the exit gate flags the contradiction, and the agent notices: a consolidation alert
+        told = await agent.respond("Maya is not allergic to peanuts.")
+        assert told.tag is not None and told.tag.source == "external_user"
+        assert [c.source for c in agent.pending] == ["consolidation_alert"]
+        assert "contradicts what I believed" in agent.pending[0].text
+        alert = await agent.cycle()
+        assert alert is not None and alert.tag is not None and alert.tag.source == "consolidation_alert"
+        assert alert.outbox == ()  # an internal input's output stays inside
+        # a scheduled task joins the inputs when due, not before
+        now = datetime.now(UTC)
+        agent.schedule("Water the tomatoes on the balcony.", now + timedelta(hours=1))
+        assert await agent.cycle(now) is None and agent.scheduled
+        task = await agent.cycle(now + timedelta(hours=2))
+        assert task is not None and task.tag is not None and task.tag.source == "scheduled_task"
+        # an inflated gut signal beats a weak (already seen) user message; a plain thought does not
+        await agent.submit("Is it going to rain today?")
+        await agent.cycle()
+        await agent.submit("Is it going to rain today?")
+        await agent.submit("Something feels wrong about the balcony door.", "internal_gut", charge=1.0)
+        gut = await agent.cycle()
+        assert gut is not None and gut.tag is not None and gut.tag.source == "internal_gut"
+        assert "-> internal_gut" in agent.state and "external_user" in agent.state
+        with pytest.raises(ValueError, match="timezone-aware"):
+            agent.schedule("x", datetime(2030, 1, 1))
+    finally:
+        await archive.close()

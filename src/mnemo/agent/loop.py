@@ -49,7 +49,7 @@ from mnemo.cognition.attention import URGENCY, Candidate, Scored, allocate, stat
 from mnemo.cognition.confidence import composite, from_logprobs, structural
 from mnemo.cognition.escalation import decide, escalation_threshold
 from mnemo.cognition.window import Intensity, RateLimit, intensity, system2_recency, window_share
-from mnemo.models import RecallResult, Refusal, Scope
+from mnemo.models import FlushReport, RecallResult, Refusal, Scope
 
 __all__ = ["REFUSAL", "Agent", "Reply", "price"]
 
@@ -151,6 +151,8 @@ class Agent:
     """The last cycle's intensity (it sized the window)."""
     cycles: int = 0
     last_escalation: int | None = None
+    scheduled: list[tuple[datetime, str]] = field(default_factory=list)
+    """Tasks not yet due (:meth:`schedule`), soonest first."""
     window: ContextWindow = field(init=False)
     _trust: dict[str, float] = field(default_factory=dict)
 
@@ -189,9 +191,24 @@ class Agent:
         self._trust[ident] = tag.confidence
         self.pending.append(Candidate(ident, source, text, vector, URGENCY[source], charge))
 
-    async def cycle(self) -> Reply | None:
-        """One cognitive cycle: the most salient pending input wins attention (the losers wait with
-        decaying urgency), the state report goes into the context, and the winner is answered."""
+    def schedule(self, text: str, at: datetime) -> None:
+        """A task to attend to from ``at`` (timezone-aware) on: a ``scheduled_task`` input once due.
+        Kept in this agent's memory only, not across restarts."""
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("a scheduled task needs a text")
+        if not isinstance(at, datetime) or at.tzinfo is None:
+            raise ValueError(f"at must be a timezone-aware datetime, not {at!r}")
+        self.scheduled = sorted([*self.scheduled, (at, text.strip())], key=lambda task: task[0])
+
+    async def cycle(self, now: datetime | None = None) -> Reply | None:
+        """One cognitive cycle: due scheduled tasks join the pending inputs, the most salient one wins
+        attention (the losers wait with decaying urgency), the state report goes into the context, and
+        the winner is answered. None when nothing is pending."""
+        when = now or datetime.now(UTC)
+        due = [text for at, text in self.scheduled if at <= when]
+        self.scheduled = [(at, text) for at, text in self.scheduled if at > when]
+        for text in due:
+            await self.submit(text, "scheduled_task")
         if not self.pending:
             return None
         goals = await self.identity.layer(1) if self.identity else []
@@ -222,11 +239,14 @@ class Agent:
         self.cycles += 1
         share = window_share((await self._intensity(text, scored)).value)
         incoming = self.window.count(run.prompt)
+        exits = len(self.window.exits)
         pruned = await self.window.make_room(incoming, share, text)
         budget = self.window.memory_budget(share, incoming)
         # memory is read before this exchange is written, so the question never answers itself
         reply = await (self._offline(run) if self.model is None else self._system1(run, budget, flags))
-        await self._remember(run, reply, incoming)
+        flushed = await self._remember(run, reply, incoming)
+        if run.tag.source != "consolidation_alert":  # an alert about an alert would never end
+            await self._notice([*self.window.exits[exits:], *flushed])
         return await self._act(run, replace(reply, pruned=len(pruned), tag=run.tag))
 
     async def _intensity(self, text: str, scored: Scored | None) -> Intensity:
@@ -245,9 +265,9 @@ class Agent:
         vector = np.asarray(await self.archive.embeddings.embed_query(text), dtype=np.float32)
         return min(1.0, max(0.0, max(g.weight * float(vector @ g.vector) for g in goals)))
 
-    async def _remember(self, run: _Run, reply: Reply, incoming: int) -> None:
+    async def _remember(self, run: _Run, reply: Reply, incoming: int) -> list[FlushReport]:
         """Both turns into the day table with their source tags, and through the entry gate (the
-        memory gate of §3.4); both join the window."""
+        memory gate of §3.4); both join the window. Returns the exit-gate passes this triggered."""
         role = "user" if run.tag.source == USER else "system"  # an internal input is not the user's
         tags = {"source": run.tag.source, "source_confidence": run.tag.confidence}
         await self.archive.record_turn(self.scope, self.session, role, run.text, metadata=tags)
@@ -258,13 +278,24 @@ class Agent:
         await self.archive.record_turn(
             self.scope, self.session, "assistant", reply.text, metadata={"source": reply.source}
         )
-        item = None
+        item, said = None, None
         if reply.source in ("system1", "system2"):  # a model's thought; the offline echo of memory is not new
             said = await self.archive.observe(
                 self.scope, reply.text, role="assistant", source_tag=reply.source, attention=run.text
             )
             item = _kept(said)
         self.window.add(Message("output", reply.text, reply.source, self.window.count(reply.text), item))
+        return [o.flushed for o in (seen, said) if o is not None and o.flushed is not None]
+
+    async def _notice(self, reports: Sequence[FlushReport]) -> None:
+        """Consolidation alerts (§3.4's "I notice pattern Z"): what the exit gate kept while flagging a
+        contradiction with an older memory becomes an input that competes for attention."""
+        for report in reports:
+            for outcome in report.outcomes:
+                if outcome.action == "persist_flag":
+                    await self.submit(
+                        f"I notice this contradicts what I believed before: {outcome.content}", "consolidation_alert"
+                    )
 
     async def _act(self, run: _Run, reply: Reply) -> Reply:
         """The action check: the reply to the user is a communication; an internal input's output stays
