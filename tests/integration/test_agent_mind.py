@@ -319,3 +319,25 @@ async def test_every_source_goes_through_the_same_loop_and_attention_weighs_them
             agent.schedule("x", datetime(2030, 1, 1))
     finally:
         await archive.close()
+
+
+async def test_bad_inputs_are_refused_before_anything_is_written(quiet: AsyncArchive, database_url: str) -> None:
+    agent = Agent(quiet, ME)
+    await agent.start()
+    for call in (
+        agent.respond("   "),
+        agent.respond("hello", "rumour"),
+        agent.respond("hello", source_confidence=1.5),
+        agent.submit(""),
+        agent.submit("hello", "internal_dream"),
+    ):
+        with pytest.raises((InvalidContentError, ValueError)):
+            await call
+    with pytest.raises(ValueError, match="exit_interval"):
+        Agent(quiet, ME, exit_interval=-1.0)
+    with pytest.raises(ValueError, match="max_tokens"):
+        Agent(quiet, ME, context_tokens=10)
+    with psycopg.connect(database_url) as conn:
+        written = conn.execute("SELECT (SELECT count(*) FROM mnemo.turns) + (SELECT count(*) FROM mnemo.scratch)")
+        assert written.fetchone() == (0,)
+    assert agent.pending == [] and agent.window.messages == [] and agent.cycles == 0

@@ -49,6 +49,7 @@ from mnemo.cognition.attention import URGENCY, Candidate, Scored, allocate, stat
 from mnemo.cognition.confidence import composite, from_logprobs, structural
 from mnemo.cognition.escalation import decide, escalation_threshold
 from mnemo.cognition.window import Intensity, RateLimit, intensity, system2_recency, window_share
+from mnemo.errors import InvalidContentError
 from mnemo.models import FlushReport, RecallResult, Refusal, Scope
 
 __all__ = ["REFUSAL", "Agent", "Reply", "price"]
@@ -157,6 +158,8 @@ class Agent:
     _trust: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.exit_interval < 0:
+            raise ValueError(f"exit_interval must be >= 0 seconds, not {self.exit_interval}")
         self.window = ContextWindow(
             self.archive, self.scope, self.context_tokens, RateLimit(self.exit_interval), self.clock
         )
@@ -183,8 +186,8 @@ class Agent:
         """Queue an input for attention: the user's message, an internal thought (``internal_dmn``), a
         gut signal (``internal_gut`` with its ``charge``), a consolidation alert, a scheduled task;
         ``confidence``: how far its source is trusted (default by source)."""
-        if source not in URGENCY:
-            raise ValueError(f"source must be one of {', '.join(URGENCY)}, not {source!r}")
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidContentError("an input needs some text")
         tag = SourceTag.of(source, confidence)
         vector = np.asarray(await self.archive.embeddings.embed_query(text), dtype=np.float32)
         ident = f"{source}-{len(self.pending)}-{time.monotonic_ns()}"
@@ -233,6 +236,8 @@ class Agent:
         """One input through the loop (see the module docstring); a ``/command`` is answered at once.
         ``flags``: always-escalate conditions the caller knows of (``irreversible``, ``identity``,
         ``goals``)."""
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidContentError("an input needs some text")
         if text.strip().startswith("/"):
             return Reply(await self.command(text.strip()), "command")
         run = _Run(text, SourceTag.of(source, source_confidence))

@@ -30,26 +30,42 @@ def chat(
     identity: Annotated[
         Path | None, typer.Option(help="Directory of values.json / goals.json.", file_okay=False)
     ] = None,
+    docs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="A directory System 1 may read (repeatable; read-only, no path leads out).",
+            file_okay=False,
+            exists=True,
+        ),
+    ] = None,
+    context_tokens: Annotated[
+        int, typer.Option(min=64, help="Context the agent may fill at full intensity: conversation plus memory.")
+    ] = 4000,
 ) -> None:
     """Talk to an agent whose memory is this archive: System 1 is MNEMO_LLM (offline, it answers from
     memory), System 2 MNEMO_SYSTEM2_LLM. Each line goes through attention with any thoughts the agent
     queued; what it tells you is printed, its own thoughts go to stderr. Commands: /cost,
     /readiness, /state, /think TEXT (an internal thought); Ctrl-D or /quit ends."""
-    asyncio.run(_chat(entity, namespace, name, identity))
+    asyncio.run(_chat(entity, namespace, name, identity, docs or [], context_tokens))
 
 
 CYCLES_PER_LINE = 3
 """Cycles run after each line: the line and up to two queued thoughts (the rest wait)."""
 
 
-async def _chat(entity: str, namespace: str, name: str, identity: Path | None) -> None:
-    from mnemo.agent import Agent, Identity
+async def _chat(
+    entity: str, namespace: str, name: str, identity: Path | None, docs: list[Path], context_tokens: int
+) -> None:
+    from mnemo.agent import Agent, DocsTool, Identity
     from mnemo.archive import AsyncArchive
     from mnemo.models import Scope
 
     async with await AsyncArchive.open(settings()) as archive:
         layers = Identity(identity, archive.embeddings) if identity else None
-        agent = Agent(archive, Scope(entity, namespace), name=name, identity=layers)
+        agent = Agent(
+            archive, Scope(entity, namespace), name=name, identity=layers, context_tokens=context_tokens,
+            docs=DocsTool.of(*docs) if docs else None,
+        )  # fmt: skip
         problem = await agent.start()
         err.print(f"[dim]{await agent.command('/readiness')}[/dim]" if problem is None else f"[red]{problem}[/red]")
         try:
