@@ -220,6 +220,8 @@ async def test_unsure_and_novel_answers_retry_once_then_escalate_to_system2(
         kept = conn.execute("SELECT metadata->>'correction' FROM mnemo.memories WHERE kind = 'correction'").fetchall()
     assert purposes == ["system1", "system1-retry", "system2"]
     assert kept == [(SECOND["correction"],)]  # the reflection bank learnt from it
+    (reflex,) = await archive.reflexes_for(ME, "When is my dentist appointment?", 1)
+    assert (reflex.action, reflex.action_type, reflex.success_count) == ("escalate_to_system2", "delegation", 1)
 
 
 async def test_one_trigger_does_not_escalate_but_an_irreversible_action_always_does(archive: AsyncArchive) -> None:

@@ -318,7 +318,7 @@ class Agent:
         """What System 1 did in this context and how it went (memory-architecture §10.3), in order."""
         before = None
         for action, ok in run.tools:
-            kind = "delegation" if action == "consult_system2" else "tool_call"
+            kind = "delegation" if action in ("consult_system2", "escalate_to_system2") else "tool_call"
             reflex = await self.archive.record_outcome(
                 self.scope, run.text, action, success=ok, action_type=kind, follows=before
             )
@@ -357,6 +357,7 @@ class Agent:
                 answer, "system1", confidence=confidence, escalated=decision.reasons if decision.escalate else ()
             )
         opinion = await self._second_opinion(run, answer, instructions, ", ".join(decision.reasons), block.text)
+        run.tools.append(("escalate_to_system2", True))  # a delegation the loop made: a reflex like any other
         return Reply(opinion.answer, "system2", escalated=decision.reasons)
 
     async def _attempt(self, run: _Run, purpose: str, instructions: str) -> tuple[str, float]:
