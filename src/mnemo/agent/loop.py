@@ -155,7 +155,7 @@ class Agent:
     scheduled: list[tuple[datetime, str]] = field(default_factory=list)
     """Tasks not yet due (:meth:`schedule`), soonest first."""
     window: ContextWindow = field(init=False)
-    _trust: dict[str, float] = field(default_factory=dict)
+    _trust: dict[str, float] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.exit_interval < 0:
