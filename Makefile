@@ -26,12 +26,12 @@ test: $(STAMP) browser
 	$(BIN)/pytest
 
 # The inspector's browser tests drive Debian's chromium: installed here when we may (root);
-# otherwise the test run says loudly at its end that they did not run (CI requires them).
+# otherwise they fail, saying how to install it.
 browser:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
-	  else echo "*** chromium is not installed and this is not root: the browser tests will not run ***"; fi; }
+	  else echo "*** chromium is not installed and this is not root: install it (apt-get install -y chromium) or the browser tests fail ***"; fi; }
 
 # The unit tier only: pure logic, no PostgreSQL, no embedding model (seconds).
 test-fast: $(STAMP)

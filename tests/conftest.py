@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import tempfile
 import uuid
 import warnings
@@ -154,12 +153,3 @@ def fake() -> Iterator[tuple[FakeCompletions, str]]:
     state = FakeCompletions()
     with serve(state) as url:
         yield state, url
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Say loudly, at the very end, when the inspector's browser tests could not run (never a
-    silent skip; CI fails them instead)."""
-    module = sys.modules.get("tests.integration.test_inspector")
-    for reason in dict.fromkeys(getattr(module, "MISSING", [])):
-        line = f"THE INSPECTOR'S BROWSER TESTS DID NOT RUN: {reason}"
-        terminalreporter.write_sep("!", line, red=True, bold=True)

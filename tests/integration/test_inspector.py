@@ -34,7 +34,6 @@ BOB = Scope("bob", "diary")
 SCRIPT = "Maya wrote <script>window.__pwned = 1</script> on the fridge <b>in bold</b>"
 FACTS_BEFORE = ["My sister Lena lives in Porto.", "Nice.", "My favourite colour is green.", "Green is calm."]
 FACTS_AFTER = ["My favourite colour is blue now.", "Blue it is."]
-MISSING: list[str] = []  # why browser tests could not run (reported loudly by conftest)
 
 
 def chromium() -> str | None:
@@ -48,14 +47,14 @@ def shots() -> Path:
     return folder
 
 
+NO_BROWSER = "the browser tests need Debian's chromium: apt-get install -y chromium (make test does it as root)"
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     path = chromium()
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI runs the browser tests: install Debian's chromium (apt-get install -y chromium)")
-        MISSING.append("chromium is not installed (apt-get install -y chromium, or run make test as root)")
-        pytest.skip("chromium is not installed: the inspector's browser tests did not run")
+    if path is None:  # a real browser is part of the test bed: its absence fails, never skips
+        pytest.fail(NO_BROWSER)
     with sync_playwright() as p:
         flags = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]  # root in a container
         launched = p.chromium.launch(executable_path=path, args=flags)
