@@ -31,6 +31,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from mnemo import _access as access
+from mnemo import _agents as agents_path
 from mnemo import _backup as backup_path
 from mnemo import _forks as forks_path
 from mnemo import _packets as packets_path
@@ -74,7 +75,6 @@ from mnemo.night.cycle import Progress as NightProgress
 from mnemo.recall import context as assemble_path
 from mnemo.recall import history
 from mnemo.recall import pipeline as recall_path
-from mnemo.store import agents as agent_rows
 from mnemo.store.pool import PROCESS
 from mnemo.write import forget as forget_path
 from mnemo.write import gates as gate_path
@@ -546,9 +546,7 @@ class AsyncArchive:
     async def agent_started(self, entity_id: str, name: str) -> Mapping[str, Any]:
         """Count one start of agent ``name`` of ``entity_id``: ``first_started``, ``last_started``,
         ``starts`` (restarts + 1), kept in the database."""
-        Scope(entity_id, check_process(name))  # validated as ids are
-        async with self._rt.store.transaction() as conn:
-            return await agent_rows.started(conn, entity_id, name)
+        return await agents_path.started(self._rt, entity_id, name)
 
     async def log_model_call(
         self,
@@ -563,17 +561,14 @@ class AsyncArchive:
         seconds: float,
     ) -> None:
         """Record one model call in the cost log (``cost`` in USD; None when the price is unknown)."""
-        Scope(entity_id)
-        async with self._rt.store.transaction() as conn:
-            await agent_rows.log_call(
-                conn, entity_id, agent, model=model, purpose=purpose, input_tokens=input_tokens,
-                output_tokens=output_tokens, cost=cost, seconds=seconds,
-            )  # fmt: skip
+        await agents_path.log_call(
+            self._rt, entity_id, agent, model=model, purpose=purpose, input_tokens=input_tokens,
+            output_tokens=output_tokens, cost=cost, seconds=seconds,
+        )  # fmt: skip
 
     async def model_costs(self, entity_id: str, agent: str, since: datetime) -> Mapping[str, Any]:
         """Calls, input and output tokens, cost (USD) and unpriced calls of ``agent`` since ``since``."""
-        async with self._rt.store.connection() as conn:
-            return await agent_rows.totals(conn, entity_id, agent, since)
+        return await agents_path.costs(self._rt, entity_id, agent, since)
 
     # --- packets and forks (memory-architecture §6, archive-adr "Logical Domain Isolation") ---------
     def packets(

@@ -9,10 +9,12 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
@@ -234,3 +236,19 @@ async def test_one_trigger_does_not_escalate_but_an_irreversible_action_always_d
     risky = await agent.respond("Cancel the dentist appointment.", flags=["irreversible"])
     # the first exchange is in memory now: no novelty, and still System 2 on an irreversible action
     assert risky.source == "system2" and risky.escalated == ("irreversible",)
+
+
+async def test_the_cost_log_refuses_bad_entries_with_a_clear_error(archive: AsyncArchive) -> None:
+    from mnemo.errors import InvalidContentError
+
+    good = {"model": "openai:gpt-4o", "purpose": "system1", "input_tokens": 10, "output_tokens": 5, "cost": None,
+            "seconds": 0.2}  # fmt: skip
+    for bad in ({"input_tokens": -1}, {"output_tokens": 1.5}, {"cost": float("nan")}, {"seconds": -2.0},
+                {"model": ""}):  # fmt: skip
+        with pytest.raises(InvalidContentError):
+            await archive.log_model_call("maya", "agent", **(good | bad))
+    with pytest.raises(InvalidContentError):
+        await archive.model_costs("maya", "agent", "not a time")  # type: ignore[arg-type]
+    await archive.log_model_call("maya", "agent", **good)
+    totals = await archive.model_costs("maya", "agent", datetime(2000, 1, 1, tzinfo=UTC))
+    assert (totals["calls"], totals["input_tokens"], totals["unpriced"]) == (1, 10, 1)  # only the good one
