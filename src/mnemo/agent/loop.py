@@ -306,7 +306,8 @@ class Agent:
         """The action check: the reply to the user is a communication; an internal input's output stays
         in working memory; what System 1 asked for with its tools is checked against the source."""
         first: ActionKind = "communication" if run.tag.source == USER else "none"
-        wanted = [(first, reply.text), *run.intents]
+        # tools may run concurrently, so their order of arrival is not the model's: communications first
+        wanted = [(first, reply.text), *sorted(run.intents, key=lambda intent: intent[0] != "communication")]
         checks = tuple(check_action(kind, text, run.tag, reply.confidence) for kind, text in wanted)
         for check in checks:
             if check.kind == "internal" and check.allowed:
