@@ -24,6 +24,7 @@ from playwright.sync_api import expect, sync_playwright
 from mnemo import AsyncArchive, Scope, Settings
 from mnemo.embed import Embeddings
 from mnemo.interfaces.http import create_app
+from mnemo.night.cycle import STAGES
 from tests.integration.test_http import serve
 from tests.night_data import START, arc_conversation, record
 
@@ -143,6 +144,19 @@ def test_the_overview_shows_own_scopes_counts_and_night_runs(browser: Any, site:
     assert section.is_visible() and "Night of" in section.inner_text()
     assert page.locator("#scope-bob-diary").count() == 0
     snap(page, shots, "02-overview")
+
+
+def test_the_overview_counts_each_nights_stages_and_lists_them_in_pipeline_order(
+    browser: Any, site: dict[str, Any]
+) -> None:
+    page = sign_in(browser, site)
+    runs = page.locator("#scope-alice-history details")
+    assert runs.count() >= 2
+    for i in range(runs.count()):
+        run = runs.nth(i)
+        names = [n.strip() for n in run.locator("table.stages tr td:first-child").all_text_contents()]
+        assert names == list(STAGES)  # every stage ran, in the order the night runs them
+        assert f"{len(STAGES)} stages" in run.locator("summary").text_content()
 
 
 def test_memories_search_filter_and_page(browser: Any, site: dict[str, Any], shots: Path) -> None:

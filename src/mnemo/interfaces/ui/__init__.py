@@ -45,6 +45,7 @@ _env.filters["when"] = views.when
 _env.filters["short"] = views.short
 _env.filters["salience"] = views.salience
 _env.filters["zone"] = views.zone_text
+_env.filters["stages"] = views.night_stages
 
 
 class _SignIn(Exception):

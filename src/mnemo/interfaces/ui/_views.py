@@ -15,6 +15,7 @@ from mnemo._validate import check_kind, to_utc
 from mnemo.errors import InvalidContentError
 from mnemo.interfaces.ui.charts import activation_series, beta_density, polyline, scale
 from mnemo.models import MEMORY_STATUSES, EntityFacts, Hit, RecallResult, Refusal, TreeNode
+from mnemo.night.cycle import STAGES
 
 __all__ = [
     "activation_chart",
@@ -23,6 +24,7 @@ __all__ = [
     "fact_timeline",
     "key_text",
     "memory_filters",
+    "night_stages",
     "nonce",
     "outline",
     "page_key",
@@ -181,6 +183,16 @@ def fact_timeline(found: EntityFacts | None) -> list[dict[str, Any]]:
         x = (start - t0).total_seconds() / span * W
         out.append({"fact": f, "x": round(x, 1), "w": round(max((end - start).total_seconds() / span * W, 3), 1)})
     return out
+
+
+def night_stages(run: Mapping[str, Any]) -> list[tuple[str, float | None]]:
+    """The stages a night run did, in the order the night runs them (:data:`mnemo.night.cycle.STAGES`),
+    each with its seconds: those its summary timed, and those its ``stages_done`` marks (None: done
+    by an earlier attempt of a resumed run, or the run has no summary yet)."""
+    summary = (run.get("report") or {}).get("summary") or {}
+    seconds = summary.get("stage_seconds") or {}
+    done = set(run.get("stages_done") or ())
+    return [(stage, seconds.get(stage)) for stage in STAGES if stage in seconds or stage in done]
 
 
 LEVELS = (("utterance_level", "utterance"), ("exchange_level", "exchange"), ("theme_level", "theme"))
