@@ -30,8 +30,8 @@ test: $(STAMP) browser
 browser:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
-	  else echo "*** chromium is not installed and this is not root: install it (apt-get install -y chromium) or the browser tests fail ***"; fi; }
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
+	  else echo "*** chromium is not installed and this is not root: install it (apt-get install -y --no-install-recommends chromium) or the browser tests fail ***"; fi; }
 
 # The unit tier only: pure logic, no PostgreSQL, no embedding model (seconds).
 test-fast: $(STAMP)

@@ -48,7 +48,10 @@ def shots() -> Path:
     return folder
 
 
-NO_BROWSER = "the browser tests need Debian's chromium: apt-get install -y chromium (make test does it as root)"
+NO_BROWSER = (
+    "the browser tests need Debian's chromium: apt-get install -y --no-install-recommends chromium "
+    "(make test does it as root)"
+)
 
 
 @pytest.fixture(scope="module")

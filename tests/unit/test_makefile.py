@@ -1,0 +1,18 @@
+"""``make test`` installs the browser its inspector tests drive (issue 27): chromium alone, without
+the packages Debian merely recommends beside it (printer tools, and more)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_apt_install_make_runs_or_suggests_skips_recommended_packages() -> None:
+    dry = subprocess.run(["make", "-n", "browser"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert dry.returncode == 0, dry.stderr
+    installs = re.findall(r"apt-get install[^;)}\n]*", dry.stdout)
+    assert len(installs) >= 2  # the one it runs as root, the one it tells everyone else to run
+    assert all("--no-install-recommends" in line and "chromium" in line for line in installs), installs
