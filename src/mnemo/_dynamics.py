@@ -212,7 +212,14 @@ async def mutate_after_recall(
     and ``reinforce(reinforce_gain)`` and are linked to each other; near misses ``contradict(suppress_gain)``."""
     if not hits and not near_misses:
         return
-    states = await rows.memory_states(conn, scope.entity_id, scope.namespace, list(hits), lock=True)
+    # Every row this recall changes is locked here, in one statement, in id order: hits and near
+    # misses together. Two recalls whose hits are each other's near misses then queue on their
+    # first common memory instead of each holding what the other waits for (a deadlock).
+    locked = await rows.memory_states(
+        conn, scope.entity_id, scope.namespace, [*hits, *near_misses], lock=True, live_only=False
+    )
+    wanted = set(hits)
+    states = {i: s for i, s in locked.items() if i in wanted and s["status"] in ("candidate", "active")}
     # A superseded memory is dormant: still recallable, never strengthened by being recalled
     # (otherwise every look-up of the update, which retrieves the old fact beside it, would prop it up).
     hits = [i for i in hits if i in states and not (states[i].get("metadata") or {}).get("superseded_by")]

@@ -133,6 +133,15 @@ def _error(status: int, code: str, message: str, headers: dict[str, str] | None 
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
 
 
+def _log_failure(request: Request, status: int, exc: Exception) -> None:
+    """A 500 goes to the server log with its traceback (it is a bug, or a database failure someone
+    must look at); a 503 with one line (the database is away, clients retry)."""
+    if status == 503:
+        _log.warning("%s %s: 503 %s", request.method, request.url.path, exc)
+    elif status >= 500:
+        _log.error("%s %s: 500", request.method, request.url.path, exc_info=exc)
+
+
 def _internal() -> JSONResponse:
     return _error(500, "internal", "internal server error; the server log has the details")
 
@@ -455,9 +464,10 @@ def _install_guards(app: FastAPI) -> None:
             return _internal()
 
     @app.exception_handler(MnemoError)
-    async def mnemo_error(_request: Request, exc: MnemoError) -> JSONResponse:
+    async def mnemo_error(request: Request, exc: MnemoError) -> JSONResponse:
         for kind, status, code in _STATUS:
             if isinstance(exc, kind):
+                _log_failure(request, status, exc)
                 return _error(status, code, str(exc), {"WWW-Authenticate": "Bearer"} if status == 401 else None)
         return _error(500, "internal", str(exc))  # pragma: no cover
 

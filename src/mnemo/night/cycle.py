@@ -50,6 +50,7 @@ from mnemo.store import backup as backup_rows
 from mnemo.store import night as night_rows
 from mnemo.store import reflexes as reflex_rows
 from mnemo.store import vectors as vector_rows
+from mnemo.store.pool import retry_conflicts
 from mnemo.write.embedding import reads_tokens
 
 __all__ = ["STAGES", "NightReport", "run_night"]
@@ -168,12 +169,20 @@ class _Run:
         if stage not in self.stages:
             return {}
         t0 = time.perf_counter()
-        async with self.rt.store.transaction() as conn:
-            if stage in CORTEX_STAGES:  # a backup copies the cortex only between such transactions
-                await backup_rows.share_cortex(conn)
-            result = await work(conn)
-            recorded = dict(result) if isinstance(result, dict) else asdict(result)
-            await night_rows.mark_stage(conn, self.scope.entity_id, self.run_id, stage, recorded)
+
+        async def attempt() -> dict[str, Any]:
+            async with self.rt.store.transaction() as conn:
+                if stage in CORTEX_STAGES:  # a backup copies the cortex only between such transactions
+                    await backup_rows.share_cortex(conn)
+                result = await work(conn)
+                recorded = dict(result) if isinstance(result, dict) else asdict(result)
+                await night_rows.mark_stage(conn, self.scope.entity_id, self.run_id, stage, recorded)
+            return recorded
+
+        # A stage that only writes PostgreSQL runs again whole if it lost a deadlock to a recall that
+        # locked the same memories; a cortex stage has written LanceDB too, so its error goes up (the
+        # next run resumes it).
+        recorded = await (attempt() if stage in CORTEX_STAGES else retry_conflicts(attempt))
         self.report.stage_seconds[stage] = time.perf_counter() - t0
         self.tick(stage, 1)(1)
         return recorded

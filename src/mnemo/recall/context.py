@@ -43,6 +43,7 @@ from mnemo.errors import InvalidContentError
 from mnemo.models import ContextBlock, ContextItem, Hit, Scope
 from mnemo.recall import pipeline as recall_path
 from mnemo.store import dynamics as dynamic_rows
+from mnemo.store.pool import retry_conflicts
 
 __all__ = ["ContextBlock", "ContextItem", "assemble", "compress"]
 
@@ -232,8 +233,12 @@ async def _reinforce_placed(
     placed = [i.id for i in situational if i.id in memory_hits]
     if not placed:
         return
-    async with rt.store.transaction() as conn:
-        await mutate_after_recall(conn, rt.settings, scope, placed, [], query=text, now=when)
+
+    async def write() -> None:
+        async with rt.store.transaction() as conn:
+            await mutate_after_recall(conn, rt.settings, scope, placed, [], query=text, now=when)
+
+    await retry_conflicts(write)
     await note_writes(rt, 2 * len(placed))
 
 

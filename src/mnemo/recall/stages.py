@@ -68,6 +68,7 @@ from mnemo.store import search as search_rows
 from mnemo.store import token_vectors as token_rows
 from mnemo.store import traces as trace_rows
 from mnemo.store import vectors as vector_rows
+from mnemo.store.pool import retry_conflicts
 from mnemo.write.embedding import reads_tokens
 
 __all__ = [
@@ -964,15 +965,19 @@ async def trace_and_mutate(rt: Runtime, conn: psycopg.AsyncConnection, request: 
     memories = [h.id for h in decision.hits if h.item_kind == "memory"] if mutates else []
     if not request.trace and not (memories or (mutates and decision.near_misses)):
         return 0
-    # pipeline mode: the statements whose results are not read go to the server together
-    async with conn.pipeline(), conn.transaction():
-        await trace_rows.commit_lazily(conn)
-        if request.trace:
-            await _trace(conn, request, decision)
-        if mutates:
-            await dynamics.mutate_after_recall(
-                conn, rt.settings, scope, memories, decision.near_misses, query=request.text, now=request.now
-            )
+
+    async def write() -> None:
+        # pipeline mode: the statements whose results are not read go to the server together
+        async with conn.pipeline(), conn.transaction():
+            await trace_rows.commit_lazily(conn)
+            if request.trace:
+                await _trace(conn, request, decision)
+            if mutates:
+                await dynamics.mutate_after_recall(
+                    conn, rt.settings, scope, memories, decision.near_misses, query=request.text, now=request.now
+                )
+
+    await retry_conflicts(write)
     return len(memories)
 
 

@@ -225,12 +225,13 @@ async def bump_co_access(
     pairs: Sequence[tuple[uuid.UUID, uuid.UUID]],
     at: datetime,
 ) -> None:
-    """Count one more co-retrieval for each ``(a, b)`` pair (``a < b``)."""
+    """Count one more co-retrieval for each ``(a, b)`` pair (``a < b``); rows are written (and
+    locked) in key order, the one order every writer of links uses."""
     if not pairs:
         return
     await conn.execute(
         """INSERT INTO mnemo.co_access AS c (entity_id, namespace, a, b, count, last_at)
-           SELECT %s, %s, p.a, p.b, 1, %s FROM unnest(%s::uuid[], %s::uuid[]) AS p(a, b)
+           SELECT %s, %s, p.a, p.b, 1, %s FROM unnest(%s::uuid[], %s::uuid[]) AS p(a, b) ORDER BY p.a, p.b
            ON CONFLICT (entity_id, a, b)
            DO UPDATE SET count = c.count + 1, last_at = greatest(c.last_at, EXCLUDED.last_at)""",
         (entity_id, namespace, at, [p[0] for p in pairs], [p[1] for p in pairs]),
@@ -258,12 +259,17 @@ async def co_access_edges(
 async def delete_co_access(
     conn: psycopg.AsyncConnection, entity_id: str, pairs: Sequence[tuple[uuid.UUID, uuid.UUID]]
 ) -> int:
+    """Delete links, locking them first in key order (two recalls pruning the same links across
+    their hit sets take them in the same order, so neither waits for the other while holding one)."""
     if not pairs:
         return 0
     cur = await conn.execute(
-        """DELETE FROM mnemo.co_access c USING unnest(%s::uuid[], %s::uuid[]) AS p(a, b)
-           WHERE c.entity_id = %s AND c.a = p.a AND c.b = p.b""",
-        ([p[0] for p in pairs], [p[1] for p in pairs], entity_id),
+        """WITH doomed AS (
+               SELECT c.a, c.b FROM mnemo.co_access c JOIN unnest(%s::uuid[], %s::uuid[]) AS p(a, b)
+                 ON c.entity_id = %s AND c.a = p.a AND c.b = p.b
+               ORDER BY c.a, c.b FOR UPDATE OF c)
+           DELETE FROM mnemo.co_access c USING doomed d WHERE c.entity_id = %s AND c.a = d.a AND c.b = d.b""",
+        ([p[0] for p in pairs], [p[1] for p in pairs], entity_id, entity_id),
     )
     return cur.rowcount
 

@@ -18,10 +18,10 @@ after a server restart the next call gets a fresh connection and succeeds.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from pgvector.psycopg import register_vector_async
@@ -33,7 +33,9 @@ from mnemo.store.extensions import discover as installed_extensions
 from mnemo.store.migrate import apply_migrations
 from mnemo.store.server import check_pgvector, embedded_url
 
-__all__ = ["PROCESS", "Store", "convert_error", "redact", "wrap_exceptions"]
+__all__ = ["PROCESS", "Store", "convert_error", "redact", "retry_conflicts", "wrap_exceptions"]
+
+T = TypeVar("T")
 
 PROCESS: ContextVar[str] = ContextVar("mnemo_process", default="core")
 """The subsystem writing in this context (archive-adr §4): the rows' ``process_id`` column
@@ -90,6 +92,38 @@ def convert_error(exc: psycopg.Error, url: str) -> DatabaseError:
         )
     code = f" [SQLSTATE {state}]" if state else ""
     return DatabaseError(f"the database at {redact(url)} failed{code}: {detail}")
+
+
+# SQLSTATEs of a transaction that PostgreSQL aborted to let a concurrent one go on: a deadlock
+# victim (40P01) and a serialization failure (40001). Nothing of it was kept, so it may run again.
+_CONFLICT_STATES = frozenset({"40P01", "40001"})
+
+
+async def retry_conflicts(work: Callable[[], Awaitable[T]], *, attempts: int = 5) -> T:
+    """Run ``work`` (one whole transaction, opened inside it) again when PostgreSQL aborted it as a
+    deadlock victim or a serialization failure, after a short pause that grows with each attempt.
+
+    The aborted transaction rolled back whole, so each run applies its effects once. The writers of
+    memories lock rows in one order (id order, in one statement), so this is a safety net for
+    writers that meet across features (a recall beside a night, a curation or a forget), not the
+    way concurrent recalls get along. The last attempt's error goes up unchanged."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return await work()
+        except Exception as exc:  # the driver's error, or the mnemo error it was converted to
+            if _conflict(exc) is None or attempt == attempts:
+                raise
+        await asyncio.sleep(0.005 * 2**attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _conflict(exc: BaseException | None) -> psycopg.Error | None:
+    """The driver error behind ``exc`` (itself, or the cause of a converted one) when it is a conflict."""
+    while exc is not None:
+        if isinstance(exc, psycopg.Error) and exc.sqlstate in _CONFLICT_STATES:
+            return exc
+        exc = exc.__cause__
+    return None
 
 
 @contextmanager
