@@ -137,6 +137,46 @@ def test_cli_skip_invalid(database_url: str, tmp_path: Path) -> None:
     assert data["turns"] == 4 and [s["line"] for s in data["skipped"]] == [3, 5]
 
 
+def timestamp_export(path: Path) -> Path:
+    """Three lines; line 2 names its time "timestamp" (not a field of a turn: "created_at" is)."""
+    return write_lines(
+        path,
+        [
+            {"session": "a", "content": "I adopted a greyhound called Comet", "created_at": "2021-05-30T09:00:00"},
+            {"session": "a", "content": "I moved to Lisbon", "timestamp": "2021-06-01T10:00:00+00:00"},
+            {"session": "a", "content": "Comet loves the beach at Cascais"},
+        ],
+    )
+
+
+async def test_an_unknown_field_is_an_error_naming_the_line_and_the_field(
+    archive: AsyncArchive, tmp_path: Path, database_url: str
+) -> None:
+    await archive.record_turn(SCOPE, "existing", "user", "something already stored")
+    path = timestamp_export(tmp_path / "export.jsonl")
+    before = snapshot(database_url)
+    with pytest.raises(MalformedImportError, match=r"export.jsonl:2: unknown field 'timestamp'.*'created_at'") as info:
+        await archive.import_file(SCOPE, path)
+    assert info.value.line == 2
+    assert snapshot(database_url) == before
+    report = await archive.import_file(SCOPE, path, skip_invalid=True)
+    assert report.turns == 2 and [line for line, _ in report.skipped] == [2]
+    assert "unknown field 'timestamp'" in report.skipped[0][1]
+
+
+def test_cli_import_refuses_an_unknown_field_and_skip_invalid_reports_it(database_url: str, tmp_path: Path) -> None:
+    runner = CliRunner()
+    env = {"MNEMO_DATABASE_URL": database_url, "MNEMO_HOME": str(tmp_path), "MNEMO_ENTITY": "cli"}
+    path = timestamp_export(tmp_path / "export.jsonl")
+    before = snapshot(database_url)
+    result = runner.invoke(app, ["import", str(path)], env=env)
+    assert result.exit_code == 1 and "export.jsonl:2: unknown field 'timestamp'" in result.stderr, result.output
+    assert snapshot(database_url) == before
+    result = runner.invoke(app, ["import", str(path), "--skip-invalid"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "imported 2 turns" in result.stdout and "skipped line 2: unknown field 'timestamp'" in result.stderr
+
+
 async def test_a_long_import_does_not_block_a_concurrent_record(
     archive: AsyncArchive, settings: Settings, tmp_path: Path, database_url: str
 ) -> None:

@@ -110,3 +110,26 @@ def test_parse_jsonl_precomputed_vectors() -> None:
             max_chars=100,
             space=SPACE,
         )
+
+
+def test_parse_jsonl_refuses_an_unknown_field_naming_the_line_and_the_field() -> None:
+    """Issue 27 item 4: a misnamed field ("timestamp" for "created_at") is an error, never dropped."""
+    text = lines({"content": "ok"}, {"content": "I moved to Lisbon", "timestamp": "2021-06-01T10:00:00+00:00"})
+    with pytest.raises(
+        MalformedImportError, match=r"<jsonl>:2: unknown field 'timestamp' \(did you mean 'created_at'"
+    ) as info:
+        parse_jsonl(text, max_chars=100)
+    assert info.value.line == 2
+    skipped: list[Skipped] = []
+    turns = parse_jsonl(text + "\n" + lines({"content": "x", "sesion": "a", "zzz": 1}), max_chars=100, skipped=skipped)
+    assert [t.content for t in turns] == ["ok"]
+    assert [line for line, _ in skipped] == [2, 3]
+    assert "unknown fields 'sesion', 'zzz'" in skipped[1][1] and "did you mean 'session'" in skipped[1][1]
+
+
+def test_the_jsonl_turn_fields_are_the_http_import_turn_fields() -> None:
+    """One turn model on every face: ``mnemo import`` and ``POST /v1/import`` know the same fields."""
+    from mnemo.interfaces.http import ImportTurnIn
+    from mnemo.write.formats import TURN_FIELDS
+
+    assert set(TURN_FIELDS) == set(ImportTurnIn.model_fields)

@@ -14,7 +14,10 @@ JSONL: one object per line, blank lines ignored::
      "created_at": "2024-05-01T10:00:00+00:00", "turn": 0, "metadata": {}}
 
 ``content`` (or ``text``) is required; ``session`` defaults to ``"default"``,
-``role`` to ``"user"``, ``turn`` to the next free number in the session. A
+``role`` to ``"user"``, ``turn`` to the next free number in the session. Any other field
+(:data:`TURN_FIELDS` lists them; ``POST /v1/import`` takes the same ones) is an error that
+names it, never silently dropped: a ``"timestamp"`` meant as ``"created_at"`` would
+otherwise import the turn as of today. A
 precomputed vector may come with a turn: ``"embedding": [...]`` and
 ``"embedding_model": "<slug>"``; it is used only when the slug is the active
 embedder's (``mnemo status`` shows it) and the dimension matches, and the turn
@@ -23,6 +26,7 @@ is then not embedded again.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Iterator
@@ -37,6 +41,7 @@ from mnemo._validate import check_content, check_metadata, check_role, check_ses
 from mnemo.errors import InvalidInputError, MalformedImportError
 
 __all__ = [
+    "TURN_FIELDS",
     "Skipped",
     "TurnInput",
     "VectorSpace",
@@ -49,6 +54,18 @@ __all__ = [
 
 Skipped = tuple[int | None, str]  # (line, reason) of a turn left out of an import; line None: no lines (LoCoMo)
 VectorSpace = tuple[str, int]  # (slug, dimension) of the active embedder: what a precomputed vector must match
+
+TURN_FIELDS = (
+    "content", "text", "session", "session_id", "role", "speaker", "created_at", "turn", "turn_number", "metadata",
+    "embedding", "embedding_model",
+)  # fmt: skip
+"""Every field a JSONL turn may have (the HTTP import's turn model has the same ones)."""
+# Names other exports give a turn's fields, and the field each one means here.
+_ALIASES = {
+    "timestamp": "created_at", "time": "created_at", "date": "created_at", "datetime": "created_at",
+    "ts": "created_at", "message": "content", "body": "content", "name": "speaker", "author": "speaker",
+    "user": "speaker", "conversation": "session", "conversation_id": "session", "thread": "session",
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +225,33 @@ def _text_or_number(obj: dict[str, Any], keys: tuple[str, ...], default: str, la
     return default
 
 
+def _check_fields(obj: dict[str, Any]) -> None:
+    """Refuse a field a turn does not have, naming it (and the one it may have meant)."""
+    unknown = [key for key in obj if key not in TURN_FIELDS]
+    if not unknown:
+        return
+    guesses = {key: _meant(key) for key in unknown}
+    if len(unknown) == 1:
+        key = unknown[0]
+        problem = f"unknown field {_name(key)}" + (f" (did you mean {guesses[key]!r}?)" if guesses[key] else "")
+    else:
+        hints = [f"{guesses[k]!r} for {_name(k)}" for k in unknown if guesses[k]]
+        problem = f"unknown fields {', '.join(_name(k) for k in unknown[:5])}" + ("" if len(unknown) <= 5 else ", ...")
+        problem += f" (did you mean {', '.join(hints)}?)" if hints else ""
+    raise MalformedImportError(f"{problem}; a turn's fields are {', '.join(TURN_FIELDS)}")
+
+
+def _meant(key: str) -> str | None:
+    """The turn field an unknown ``key`` probably stands for."""
+    return _ALIASES.get(key.lower()) or next(iter(difflib.get_close_matches(key, TURN_FIELDS, 1)), None)
+
+
+def _name(key: str) -> str:
+    return repr(key if len(key) <= 40 else key[:40] + "...")
+
+
 def _turn_from_obj(obj: dict[str, Any], max_chars: int, space: VectorSpace | None = None) -> TurnInput:
+    _check_fields(obj)
     content = obj.get("content", obj.get("text"))
     if content is None:
         raise MalformedImportError("missing 'content'")
