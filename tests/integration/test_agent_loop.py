@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -105,6 +106,22 @@ def test_mnemo_agent_chat_works_piped(database_url: str, tmp_path: Path) -> None
     # the thought went through the same loop: answered from memory, kept inside (stderr), not sent
     assert "(internal_dmn) From memory: Maya's bike is a red Gazelle." in talk.stderr
     assert lines[-1].startswith("window: 4 messages") and lines[-1].endswith("2 cycles")
+
+
+def test_the_chat_answers_an_unknown_command_with_every_command_it_accepts(database_url: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") or k == "MNEMO_MODEL_CACHE"}
+    env |= {"MNEMO_HOME": str(tmp_path), "MNEMO_DATABASE_URL": database_url}
+    script = "/bogus\n/cost\n/readiness\n/state\n/help\n/think\n/think the kettle is loud\n/quit\nWhat?\n"
+    talk = subprocess.run([MNEMO, "agent", "chat", "-e", "maya"], input=script, env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert talk.returncode == 0, talk.stderr
+    help_, rest = talk.stdout.split("\nsession: ", 1)  # what /bogus got, then what /cost printed
+    assert help_.startswith("unknown command /bogus")
+    listed = set(re.findall(r"^\s*(/[a-z]+)", help_, re.MULTILINE))
+    assert {"/cost", "/readiness", "/state", "/think", "/help", "/quit"} <= listed
+    assert "unknown command" not in rest  # every command it listed is one it accepts
+    assert rest.count("/think TEXT") == 2  # /help lists them all again; /think alone says how to use it
+    assert "(internal_dmn)" in talk.stderr and "What?" not in talk.stdout + talk.stderr  # /quit ended it
 
 
 async def test_attention_picks_the_user_first_and_the_state_report_reaches_the_model(

@@ -52,10 +52,16 @@ from mnemo.cognition.window import Intensity, RateLimit, intensity, system2_rece
 from mnemo.errors import InvalidContentError
 from mnemo.models import FlushReport, RecallResult, Refusal, Scope
 
-__all__ = ["REFUSAL", "Agent", "Reply", "price"]
+__all__ = ["COMMANDS", "REFUSAL", "Agent", "Reply", "price"]
 
 REFUSAL = "I don't know: my memory holds nothing reliable about that."
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+COMMANDS = {
+    "/cost": "model calls, tokens and cost: this session, the last 24 h, lifetime",
+    "/readiness": "whether the archive and the models are ready, with the cost and age line",
+    "/state": "the context window, intensity, pending inputs and cycles",
+}
+"""The loop's own commands (:meth:`Agent.command`), each with what it answers."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -496,7 +502,7 @@ class Agent:
         )
 
     async def command(self, text: str) -> str:
-        """``/cost``, ``/readiness`` and ``/state`` (the loop's own commands)."""
+        """One of the loop's own :data:`COMMANDS`; any other is answered with their names."""
         name = text.split()[0].lower()
         if name == "/cost":
             return await self._costs()
@@ -509,7 +515,8 @@ class Agent:
             )
         if name == "/state":
             return self._state()
-        return f"unknown command {name}; try /cost, /readiness or /state"
+        *others, last = COMMANDS
+        return f"unknown command {name}; try {', '.join(others)} or {last}"
 
     async def _costs(self) -> str:
         now = datetime.now(UTC)

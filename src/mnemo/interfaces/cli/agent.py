@@ -44,13 +44,34 @@ def chat(
 ) -> None:
     """Talk to an agent whose memory is this archive: System 1 is MNEMO_LLM (offline, it answers from
     memory), System 2 MNEMO_SYSTEM2_LLM. Each line goes through attention with any thoughts the agent
-    queued; what it tells you is printed, its own thoughts go to stderr. Commands: /cost,
-    /readiness, /state, /think TEXT (an internal thought); Ctrl-D or /quit ends."""
+    queued; what it tells you is printed, its own thoughts go to stderr. /help lists the commands;
+    Ctrl-D ends."""
     asyncio.run(_chat(entity, namespace, name, identity, docs or [], context_tokens))
 
 
 CYCLES_PER_LINE = 3
 """Cycles run after each line: the line and up to two queued thoughts (the rest wait)."""
+
+THINK, HELP, QUIT = "/think", "/help", "/quit"
+CHAT_COMMANDS = {
+    THINK: ("TEXT", "a thought of your own: it goes through the same loop, its answer stays inside (stderr)"),
+    HELP: ("", "this list"),
+    QUIT: ("", "end the chat (so does Ctrl-D)"),
+}
+"""The chat's own commands (usage, what it does), beside the loop's (:data:`mnemo.agent.loop.COMMANDS`)."""
+
+
+def _commands() -> dict[str, tuple[str, str]]:
+    """Every command the chat accepts: the loop's, then its own."""
+    from mnemo.agent.loop import COMMANDS
+
+    return {name: ("", does) for name, does in COMMANDS.items()} | CHAT_COMMANDS
+
+
+def _help(first: str) -> str:
+    rows = [(f"{name} {usage}".strip(), does) for name, (usage, does) in _commands().items()]
+    width = max(len(call) for call, _ in rows)
+    return "\n".join([first, *(f"  {call.ljust(width)}  {does}" for call, does in rows)])
 
 
 async def _chat(
@@ -79,17 +100,16 @@ async def _read() -> str | None:
     if sys.stdin.isatty():
         err.print("[bold]you>[/bold] ", end="")
     line = await asyncio.to_thread(sys.stdin.readline)
-    return None if not line or line.strip() == "/quit" else line.strip()
+    return None if not line or line.lower().split()[:1] == [QUIT] else line.strip()
 
 
 async def _turn(agent: Any, line: str) -> None:
     if not line:
         return
-    if line.startswith("/think "):
-        await agent.submit(line.removeprefix("/think ").strip(), "internal_dmn")
-    elif line.startswith("/"):
-        out.print(await agent.command(line), markup=False, highlight=False, soft_wrap=True)
+    if line.startswith("/") and not await _command(agent, line):
         return
+    if line.startswith("/"):
+        await agent.submit(line.split(maxsplit=1)[1], "internal_dmn")
     else:
         await agent.submit(line)
     for _ in range(CYCLES_PER_LINE):
@@ -100,3 +120,21 @@ async def _turn(agent: Any, line: str) -> None:
             err.print(f"[dim]({reply.tag.source}) {escape(reply.text)}[/dim]", highlight=False)
         for message in reply.outbox:
             out.print(message, markup=False, highlight=False, soft_wrap=True)
+
+
+async def _command(agent: Any, line: str) -> bool:
+    """Answer a command line; True when it is a thought (``/think TEXT``) for the loop to take in."""
+    name, _, text = line.partition(" ")
+    name = name.lower()
+    if name == THINK and text.strip():
+        return True
+    if name == THINK:
+        answer = f"usage: {THINK} {CHAT_COMMANDS[THINK][0]}: {CHAT_COMMANDS[THINK][1]}"
+    elif name == HELP:
+        answer = _help("commands:")
+    elif name in _commands():
+        answer = await agent.command(line)
+    else:
+        answer = _help(f"unknown command {name}; the commands are:")
+    out.print(answer, markup=False, highlight=False, soft_wrap=True)
+    return False
