@@ -11,7 +11,7 @@ import math
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # numpy loads where a vector is checked: the command line imports this module first
@@ -28,6 +28,7 @@ from mnemo.models import MEMORY_KINDS, ROLES
 __all__ = [
     "MAX_FIELD_CHARS",
     "check_content",
+    "check_event_time",
     "check_id",
     "check_kind",
     "check_metadata",
@@ -200,6 +201,22 @@ def to_utc(value: Any, *, label: str = "time") -> datetime:
     if not isinstance(value, datetime):
         raise InvalidContentError(f"{label} must be a datetime or ISO-8601 text")
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
+def check_event_time(value: Any, *, label: str, skew_hours: float) -> datetime:
+    """An event time (:func:`to_utc`) no more than ``skew_hours`` ahead of this machine's clock
+    (``Settings.clock_skew_hours``): a time later than that is a mistake (a typo, a wrong unit, a
+    bad export), and stored it would rank as the newest thing there is."""
+    when = to_utc(value, label=label)
+    now = datetime.now(UTC)
+    if when > now + timedelta(hours=skew_hours):
+        hours = f"{skew_hours:g} hour{'' if skew_hours == 1 else 's'}"
+        raise InvalidContentError(
+            f"{label} {when.isoformat()} is more than {hours} ahead of this machine's clock "
+            f"({now:%Y-%m-%d %H:%M} UTC); fix the time, or allow more clock skew with MNEMO_CLOCK_SKEW_HOURS "
+            f"(Settings.clock_skew_hours, now {skew_hours:g})"
+        )
+    return when
 
 
 def check_id(value: object, *, label: str = "id") -> uuid.UUID:

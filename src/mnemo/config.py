@@ -65,6 +65,13 @@ class Settings(BaseSettings):
 
     # --- write path ----------------------------------------------------------
     max_content_chars: int = Field(default=32_000, ge=16, le=10_000_000)
+    clock_skew_hours: float = Field(
+        default=24.0,
+        ge=0,
+        description="How far ahead of this machine's clock an event time may be (a turn's created_at, a "
+        "memory's event_time, on every write and import): later ones are refused as mistakes, since a turn "
+        "dated in the future would rank as the newest thing there is.",
+    )
     auto_create_scopes: bool = Field(default=True, description="Writes create their scope on first use.")
     ingest_mode: Literal["sync", "async"] = Field(
         default="sync",

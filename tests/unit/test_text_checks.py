@@ -133,3 +133,31 @@ def test_the_jsonl_turn_fields_are_the_http_import_turn_fields() -> None:
     from mnemo.write.formats import TURN_FIELDS
 
     assert set(TURN_FIELDS) == set(ImportTurnIn.model_fields)
+
+
+def test_a_turn_dated_beyond_the_clock_skew_is_refused_in_jsonl_and_locomo() -> None:
+    """Issue 27 item 5: with ``skew_hours`` (the archive passes ``Settings.clock_skew_hours``), a time
+    further ahead of the clock than that is a bad turn; within it, or without a limit, it is kept."""
+    from datetime import UTC, datetime, timedelta
+
+    from mnemo.write.formats import parse_locomo
+
+    soon = (datetime.now(UTC) + timedelta(hours=2)).isoformat()
+    text = lines({"content": "ok", "created_at": soon}, {"content": "x", "created_at": "2999-01-01T00:00:00"})
+    with pytest.raises(
+        MalformedImportError, match=r"<jsonl>:2: created_at 2999-01-01T00:00:00\+00:00 is more than 3 hours"
+    ):
+        parse_jsonl(text, max_chars=100, skew_hours=3)
+    with pytest.raises(MalformedImportError, match=r"<jsonl>:1: created_at .* is more than 1 hour ahead"):
+        parse_jsonl(text, max_chars=100, skew_hours=1)
+    assert len(parse_jsonl(text, max_chars=100)) == 2
+    conv = {
+        "conversation": {
+            "speaker_a": "Ana",
+            "session_1_date_time": "1:56 pm on 8 May, 2999",
+            "session_1": [{"speaker": "Ana", "dia_id": "D1:1", "text": "hello"}],
+        }
+    }
+    with pytest.raises(MalformedImportError, match="turn D1:1 time 2999-05-08T13:56:00\\+00:00 is more than 24 hours"):
+        parse_locomo(json.dumps(conv), max_chars=100, skew_hours=24)
+    assert len(parse_locomo(json.dumps(conv), max_chars=100)) == 1

@@ -222,7 +222,11 @@ class ImportTurnIn(_In):
     session_id: str | int | None = Field(default=None, description="Another name for `session`.")
     role: str | None = Field(default=None, description="user (default), assistant, system or tool.")
     speaker: str | None = Field(default=None, description="Who said it: one line of printable text.")
-    created_at: str | None = Field(default=None, description="ISO-8601 date-time (default: now); naive is UTC.")
+    created_at: str | None = Field(
+        default=None,
+        description="ISO-8601 date-time (default: now); naive is UTC. At most the server's clock_skew_hours "
+        "(MNEMO_CLOCK_SKEW_HOURS, default 24) ahead of its clock.",
+    )
     turn: int | None = Field(
         default=None, description="Its number in the session, unused there (default: the next free one)."
     )
@@ -420,12 +424,19 @@ _IMPORT = {
 }
 
 
-def _import_batch(body: ImportIn, max_chars: int, space: VectorSpace) -> tuple[list[TurnInput], list[SkippedOut]]:
+def _import_batch(body: ImportIn, settings: Settings, space: VectorSpace) -> tuple[list[TurnInput], list[SkippedOut]]:
     """The valid turns of ``body`` and the skipped ones, every turn checked as a line of a JSONL import
     (line ``i + 1`` is ``turns[i]``). Without ``skip_invalid`` one bad turn refuses the whole batch."""
     lines = "\n".join(json.dumps(turn.model_dump(exclude_unset=True)) for turn in body.turns)
     problems: list[Skipped] = []
-    turns = parse_jsonl(lines, max_chars=max_chars, path="turns", skipped=problems, space=space)
+    turns = parse_jsonl(
+        lines,
+        max_chars=settings.max_content_chars,
+        path="turns",
+        skipped=problems,
+        space=space,
+        skew_hours=settings.clock_skew_hours,
+    )
     skipped = [SkippedOut(index=(line or 1) - 1, reason=reason) for line, reason in problems]
     if skipped and not body.skip_invalid:
         more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
@@ -605,7 +616,7 @@ def create_app(
         scope = own_scope(who, body.namespace)
         started = time.perf_counter()
         rt = archive().runtime
-        turns, skipped = _import_batch(body, rt.settings.max_content_chars, (rt.slug, rt.embeddings.dim))
+        turns, skipped = _import_batch(body, rt.settings, (rt.slug, rt.embeddings.dim))
         await importer.import_turns(rt, scope, turns)
         return ImportOut(
             scope=str(scope),

@@ -37,7 +37,16 @@ from typing import Any
 
 import numpy as np
 
-from mnemo._validate import check_content, check_metadata, check_role, check_session, check_text, check_vector, to_utc
+from mnemo._validate import (
+    check_content,
+    check_event_time,
+    check_metadata,
+    check_role,
+    check_session,
+    check_text,
+    check_vector,
+    to_utc,
+)
 from mnemo.errors import InvalidInputError, MalformedImportError
 
 __all__ = [
@@ -102,26 +111,32 @@ def parse_file(
     sample: str | None = None,
     skipped: list[Skipped] | None = None,
     space: VectorSpace | None = None,
+    skew_hours: float | None = None,
 ) -> list[TurnInput]:
     """The turns of a conversation file, every field checked.
 
     ``skipped``: collect bad turns there and go on (default: the first one raises
     :class:`MalformedImportError`); ``space``: the active embedder's ``(slug, dim)``, which
-    precomputed vectors must match (without it a turn that carries one is an error).
+    precomputed vectors must match (without it a turn that carries one is an error);
+    ``skew_hours``: a turn dated more than this ahead of the clock is bad
+    (``Settings.clock_skew_hours``; None: any time).
     """
     if not path.is_file():
         raise MalformedImportError("file not found", path=str(path))
     fmt = detect_format(path) if fmt == "auto" else fmt
     data = path.read_bytes()
     if fmt == "jsonl":
-        turns = _parse_lines(_jsonl_lines(data, str(path), skipped), max_chars, str(path), skipped, space)
+        lines = _jsonl_lines(data, str(path), skipped)
+        turns = _parse_lines(lines, max_chars, str(path), skipped, space, skew_hours)
     elif fmt == "locomo":
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = data[: exc.start].count(b"\n") + 1
             raise MalformedImportError("not valid UTF-8", path=str(path), line=line) from exc
-        turns = parse_locomo(text, max_chars=max_chars, path=str(path), sample=sample, skipped=skipped)
+        turns = parse_locomo(
+            text, max_chars=max_chars, path=str(path), sample=sample, skipped=skipped, skew_hours=skew_hours
+        )
     else:
         raise MalformedImportError(f"unknown format {fmt!r} (use jsonl, locomo or auto)", path=str(path))
     if not turns:
@@ -141,10 +156,11 @@ def parse_jsonl(
     path: str = "<jsonl>",
     skipped: list[Skipped] | None = None,
     space: VectorSpace | None = None,
+    skew_hours: float | None = None,
 ) -> list[TurnInput]:
     """The turns of JSON Lines text (see :func:`parse_file`)."""
     lines = enumerate((line.removesuffix("\r") for line in text.split("\n")), start=1)
-    return _parse_lines(lines, max_chars, path, skipped, space)
+    return _parse_lines(lines, max_chars, path, skipped, space, skew_hours)
 
 
 def _jsonl_lines(data: bytes, path: str, skipped: list[Skipped] | None) -> Iterator[tuple[int, str]]:
@@ -166,6 +182,7 @@ def _parse_lines(
     path: str,
     skipped: list[Skipped] | None,
     space: VectorSpace | None,
+    skew_hours: float | None,
 ) -> list[TurnInput]:
     turns: list[TurnInput] = []
     numbered: dict[tuple[str, int], int] = {}  # explicit (session, turn) -> the line that claimed it
@@ -173,7 +190,7 @@ def _parse_lines(
         if not line.strip():
             continue
         try:
-            turn = _turn_from_line(line, max_chars, space)
+            turn = _turn_from_line(line, max_chars, space, skew_hours)
             if turn.turn_number is not None:
                 key = (turn.session_id, turn.turn_number)
                 if key in numbered:
@@ -199,7 +216,7 @@ def _reason(exc: InvalidInputError) -> str:
     return str(exc)
 
 
-def _turn_from_line(line: str, max_chars: int, space: VectorSpace | None) -> TurnInput:
+def _turn_from_line(line: str, max_chars: int, space: VectorSpace | None, skew_hours: float | None) -> TurnInput:
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -208,7 +225,7 @@ def _turn_from_line(line: str, max_chars: int, space: VectorSpace | None) -> Tur
         raise MalformedImportError("invalid JSON: nested too deeply") from exc
     if not isinstance(obj, dict):
         raise MalformedImportError("each line must be a JSON object")
-    return _turn_from_obj(obj, max_chars, space)
+    return _turn_from_obj(obj, max_chars, space, skew_hours)
 
 
 def _text_or_number(obj: dict[str, Any], keys: tuple[str, ...], default: str, label: str) -> object:
@@ -250,7 +267,15 @@ def _name(key: str) -> str:
     return repr(key if len(key) <= 40 else key[:40] + "...")
 
 
-def _turn_from_obj(obj: dict[str, Any], max_chars: int, space: VectorSpace | None = None) -> TurnInput:
+def _event_time(value: object, label: str, skew_hours: float | None) -> datetime:
+    if skew_hours is None:
+        return to_utc(value, label=label)
+    return check_event_time(value, label=label, skew_hours=skew_hours)
+
+
+def _turn_from_obj(
+    obj: dict[str, Any], max_chars: int, space: VectorSpace | None = None, skew_hours: float | None = None
+) -> TurnInput:
     _check_fields(obj)
     content = obj.get("content", obj.get("text"))
     if content is None:
@@ -267,7 +292,7 @@ def _turn_from_obj(obj: dict[str, Any], max_chars: int, space: VectorSpace | Non
         role=check_role(str(_text_or_number(obj, ("role",), "user", "role"))),
         content=check_content(content, max_chars=max_chars),
         speaker=None if speaker is None else check_text(speaker, label="speaker"),
-        created_at=None if created is None else to_utc(created, label="created_at"),
+        created_at=None if created is None else _event_time(created, "created_at", skew_hours),
         turn_number=turn,
         metadata=check_metadata(obj.get("metadata")),
         embedding=_embedding(obj, space),
@@ -341,6 +366,7 @@ def parse_locomo(
     path: str = "<locomo>",
     sample: str | None = None,
     skipped: list[Skipped] | None = None,
+    skew_hours: float | None = None,
 ) -> list[TurnInput]:
     """Turns of a LoCoMo file (``locomo10.json`` format); ``sample`` picks one conversation.
 
@@ -361,7 +387,7 @@ def parse_locomo(
     for index, item in enumerate(samples):
         where = f"sample {index}"
         try:
-            turns.extend(_locomo_sample(item, max_chars, prefix_sessions, where, skipped))
+            turns.extend(_locomo_sample(item, max_chars, prefix_sessions, where, skipped, skew_hours))
         except _LOCOMO_ERRORS as exc:
             raise MalformedImportError(f"{where}: {_problem(exc)}", path=path) from exc
     return turns
@@ -379,7 +405,12 @@ def _problem(exc: BaseException) -> str:
 
 
 def _locomo_sample(
-    item: dict[str, Any], max_chars: int, prefix_sessions: bool, where: str, skipped: list[Skipped] | None
+    item: dict[str, Any],
+    max_chars: int,
+    prefix_sessions: bool,
+    where: str,
+    skipped: list[Skipped] | None,
+    skew_hours: float | None,
 ) -> list[TurnInput]:
     sample_id = str(item.get("sample_id", ""))
     conv = item["conversation"]
@@ -403,13 +434,14 @@ def _locomo_sample(
                     metadata["sample_id"] = sample_id
                 if date_text:
                     metadata["session_date"] = date_text
+                when = None if start is None else start + timedelta(seconds=30 * position)
                 out.append(
                     TurnInput(
                         session_id=session_id,
                         role="user" if raw["speaker"] == speaker_a else "assistant",
                         content=check_content(content, max_chars=max_chars, label=f"turn {dia_id}"),
                         speaker=check_text(raw["speaker"], label=f"turn {dia_id} speaker"),
-                        created_at=None if start is None else start + timedelta(seconds=30 * position),
+                        created_at=None if when is None else _event_time(when, f"turn {dia_id} time", skew_hours),
                         turn_number=position,
                         metadata=check_metadata(metadata, label=f"turn {dia_id} metadata"),
                     )

@@ -87,6 +87,7 @@ async def import_file(
         sample=sample,
         skipped=skipped,
         space=(rt.slug, rt.embeddings.dim),
+        skew_hours=rt.settings.clock_skew_hours,
     )
     await import_turns(rt, scope, turns, progress=progress)
     used = detect_format(path) if fmt == "auto" else fmt

@@ -24,6 +24,7 @@ from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
 from mnemo._validate import (
     check_content,
+    check_event_time,
     check_id,
     check_kind,
     check_metadata,
@@ -31,7 +32,6 @@ from mnemo._validate import (
     check_session,
     check_text,
     check_vector,
-    to_utc,
 )
 from mnemo.cognition.late import TokenVectors
 from mnemo.errors import InvalidContentError, UnknownScopeError
@@ -105,7 +105,8 @@ async def remember(
         raise InvalidContentError("source_confidence must be between 0 and 1")
     if status not in ("candidate", "active"):
         raise InvalidContentError("new memories start as 'candidate' or 'active'")
-    when = None if event_time is None else to_utc(event_time, label="event_time")
+    skew = rt.settings.clock_skew_hours
+    when = None if event_time is None else check_event_time(event_time, label="event_time", skew_hours=skew)
     vector, read, windows = await _embedded(rt, text, kind, embedding)
     item_id = uuid7()
     old_ids = [check_id(i) for i in supersedes]
@@ -306,12 +307,13 @@ async def record_turn(
     """
     from mnemo.write.importer import import_turns  # imported here: the importer builds on this module
 
+    skew = rt.settings.clock_skew_hours
     turn = TurnInput(
         session_id=check_session(session),
         role=check_role(role),
         content=check_content(content, max_chars=rt.settings.max_content_chars),
         speaker=None if speaker is None else check_text(speaker, label="speaker"),
-        created_at=None if created_at is None else to_utc(created_at, label="created_at"),
+        created_at=None if created_at is None else check_event_time(created_at, label="created_at", skew_hours=skew),
         metadata=check_metadata(metadata),
     )
     vectors = None if embedding is None else np.stack([check_vector(embedding, rt.embeddings.dim)])
