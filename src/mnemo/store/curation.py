@@ -141,6 +141,12 @@ async def apply_version(conn: psycopg.AsyncConnection, entity_id: str, namespace
     row = await cur.fetchone()
     if row is None or row[0] != "staged":
         return None
+    await conn.execute(  # in id order, as every writer of several memories locks them
+        """SELECT 1 FROM mnemo.memories m
+           JOIN mnemo.curation_items i ON m.entity_id = i.entity_id AND m.id = i.memory_id
+           WHERE i.entity_id = %s AND i.namespace = %s AND i.version = %s ORDER BY m.id FOR UPDATE OF m""",
+        (entity_id, namespace, version),
+    )
     cur = await conn.execute(
         """UPDATE mnemo.memories m SET status = i.to_status, updated_at = now()
            FROM mnemo.curation_items i

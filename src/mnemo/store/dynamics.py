@@ -23,6 +23,7 @@ __all__ = [
     "duplicate_memory",
     "insert_safety_events",
     "insert_weight_changes",
+    "lock_memories",
     "mark_superseded",
     "memory_count",
     "memory_record",
@@ -77,6 +78,20 @@ async def memory_states(
         (entity_id, namespace, list(ids)),
     )
     return {r[0]: dict(zip(STATE_COLUMNS, r, strict=True)) for r in await cur.fetchall()}
+
+
+async def lock_memories(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
+) -> None:
+    """Lock memories (FOR UPDATE, inside a transaction) in id order: the one order every statement
+    that writes several memories takes them in, so two such transactions never wait on each other
+    in a cycle (a recall's reinforcement beside a night's archiving, a forget or a curation)."""
+    if ids:
+        await conn.execute(
+            "SELECT 1 FROM mnemo.memories WHERE entity_id = %s AND namespace = %s AND id = ANY(%s) "
+            "ORDER BY id FOR UPDATE",
+            (entity_id, namespace, list(ids)),
+        )
 
 
 async def strongest(

@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable, Sequence
 import psycopg
 from psycopg import sql
 
+from mnemo.store.dynamics import lock_memories
+
 __all__ = ["derived_items", "forget_items", "item_kinds", "purge_scope"]
 
 
@@ -107,6 +109,7 @@ async def forget_items(
         cur = await conn.execute(query, p)
         removed[label] = removed.get(label, 0) + max(cur.rowcount, 0)
 
+    await lock_memories(conn, entity_id, namespace, p["ids"])  # in id order, as every writer of memories
     # Lexical statistics first, from the postings about to go.
     await run(
         "lexical_stats",

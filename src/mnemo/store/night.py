@@ -490,8 +490,14 @@ async def archive_expired_blocks(
         cur = await conn.execute(query, params)
         row = await cur.fetchone()
         return int(row[0]) if row else 0
+    # Locked first in id order (as every writer of several memories does), then archived.
     cur = await conn.execute(
-        sql.SQL("UPDATE mnemo.memories m SET status = 'archived', updated_at = now() {}").format(_EXPIRED_BLOCKS),
+        sql.SQL(
+            """WITH expired AS (SELECT m.id FROM mnemo.memories m WHERE EXISTS (SELECT 1 {})
+                                ORDER BY m.id FOR UPDATE OF m)
+               UPDATE mnemo.memories m SET status = 'archived', updated_at = now()
+               FROM expired x WHERE m.entity_id = %(e)s AND m.id = x.id"""
+        ).format(_EXPIRED_BLOCKS),
         params,
     )
     return max(cur.rowcount, 0)

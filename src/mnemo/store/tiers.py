@@ -19,6 +19,8 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from mnemo.store.dynamics import lock_memories
+
 __all__ = [
     "block_lines",
     "cortex_id",
@@ -192,6 +194,7 @@ async def mark_migrated(
         return
     block_ids = [b for b, _ in blocks]
     memory_ids = [m for _, m in blocks]
+    await lock_memories(conn, entity_id, namespace, memory_ids)
     await conn.execute(
         "UPDATE mnemo.blocks SET migrated_at = %s WHERE entity_id = %s AND namespace = %s AND id = ANY(%s)",
         (now, entity_id, namespace, block_ids),
