@@ -1,7 +1,7 @@
 """HTTP recall under load: 1 client, then 8 concurrent clients, against ``mnemo serve`` on 127.0.0.1.
 
     .venv/bin/python benchmarks/http_load.py path/to/locomo10.json [--size 10000]
-        [--clients 8] [--seconds 60]
+        [--clients 8] [--seconds 60] [--memories] [--rounds 1]
 
 Builds a scope of ``--size`` turns (LoCoMo sentences re-attributed to many speakers, as
 ``mnemo bench perf`` does, with their token embeddings; vectors cached under
@@ -9,6 +9,12 @@ MNEMO_HOME/bench-cache), creates a bearer token, starts the real service (``mnem
 own process, and has each client post ``/v1/recall`` (k = 10) with LoCoMo questions back to back,
 first alone (the single-client figure), then ``--clients`` at once. Prints p50/p95/p99 latency
 and throughput of both. Runs in a throw-away embedded database.
+
+``--memories``: the scope holds ``--size`` memories (LoCoMo sentences, remembered one by one)
+instead of turns, so every recall mutates what it returns (an access, a reinforcement, co-access
+links) and suppresses its near misses, as an agent's recalls do; ``--rounds`` repeats the
+concurrent phase, each round reported with its non-2xx answers (the concurrency check of
+issue 27: 8 clients, mutating, 3 x 20 s).
 """
 
 from __future__ import annotations
@@ -32,6 +38,15 @@ from mnemo import AsyncArchive, Scope, Settings
 from mnemo.bench.perf import VectorCache, build_corpus
 from mnemo.embed import load_embedder
 from mnemo.write.importer import import_turns
+
+
+async def _build_memories(locomo: Path, size: int, home: Path) -> tuple[str, list[str]]:
+    turns, questions = build_corpus(locomo, size)
+    async with await AsyncArchive.open(Settings(home=home), embeddings=load_embedder()) as archive:
+        for turn in turns:
+            await archive.remember(Scope("load"), f"{turn.speaker}: {turn.content}")
+        token, _ = await archive.create_token("load")
+    return token, questions
 
 
 async def _build(locomo: Path, size: int, home: Path) -> tuple[str, list[str]]:
@@ -61,10 +76,11 @@ async def _load(port: int, token: str, questions: list[str], clients: int, secon
     rng = random.Random(seed)
     latencies: list[float] = []
     errors = 0
+    failures = 0
     deadline = time.perf_counter() + seconds
 
     async def client() -> None:
-        nonlocal errors
+        nonlocal errors, failures
         async with httpx.AsyncClient(
             base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}, timeout=60
         ) as c:
@@ -73,6 +89,7 @@ async def _load(port: int, token: str, questions: list[str], clients: int, secon
                 r = await c.post("/v1/recall", json={"query": rng.choice(questions), "k": 10})
                 latencies.append((time.perf_counter() - started) * 1000)
                 errors += r.status_code != 200
+                failures += r.status_code >= 500
 
     started = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(clients)))
@@ -86,7 +103,8 @@ async def _load(port: int, token: str, questions: list[str], clients: int, secon
         "clients": clients,
         "seconds": round(took, 1),
         "requests": len(latencies),
-        "errors": errors,
+        "non_2xx": errors,
+        "5xx": failures,
         "requests_per_s": round(len(latencies) / took, 1),
         "p50_ms": pct(0.50),
         "p95_ms": pct(0.95),
@@ -101,11 +119,14 @@ async def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--memories", action="store_true", help="memories (mutating recall) instead of turns")
+    parser.add_argument("--rounds", type=int, default=1, help="how many times to run the concurrent phase")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="mnemo-http-") as base:
         home = Path(base) / "home"
-        token, questions = await _build(args.locomo, args.size, home)
+        build = _build_memories if args.memories else _build
+        token, questions = await build(args.locomo, args.size, home)
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
@@ -122,11 +143,21 @@ async def main() -> None:
                 await asyncio.sleep(0.1)
             await _load(port, token, questions, args.clients, 5.0, args.seed)  # warm-up
             single = await _load(port, token, questions, 1, args.seconds / 2, args.seed)
-            many = await _load(port, token, questions, args.clients, args.seconds, args.seed)
+            many = [
+                await _load(port, token, questions, args.clients, args.seconds, args.seed + r)
+                for r in range(args.rounds)
+            ]
         finally:
             server.terminate()
             server.wait(timeout=60)
-    print(json.dumps({"memories": args.size, "cores": os.cpu_count(), "single": single, "concurrent": many}, indent=2))
+    report = {
+        "items": args.size,
+        "kind": "memories (mutating recall)" if args.memories else "turns",
+        "cores": os.cpu_count(),
+        "single": single,
+        "concurrent": many[0] if args.rounds == 1 else many,
+    }
+    print(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":
