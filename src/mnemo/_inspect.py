@@ -21,9 +21,10 @@ from mnemo.store import inspect as inspect_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import status as status_rows
 
-__all__ = ["PAGE", "Inspector"]
+__all__ = ["ENTITIES", "PAGE", "Inspector"]
 
 PAGE = 50
+ENTITIES = 100  # the facts page lists this many of a scope's entities, most mentioned first
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +107,12 @@ class Inspector:
                 conn, scope.entity_id, scope.namespace, wanted, list(row["turn_ids"])
             )
         return row
+
+    async def entities(self, scope: Scope) -> list[dict[str, Any]]:
+        """The scope's :data:`ENTITIES` most mentioned entities, for the facts page to start from."""
+        await self.readable(scope)
+        async with self.rt.store.connection() as conn:
+            return await inspect_rows.entities(conn, scope.entity_id, scope.namespace, ENTITIES)
 
     async def audit(
         self, scope: Scope, *, what: str, enforced: bool | None, reason: str | None

@@ -259,6 +259,41 @@ def test_facts_audit_and_curation_pages(browser: Any, site: dict[str, Any], shot
     snap(page, shots, "13-curation")
 
 
+def test_the_facts_page_lists_the_scopes_entities_most_mentioned_first(
+    browser: Any, site: dict[str, Any], shots: Path
+) -> None:
+    page = sign_in(browser, site)
+    page.goto(site["base"] + "/ui/s/alice/history/facts")  # no name guessed yet
+    with psycopg.connect(site["db"]) as conn:
+        known = conn.execute(
+            "SELECT name, mention_count FROM mnemo.entities WHERE entity_id = 'alice' AND namespace = 'history'"
+        ).fetchall()
+    names = page.locator("#entities tr.entity-row a").all_text_contents()
+    counts = [int(n) for n in page.locator("#entities tr.entity-row td.mentions").all_text_contents()]
+    assert len(known) >= 2 and sorted(names) == sorted(n for n, _ in known)
+    assert counts == sorted((c for _, c in known), reverse=True)  # most mentioned first
+    snap(page, shots, "11-facts-entities")
+    page.locator("#entities tr.entity-row a", has_text=re.compile("^Alice$")).click()
+    page.wait_for_selector("#timeline")
+    assert page.url.endswith("/facts?name=Alice")
+
+
+def test_the_facts_timeline_has_a_time_axis_and_a_label_per_fact(
+    browser: Any, site: dict[str, Any], shots: Path
+) -> None:
+    page = sign_in(browser, site)
+    page.goto(site["base"] + "/ui/s/alice/history/facts?name=Alice")
+    bars = page.locator("#timeline rect.current, #timeline rect.closed")
+    labels = page.locator("#timeline text.label").all_text_contents()
+    assert bars.count() == len(labels) == page.locator("#facts tr.current, #facts tr.closed").count()
+    assert any("green" in label for label in labels) and any("blue" in label for label in labels)
+    assert page.locator("#timeline line.axis").count() == 1
+    ticks = page.locator("#timeline text.tick").all_text_contents()
+    assert len(ticks) >= 2 and all(re.search(r"\d", t) for t in ticks)  # dates along the axis
+    assert "now" in page.locator("#timeline text.now").text_content()
+    snap(page, shots, "11-facts-timeline")
+
+
 def test_forgetting_from_the_page_removes_the_memory_and_audits_it(
     browser: Any, site: dict[str, Any], shots: Path
 ) -> None:
@@ -286,13 +321,21 @@ def test_forgetting_from_the_page_removes_the_memory_and_audits_it(
     snap(page, shots, "14-audit-actions")
 
 
-def test_an_action_without_its_csrf_token_is_refused(browser: Any, site: dict[str, Any]) -> None:
+def test_an_action_without_its_csrf_token_is_refused(browser: Any, site: dict[str, Any], shots: Path) -> None:
     page = sign_in(browser, site)
     target = f"{site['base']}/ui/s/alice/history/memory/{site['peanut']}/anchor"
     refused = page.request.post(target, form={"csrf": "forged"})
     assert refused.status == 403
     bare = page.request.post(target)
     assert bare.status == 403
+    for answer in (refused, bare):  # a page, like every other answer under /ui, not the API's JSON
+        assert answer.headers["content-type"].startswith("text/html") and "CSRF token" in answer.text()
+    page.goto(f"{site['base']}/ui/s/alice/history/memory/{site['peanut']}")
+    page.locator("#toggle-anchor").evaluate("button => button.form.querySelector('[name=csrf]').remove()")
+    page.click("#toggle-anchor")  # the form, posted by the browser without its token
+    page.wait_for_selector("#error")
+    assert "CSRF token" in page.locator("#error").inner_text()
+    snap(page, shots, "17-csrf-refused")
     with psycopg.connect(site["db"]) as conn:
         assert conn.execute("SELECT anchored FROM mnemo.memories WHERE id = %s", (site["peanut"],)).fetchone() == (
             False,

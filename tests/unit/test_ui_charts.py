@@ -1,5 +1,6 @@
 """The inspector's chart geometry (issue 17): the Beta density peaks at the mode, activation rises
-at each use and decays between uses, scaling keeps order."""
+at each use and decays between uses, scaling keeps order; a time axis gets a few round, labelled
+ticks (issue 27)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.interfaces.ui.charts import activation_series, beta_density, polyline, scale
+from mnemo.interfaces.ui.charts import activation_series, beta_density, polyline, scale, time_ticks
 
 positive = st.floats(min_value=0.05, max_value=500, allow_nan=False)
 
@@ -53,3 +54,27 @@ def test_scaling_keeps_order_and_bounds(values: list[float]) -> None:
 
 def test_polyline_formats_points() -> None:
     assert polyline([(0, 1), (2.25, 3)]) == "0.0,1.0 2.2,3.0"
+
+
+moments = st.datetimes(min_value=datetime(1990, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC))
+
+
+@given(moments, st.floats(min_value=1, max_value=3e9))
+def test_a_time_axis_gets_a_few_ordered_ticks_inside_it_each_with_its_own_label(start: datetime, span: float) -> None:
+    end = start + timedelta(seconds=span)
+    ticks = time_ticks(start, end)
+    times, labels = [t for t, _ in ticks], [label for _, label in ticks]
+    assert 2 <= len(ticks) <= 7
+    assert times == sorted(set(times)) and start <= times[0] and times[-1] <= end
+    assert all(labels) and len(set(labels)) == len(labels)
+
+
+def test_time_ticks_fall_on_round_times() -> None:
+    start = datetime(2026, 3, 2, 9, 17, tzinfo=UTC)
+    assert [label for _, label in time_ticks(start, start + timedelta(hours=5))] == [
+        "03-02 10:00", "03-02 11:00", "03-02 12:00", "03-02 13:00", "03-02 14:00"
+    ]  # fmt: skip
+    assert [label for _, label in time_ticks(start, datetime(2026, 12, 1, tzinfo=UTC))] == [
+        "2026-05", "2026-07", "2026-09", "2026-11"
+    ]  # fmt: skip
+    assert [label for _, label in time_ticks(start, datetime(2041, 1, 1, tzinfo=UTC))] == ["2030", "2035", "2040"]

@@ -24,6 +24,7 @@ __all__ = [
     "blocks",
     "browse",
     "curation",
+    "entities",
     "links_of",
     "memory",
     "night_runs",
@@ -78,6 +79,24 @@ async def night_runs(conn: psycopg.AsyncConnection, entity_id: str, namespace: s
         conn,
         """SELECT id, as_of, started_at, finished_at, stages_done, report FROM mnemo.night_runs
            WHERE entity_id = %(e)s AND namespace = %(ns)s ORDER BY started_at DESC LIMIT %(n)s""",
+        {"e": entity_id, "ns": namespace, "n": limit},
+    )
+
+
+async def entities(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, limit: int) -> list[dict[str, Any]]:
+    """The scope's ``limit`` most mentioned entities (then by name), each with its current facts and
+    open relations counted."""
+    return await _rows(
+        conn,
+        """SELECT n.name, n.mention_count, n.first_seen, n.last_seen,
+                  (SELECT count(*) FROM mnemo.facts f
+                    WHERE f.entity_id = n.entity_id AND f.subject_id = n.id AND f.valid_to IS NULL) AS facts,
+                  (SELECT count(*) FROM mnemo.triples t
+                    WHERE t.entity_id = n.entity_id AND t.subject_id = n.id AND t.valid_to IS NULL) AS relations
+           FROM (SELECT entity_id, id, name, mention_count, first_seen, last_seen FROM mnemo.entities
+                  WHERE entity_id = %(e)s AND namespace = %(ns)s
+                  ORDER BY mention_count DESC, name LIMIT %(n)s) n
+           ORDER BY n.mention_count DESC, n.name""",
         {"e": entity_id, "ns": namespace, "n": limit},
     )
 

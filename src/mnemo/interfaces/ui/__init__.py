@@ -12,6 +12,7 @@ owner's and each one is written to the audit trail.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
@@ -19,10 +20,12 @@ from importlib import resources
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Form, Query, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.exceptions import HTTPException
 
-from mnemo._inspect import Inspector
+from mnemo._inspect import ENTITIES, Inspector
 from mnemo._validate import to_utc
 from mnemo.archive import AsyncArchive
 from mnemo.errors import AccessDeniedError, AuthenticationError, MnemoError, NotFoundError, UnknownItemError
@@ -71,6 +74,30 @@ async def _checked(request: Request, found: Annotated[Session, Depends(_session)
 
 Who = Annotated[Session, Depends(_session)]
 Acting = Annotated[Session, Depends(_checked)]
+Handler = Callable[[Request, Any], Awaitable[Response]]
+
+
+def _in_ui(request: Request) -> bool:
+    return request.url.path == "/ui" or request.url.path.startswith("/ui/")
+
+
+def _as_pages(app: FastAPI, render: Callable[[Request, int, str], Response]) -> None:
+    """Every error under ``/ui`` (a refused CSRF token, bad form fields, an unknown page, …) answers
+    the error page, with the status and message the API's JSON answer would have had."""
+    for kind in (MnemoError, RequestValidationError, HTTPException):
+        answer_json = app.exception_handlers.get(kind)
+        if answer_json is not None:
+            app.add_exception_handler(kind, _page_or(answer_json, render))
+
+
+def _page_or(answer_json: Handler, render: Callable[[Request, int, str], Response]) -> Handler:
+    async def handler(request: Request, exc: Any) -> Response:
+        answer = await answer_json(request, exc)
+        if not _in_ui(request) or not isinstance(answer, JSONResponse):
+            return answer
+        return render(request, answer.status_code, str(json.loads(answer.body)["error"]["message"]))
+
+    return handler
 
 
 def mount(app: FastAPI, archive: Callable[[], AsyncArchive]) -> None:
@@ -82,7 +109,7 @@ def mount(app: FastAPI, archive: Callable[[], AsyncArchive]) -> None:
     @app.middleware("http")
     async def headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         response = await call_next(request)
-        if request.url.path == "/ui" or request.url.path.startswith("/ui/"):
+        if _in_ui(request):
             response.headers.update(SECURITY_HEADERS)
         return response
 
@@ -95,9 +122,14 @@ def mount(app: FastAPI, archive: Callable[[], AsyncArchive]) -> None:
 
     def page(request: Request, who: Session | None, template: str, code: int = 200, **context: Any) -> HTMLResponse:
         body = _env.get_template(template).render(
-            who=who.principal if who else None, csrf=who.csrf if who else "", request=request, **context
+            who=who.principal if who else None, csrf=who.csrf if who else "", request=request, code=code, **context
         )
         return HTMLResponse(body, status_code=code)
+
+    def error_page(request: Request, code: int, message: str) -> HTMLResponse:
+        return page(request, sessions.get(request.cookies.get(COOKIE)), "error.html", code, message=message)
+
+    _as_pages(app, error_page)
 
     async def guarded(
         request: Request, who: Session, template: str, load: Callable[[], Awaitable[dict[str, Any]]]
@@ -296,12 +328,13 @@ def mount(app: FastAPI, archive: Callable[[], AsyncArchive]) -> None:
     async def facts(request: Request, who: Who, entity: str, namespace: str, name: str = "") -> HTMLResponse:
         async def load() -> dict[str, Any]:
             scope = Scope(entity, namespace)
-            await inspector(who).readable(scope)
+            known = await inspector(who).entities(scope)  # who may not read the scope is stopped here
             found = None
             if name.strip():
                 with suppress(UnknownItemError):  # nothing known about that name: said on the page
                     found = await archive().facts(scope, name.strip())
-            return {"scope": scope, "name": name, "facts": found, "timeline": views.fact_timeline(found)}
+            return {"scope": scope, "name": name, "facts": found, "timeline": views.fact_timeline(found),
+                    "entities": known, "limit": ENTITIES}  # fmt: skip
 
         return await guarded(request, who, "facts.html", load)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from mnemo._validate import check_kind, to_utc
 from mnemo.errors import InvalidContentError
-from mnemo.interfaces.ui.charts import activation_series, beta_density, polyline, scale
+from mnemo.interfaces.ui.charts import activation_series, beta_density, polyline, scale, time_ticks
 from mnemo.models import MEMORY_STATUSES, EntityFacts, Hit, RecallResult, Refusal, TreeNode
 from mnemo.night.cycle import STAGES
 
@@ -169,20 +169,33 @@ def outline(nodes: Sequence[TreeNode]) -> list[dict[str, Any]]:
     return roots
 
 
-def fact_timeline(found: EntityFacts | None) -> list[dict[str, Any]]:
-    """Each fact's validity interval as x and width on a common time axis (open ones run to now)."""
+TIMELINE_W, LABELS_W, ROW_H = 720, 230, 16  # the facts timeline: its width, its label column, a row
+
+
+def fact_timeline(found: EntityFacts | None) -> dict[str, Any] | None:
+    """Each fact's validity interval as a labelled bar on a common time axis (open ones run to now),
+    with the axis's ticks and where now is; None when there is no fact to draw."""
     if found is None or not found.facts:
-        return []
+        return None
     now = datetime.now(UTC)
     starts = [f.valid_from or now for f in found.facts]
     t0, t1 = min(starts), max(now, *(f.valid_to or now for f in found.facts))
-    span = max((t1 - t0).total_seconds(), 1.0)
-    out = []
-    for f, start in zip(found.facts, starts, strict=True):
-        end = f.valid_to or now
-        x = (start - t0).total_seconds() / span * W
-        out.append({"fact": f, "x": round(x, 1), "w": round(max((end - start).total_seconds() / span * W, 3), 1)})
-    return out
+    if t1 <= t0:
+        t0 -= timedelta(hours=1)  # every fact began just now: an hour of axis to draw them on
+    right = TIMELINE_W - 28  # room for 'now' beside its line
+
+    def x(t: datetime) -> float:
+        return round(LABELS_W + (t - t0).total_seconds() / (t1 - t0).total_seconds() * (right - LABELS_W), 1)
+
+    rows = []
+    for i, (f, start) in enumerate(zip(found.facts, starts, strict=True)):
+        x0, x1 = x(start), x(f.valid_to or now)
+        rows.append({"fact": f, "x": x0, "w": max(round(x1 - x0, 1), 3.0), "y": 8 + i * ROW_H,
+                     "label": short(f"{f.attribute} = {f.value}", 36)})  # fmt: skip
+    axis = 8 + len(rows) * ROW_H + 4
+    ticks = [{"x": x(t), "label": label} for t, label in time_ticks(t0, t1)]
+    return {"rows": rows, "ticks": ticks, "axis": axis, "h": axis + 20, "w": TIMELINE_W, "left": LABELS_W,
+            "right": right, "now": x(now)}  # fmt: skip
 
 
 def night_stages(run: Mapping[str, Any]) -> list[tuple[str, float | None]]:

@@ -2,7 +2,8 @@
 
 Seeds: cognitive-plan §2.3 (a memory's weight is a Beta(alpha, beta) belief, shown as its density),
 §2.1 (ACT-R base-level activation from the times it was used), memory-architecture §3 (an
-episode's surprisal per turn against its baseline band). Charts are drawn server-side as SVG
+episode's surprisal per turn against its baseline band), archive-adr (a fact's validity interval, on a
+labelled time axis). Charts are drawn server-side as SVG
 attributes, so the pages need no script and no inline style (the Content-Security-Policy allows
 neither).
 """
@@ -11,9 +12,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
-__all__ = ["activation_series", "beta_density", "polyline", "scale"]
+__all__ = ["activation_series", "beta_density", "polyline", "scale", "time_ticks"]
+
+HOUR, DAY = 3600, 86400
+_STEPS = (60, 300, 900, HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY, 14 * DAY)  # seconds
+_MONTHS = (1, 2, 3, 6, 12, 24, 60, 120, 240, 600, 1200)
 
 
 def beta_density(alpha: float, beta: float, samples: int = 120) -> list[tuple[float, float]]:
@@ -59,3 +64,35 @@ def scale(values: Sequence[float], low: float, high: float) -> list[float]:
 def polyline(points: Sequence[tuple[float, float]]) -> str:
     """An SVG ``points`` attribute."""
     return " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+
+
+def time_ticks(start: datetime, end: datetime, most: int = 6) -> list[tuple[datetime, str]]:
+    """Round times from ``start`` to ``end`` (UTC) for a time axis, at most ``most`` + 1 of them, each
+    with its label: minutes and hours, days, the first of a month, or a year, whichever step keeps
+    them few enough; the two ends when no round time falls between."""
+    if end <= start or most < 1:
+        raise ValueError("end must follow start and most be at least 1")
+    span = (end - start).total_seconds()
+    step = next((s for s in _STEPS if span / s <= most), None)
+    if step is not None:
+        first = math.ceil(start.timestamp() / step) * step
+        label = "%Y-%m-%d" if step >= DAY else "%m-%d %H:%M"
+        found = [datetime.fromtimestamp(t, UTC) for t in range(first, math.floor(end.timestamp()) + 1, step)]
+    else:
+        months = next((m for m in _MONTHS if span / (m * 28 * DAY) <= most), _MONTHS[-1])
+        found, label = _month_starts(start, end, months), "%Y" if months >= 12 else "%Y-%m"
+    if len(found) < 2:
+        found, label = [start, end], "%Y-%m-%d %H:%M" if span >= 120 else "%H:%M:%S"
+    return [(t, t.astimezone(UTC).strftime(label)) for t in found]
+
+
+def _month_starts(start: datetime, end: datetime, months: int) -> list[datetime]:
+    """The first days of every ``months``-th month (counted from year 0) from ``start`` to ``end``."""
+    index = start.year * 12 + start.month - 1
+    index += -index % months
+    out = []
+    while (t := datetime(index // 12, index % 12 + 1, 1, tzinfo=UTC)) <= end:
+        if t >= start:
+            out.append(t)
+        index += months
+    return out
