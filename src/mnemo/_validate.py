@@ -33,6 +33,7 @@ __all__ = [
     "check_kind",
     "check_metadata",
     "check_process",
+    "check_query",
     "check_role",
     "check_session",
     "check_text",
@@ -50,7 +51,9 @@ _CONTROL_MULTILINE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def check_content(content: object, *, max_chars: int, label: str = "content") -> str:
-    """Return ``content`` as a clean ``str`` or raise a specific error."""
+    """Return ``content`` as a clean ``str`` or raise a specific error: text of at most
+    ``max_chars`` characters, not blank, valid UTF-8 without NUL, and no control character but
+    tab, line feed and carriage return (the rule of every multi-line field, :func:`check_text`)."""
     if isinstance(content, bytes | bytearray | memoryview):
         try:
             content = bytes(content).decode("utf-8")
@@ -59,6 +62,7 @@ def check_content(content: object, *, max_chars: int, label: str = "content") ->
     if not isinstance(content, str):
         raise InvalidContentError(f"{label} must be text, not {type(content).__name__}")
     _utf8(content, label)
+    _printable(content, label, multiline=True)
     if not content.strip():
         raise EmptyContentError(f"{label} is empty or whitespace only; there is nothing to remember")
     if len(content) > max_chars:
@@ -67,6 +71,25 @@ def check_content(content: object, *, max_chars: int, label: str = "content") ->
             "(MNEMO_MAX_CONTENT_CHARS); split it or raise the limit"
         )
     return content
+
+
+def check_query(query: object, *, max_chars: int, label: str = "query") -> str:
+    """A question to look memory up with (a recall's query, a context's attention text): the checks
+    of :func:`check_content`, and an empty one is called an empty question."""
+    if isinstance(query, str) and not query.strip():
+        raise EmptyContentError(f"the question is empty: {label} is empty or whitespace only; ask about something")
+    return check_content(query, max_chars=max_chars, label=label)
+
+
+def _printable(value: str, label: str, *, multiline: bool) -> None:
+    """Reject control characters: all of them on one line; tab, line feed and carriage return allowed
+    when ``multiline``."""
+    bad = (_CONTROL_MULTILINE if multiline else _CONTROL).search(value)
+    if bad is not None:
+        raise InvalidContentError(
+            f"{label} contains the control character U+{ord(bad.group()):04X} at position {bad.start()}; "
+            "remove it" + ("" if multiline else " (this field is one line of printable text)")
+        )
 
 
 def _utf8(value: str, label: str) -> None:
@@ -98,12 +121,7 @@ def check_text(
     if not isinstance(value, str):
         raise InvalidContentError(f"{label} must be text, not {type(value).__name__}")
     _utf8(value, label)
-    bad = (_CONTROL_MULTILINE if multiline else _CONTROL).search(value)
-    if bad is not None:
-        raise InvalidContentError(
-            f"{label} contains the control character U+{ord(bad.group()):04X} at position {bad.start()}; "
-            "remove it" + ("" if multiline else " (this field is one line of printable text)")
-        )
+    _printable(value, label, multiline=multiline)
     if not allow_blank and not value.strip():
         raise InvalidContentError(f"{label} is empty or whitespace only")
     if len(value) > max_chars:

@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mnemo.interfaces.cli import app
+from tests.conftest import snapshot
 
 runner = CliRunner()
 
@@ -65,6 +66,24 @@ def test_errors_are_one_line_and_exit_nonzero(env: dict[str, str], tmp_path: Pat
     assert code == 1 and "invalid entity_id" in err
     code, _, err = run({**env, "MNEMO_REFUSAL_THRESHOLD": "seven"}, "status")
     assert code == 1 and "refusal_threshold" in err
+
+
+def test_an_empty_question_and_control_characters_are_clear_errors(env: dict[str, str], database_url: str) -> None:
+    """Issue 27: ``recall ""`` said "there is nothing to remember"; content with a control character
+    was stored. Both are one clear error line, and nothing is written."""
+    assert run(env, "remember", "Maya prefers window seats")[0] == 0
+    before = snapshot(database_url)
+    for query in ("", "  "):
+        code, _, err = run(env, "recall", query)
+        assert code == 1 and "the question is empty" in err and "remember" not in err, err
+    code, _, err = run(env, "context", "")
+    assert code == 1 and "the question is empty: attention text" in err, err
+    for command in (("remember", "bad\x01content"), ("record", "bad\x01content"), ("remember", "ansi \x1b[31mred")):
+        code, _, err = run(env, *command)
+        assert code == 1 and "content contains the control character U+00" in err, (command, err)
+    assert snapshot(database_url) == before
+    code, _, _ = run(env, "remember", "line one\n\tline two\r\n")  # tab and line breaks are text
+    assert code == 0
 
 
 def test_reembed_with_nothing_pending(env: dict[str, str]) -> None:

@@ -45,6 +45,8 @@ async def test_mcp_tools_over_stdio(database_url: str, tmp_path: Path) -> None:
     async with Client(_server(database_url, tmp_path, "mcp-user")) as client:
         tools = {t.name for t in (await client.list_tools()).tools}
         assert tools == {"recall", "remember", "context", "forget", "export_packets", "record_outcome", "reflexes_for"}
+        unknown = await client.call_tool("export_packets", {})  # nothing stored yet: refused as the night refuses
+        assert unknown.is_error and "scope mcp-user/mcp does not exist (nothing" in unknown.content[0].text
 
         stored = _data(await client.call_tool("remember", {"content": "Maya's bike is a green Brompton"}))
         assert stored["kind"] == "semantic"
@@ -61,6 +63,10 @@ async def test_mcp_tools_over_stdio(database_url: str, tmp_path: Path) -> None:
         assert bad.is_error and "kind must be one of" in bad.content[0].text
         empty = await client.call_tool("remember", {"content": " \x00 "})
         assert empty.is_error
+        no_question = await client.call_tool("recall", {"query": "  "})
+        assert no_question.is_error and "the question is empty" in no_question.content[0].text
+        control = await client.call_tool("remember", {"content": "bad\x01content"})
+        assert control.is_error and "control character U+0001" in control.content[0].text
         out_of_range = await client.call_tool("recall", {"query": "bike", "k": 500})
         assert out_of_range.is_error and "k must be an integer between 1 and 200" in out_of_range.content[0].text
         no_level = await client.call_tool("recall", {"query": "bike", "level": 7})

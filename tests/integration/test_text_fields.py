@@ -96,6 +96,30 @@ async def test_every_write_rejects_bad_metadata(seeded: AsyncArchive, database_u
     assert snapshot(database_url) == before
 
 
+@pytest.mark.parametrize("bad", ["bad\x01content", "ansi \x1b[31mred", "bell\x07", "del\x7f", "c1 \x85 \x92"])
+async def test_content_with_control_characters_is_refused_on_every_write(
+    seeded: AsyncArchive, database_url: str, tmp_path: Path, bad: str
+) -> None:
+    """Issue 27: content, like every other text field, holds no control characters but tab, line feed
+    and carriage return (a multi-line field's rule, :func:`mnemo._validate.check_text`)."""
+    before = snapshot(database_url)
+    with pytest.raises(InvalidInputError, match="content contains the control character U\\+00"):
+        await seeded.remember(SCOPE, bad)
+    with pytest.raises(InvalidInputError, match="content contains the control character"):
+        await seeded.record_turn(SCOPE, "s1", "user", bad)
+    with pytest.raises(InvalidInputError, match="content contains the control character"):
+        await seeded.observe(SCOPE, bad)
+    with pytest.raises(InvalidInputError, match="query contains the control character"):
+        await seeded.recall(SCOPE, bad)
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps({"content": "fine"}) + "\n" + json.dumps({"content": bad}) + "\n")
+    with pytest.raises(MalformedImportError, match=r"bad\.jsonl:2: content contains the control character"):
+        await seeded.import_file(SCOPE, path)
+    assert snapshot(database_url) == before
+    kept = await seeded.remember(SCOPE, "line one\n\tline two\r\n")
+    assert kept.content == "line one\n\tline two\r\n"
+
+
 async def test_token_labels_and_grantees_reject_control_characters(seeded: AsyncArchive, database_url: str) -> None:
     before = snapshot(database_url)
     with pytest.raises(InvalidInputError, match="token label"):
@@ -195,6 +219,7 @@ def test_http_nul_speaker_is_422_and_the_connection_survives(
         assert c.post("/v1/turns", json={"session": "s", "role": "user", "content": "seed"}).status_code == 201
         before = snapshot(database_url)
         for body in (
+            {"session": "s", "role": "user", "content": "bad\u0001content"},
             {"session": "s", "role": "user", "content": TEXT, "speaker": "Ana\u0000"},
             {"session": "s\u0000", "role": "user", "content": TEXT},
             {"session": "s", "role": "user", "content": TEXT, "speaker": "\u001b[2J"},

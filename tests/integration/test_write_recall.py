@@ -198,6 +198,19 @@ async def test_bad_recalls_raise_and_change_nothing(archive: AsyncArchive, datab
     assert snapshot(database_url) == before
 
 
+async def test_an_empty_question_says_the_question_is_empty(archive: AsyncArchive, database_url: str) -> None:
+    """Issue 27: ``recall("")`` answered "there is nothing to remember", which is about storing."""
+    await archive.remember(ALICE, "an existing memory")
+    before = snapshot(database_url)
+    for query in ("", "   \n"):
+        with pytest.raises(EmptyContentError, match="the question is empty") as info:
+            await archive.recall(ALICE, query)
+        assert "remember" not in str(info.value)
+        with pytest.raises(EmptyContentError, match="the question is empty: attention text is empty"):
+            await archive.context(ALICE, query, 100)
+    assert snapshot(database_url) == before
+
+
 async def test_an_own_scope_that_holds_nothing_is_a_refusal_not_an_error(
     archive: AsyncArchive, database_url: str
 ) -> None:

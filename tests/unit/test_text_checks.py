@@ -72,9 +72,13 @@ def lines(*rows: object) -> str:
 
 
 def test_parse_jsonl_splits_on_newline_only() -> None:
-    text = lines({"content": "a\u2028b\u0085c"}, {"content": "second"}) + "\r\n"
+    text = lines({"content": "a\u2028b\u2029c"}, {"content": "second"}) + "\r\n"
     turns = parse_jsonl(text, max_chars=100)
-    assert [t.content for t in turns] == ["a\u2028b\u0085c", "second"]
+    assert [t.content for t in turns] == ["a\u2028b\u2029c", "second"]
+    # U+0085 (NEL) is a line end to str.splitlines too, and a control character: the line is kept
+    # whole and refused for it, like content with any other control character
+    with pytest.raises(MalformedImportError, match="<jsonl>:1: content contains the control character U\\+0085"):
+        parse_jsonl(lines({"content": "a\u0085b"}, {"content": "second"}), max_chars=100)
 
 
 def test_parse_jsonl_all_or_nothing_and_skip() -> None:

@@ -37,7 +37,7 @@ from typing import Any
 from mnemo._dynamics import mutate_after_recall, weight_of
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
-from mnemo._validate import check_content, to_utc
+from mnemo._validate import check_query, to_utc
 from mnemo.cognition.context import Candidate, pack_situational, roll_identity
 from mnemo.errors import InvalidContentError
 from mnemo.models import ContextBlock, ContextItem, Hit, Scope
@@ -96,7 +96,7 @@ async def assemble(
     """Build the context block for ``attention`` in ``scope`` within ``budget`` tokens (at the point in
     time ``as_of`` when given: nothing written after it)."""
     cfg = rt.settings
-    text = check_content(attention, max_chars=cfg.max_content_chars, label="attention text")
+    text = check_query(attention, max_chars=cfg.max_content_chars, label="attention text")
     if not isinstance(budget, int) or isinstance(budget, bool) or not 1 <= budget <= 1_000_000:
         raise InvalidContentError(f"budget must be an integer number of tokens between 1 and 1000000, not {budget!r}")
     rng = random.Random(seed) if seed is not None else rt.child_rng()

@@ -36,7 +36,7 @@ import psycopg
 from mnemo import _dynamics as dynamics
 from mnemo._dynamics import history_of, weight_of
 from mnemo._runtime import Runtime
-from mnemo._validate import check_content, check_process, check_vector, to_utc
+from mnemo._validate import check_process, check_query, check_vector, to_utc
 from mnemo.cognition.activation import (
     AccessHistory,
     activation,
@@ -218,7 +218,7 @@ def check(
 ) -> Request:
     """Validate every argument; raise :class:`InvalidInputError` before anything is read."""
     cfg = rt.settings
-    text = check_content(query, max_chars=cfg.max_content_chars, label="query")
+    text = check_query(query, max_chars=cfg.max_content_chars)
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= cfg.max_k:
         raise InvalidContentError(f"k must be an integer between 1 and {cfg.max_k}, not {k!r}")
     if not kinds or any(kind not in ITEM_KINDS for kind in kinds):

@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from mnemo._validate import check_content, check_id, check_kind, check_role, check_session, to_utc
+from mnemo._validate import check_content, check_id, check_kind, check_query, check_role, check_session, to_utc
 from mnemo.errors import InvalidContentError
 from mnemo.interfaces.cli._common import (
     EntityOpt,
@@ -191,7 +191,7 @@ def recall(
     """Recall memories and turns for a query: hybrid search, then the cognitive blend (table: similarity,
     ACT-R activation, Beta weight, recency; --json shows every component)."""
     config = settings()
-    check_content(query, max_chars=config.max_content_chars, label="query")
+    check_query(query, max_chars=config.max_content_chars)
     if not 1 <= k <= config.max_k:
         raise InvalidContentError(f"k must be an integer between 1 and {config.max_k}, not {k!r}")
     when = None if as_of is None else to_utc(as_of, label="--as-of")
@@ -231,7 +231,7 @@ def context(
 ) -> None:
     """Print the context block to prepend for TEXT: anchored, identity and situational memories."""
     config = settings()
-    check_content(text, max_chars=config.max_content_chars, label="attention text")
+    check_query(text, max_chars=config.max_content_chars, label="attention text")
     when = None if as_of is None else to_utc(as_of, label="--as-of")
     if seed is None and not read_only and (svc := service(config)) is not None:
         body = {
