@@ -8,13 +8,19 @@ database snapshot plus the cortex at the versions that snapshot names).
 A backup file is an uncompressed tar (its members are compressed already)::
 
     manifest.json      what the file holds (:class:`~mnemo.models.BackupManifest`), with checksums
+    manifest.sha256    the manifest's own sha256 (``sha256sum -c`` reads it): its seal
     database.dump      pg_dump of mnemo's schemas (and the extensions'), custom format
     cortex/...         the cortex directory (LanceDB) as of the same moment
 
-How the two stores agree is explained in :mod:`mnemo.store.backup`. Restore is
-all-or-nothing on the database side (one transaction) and puts the cortex in
-place before it, under a name the restored database is the only one to use, so
-a crash anywhere leaves an empty target and running restore again succeeds.
+So an edit of any member, the manifest included, fails :func:`verify` (format 1,
+still read, had no seal). How the two stores agree is explained in
+:mod:`mnemo.store.backup`. Restore is all-or-nothing: the database part is one
+transaction that checks every row count against the manifest before it commits;
+the cortex is checked before it is placed, under a name only the restored
+database uses (or, for ``cortex_uri``, with what was there kept aside). What a
+restore does on disk is written down first (:mod:`mnemo._restore_disk`), so a
+failed restore is undone at once and one killed half-way is undone (or, if its
+database part committed, finished) by the next attempt.
 """
 
 from __future__ import annotations
@@ -36,9 +42,10 @@ from typing import IO, Any
 import psycopg
 from pydantic import TypeAdapter, ValidationError
 
+from mnemo._restore_disk import Swap, journal, plan
 from mnemo._runtime import Runtime
 from mnemo.config import Settings
-from mnemo.errors import BackupError, CortexError, InvalidContentError
+from mnemo.errors import BackupError, CortexError, InvalidContentError, MnemoError
 from mnemo.models import BackupManifest, to_jsonable
 from mnemo.store import backup as backup_rows
 from mnemo.store.migrate import load_migrations
@@ -47,10 +54,14 @@ from mnemo.store.server import check_pgvector, embedded_url
 
 __all__ = ["backup", "restore", "verify"]
 
-FORMAT = 1
+FORMAT = 2
+"""2: the manifest is sealed by :data:`MANIFEST_DIGEST`; 1 (still read): it was not."""
 MANIFEST = "manifest.json"
+MANIFEST_DIGEST = "manifest.sha256"
 DATABASE = "database.dump"
 CORTEX = "cortex"
+FORCE_HINT = "pass force=True"
+"""How a library caller replaces a non-empty target; the command line says ``use --force``."""
 
 Stage = Callable[[str], None]
 _manifest_adapter = TypeAdapter(BackupManifest)
@@ -194,9 +205,10 @@ def _write_file(staging: Path, manifest: BackupManifest, target: Path) -> None:
         with partial.open("wb") as raw:
             with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
                 data = json.dumps(to_jsonable(manifest), indent=2, sort_keys=True).encode()
-                info = tarfile.TarInfo(MANIFEST)
-                info.size, info.mtime = len(data), int(manifest.created_at.timestamp())
-                tar.addfile(info, io.BytesIO(data))
+                seal = f"{hashlib.sha256(data).hexdigest()}  {MANIFEST}\n".encode()
+                mtime = int(manifest.created_at.timestamp())
+                _add_bytes(tar, MANIFEST, data, mtime)
+                _add_bytes(tar, MANIFEST_DIGEST, seal, mtime)
                 for name, path in _members(staging):
                     tar.add(path, arcname=name, recursive=False)
             raw.flush()
@@ -205,6 +217,12 @@ def _write_file(staging: Path, manifest: BackupManifest, target: Path) -> None:
         _sync_dir(target.parent)
     finally:
         partial.unlink(missing_ok=True)
+
+
+def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mtime: int) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime = len(data), mtime
+    tar.addfile(info, io.BytesIO(data))
 
 
 def _sync_dir(directory: Path) -> None:
@@ -225,15 +243,15 @@ def _version() -> str:
 
 
 def verify(path: str | os.PathLike[str]) -> BackupManifest:
-    """Check a backup file without restoring it: its manifest, every member's checksum, nothing
-    missing or extra, a schema this mnemo can open. Returns the manifest."""
+    """Check a backup file without restoring it: its manifest against its seal, every member's
+    checksum, nothing missing or extra, a schema this mnemo can open. Returns the manifest."""
     source = Path(path).expanduser()
     if not source.is_file():
         raise BackupError(f"no backup file at {source}")
     try:
         with tarfile.open(source, mode="r:") as tar:
-            manifest = _read_manifest(tar, source)
-            seen = _check_members(tar, manifest, source)
+            manifest, header = _read_manifest(tar, source)
+            seen = _check_members(tar, manifest, source, header)
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise BackupError(f"{source} is not a readable mnemo backup: {exc}") from exc
     missing = sorted(set(manifest.files) - seen)
@@ -248,27 +266,59 @@ def verify(path: str | os.PathLike[str]) -> BackupManifest:
     return manifest
 
 
-def _read_manifest(tar: tarfile.TarFile, source: Path) -> BackupManifest:
+def _read_manifest(tar: tarfile.TarFile, source: Path) -> tuple[BackupManifest, int]:
+    """The manifest, checked against its seal; and how many members come before the described ones
+    (2: the manifest and its seal; 1: a format 1 file, made before manifests were sealed)."""
     first = tar.next()
     if first is None or first.name != MANIFEST or not first.isfile():
         raise BackupError(f"{source} is not a mnemo backup (it does not start with {MANIFEST})")
-    handle = tar.extractfile(first)
+    data = _read_member(tar, first)
+    second = tar.next()
+    sealed = second is not None and second.name == MANIFEST_DIGEST and second.isfile()
+    if second is not None and sealed:
+        _check_seal(data, _read_member(tar, second), source)
+    manifest = _parse_manifest(data, source)
+    if not sealed and manifest.format != 1:
+        raise BackupError(f"{source} is damaged: {MANIFEST_DIGEST} is missing, so its manifest cannot be trusted")
+    return manifest, 2 if sealed else 1
+
+
+def _read_member(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    handle = tar.extractfile(member)
     assert handle is not None
+    return handle.read()
+
+
+def _check_seal(manifest: bytes, seal: bytes, source: Path) -> None:
+    recorded = seal.decode("ascii", "replace").split()[:1]
+    if recorded != [hashlib.sha256(manifest).hexdigest()]:
+        raise BackupError(
+            f"{source} cannot be trusted: {MANIFEST} was edited or damaged (its sha256 is not the one "
+            f"{MANIFEST_DIGEST} records)"
+        )
+
+
+def _parse_manifest(data: bytes, source: Path) -> BackupManifest:
     try:
-        manifest = _manifest_adapter.validate_json(handle.read())
+        manifest = _manifest_adapter.validate_json(data)
     except ValidationError as exc:
         raise BackupError(f"{source} has a damaged manifest: {exc.errors()[0]['msg']}") from exc
-    if manifest.format != FORMAT:
-        raise BackupError(f"{source} has backup format {manifest.format}; this mnemo reads format {FORMAT}")
+    if manifest.format > FORMAT:
+        raise BackupError(
+            f"{source} was made by a newer mnemo (backup format {manifest.format}, this one reads formats 1 to "
+            f"{FORMAT}): upgrade mnemo to restore it"
+        )
+    if manifest.format < 1:
+        raise BackupError(f"{source} has backup format {manifest.format}, which no mnemo writes")
     return manifest
 
 
-def _check_members(tar: tarfile.TarFile, manifest: BackupManifest, source: Path) -> set[str]:
+def _check_members(tar: tarfile.TarFile, manifest: BackupManifest, source: Path, header: int) -> set[str]:
     seen: set[str] = set()
-    for member in tar:
-        name = member.name
-        if name == MANIFEST and member.offset == 0:
+    for index, member in enumerate(tar):
+        if index < header:
             continue
+        name = member.name
         if name not in manifest.files or not member.isfile():
             raise BackupError(f"{source} holds a member its manifest does not describe: {name!r}")
         handle = tar.extractfile(member)
@@ -283,10 +333,17 @@ def _check_members(tar: tarfile.TarFile, manifest: BackupManifest, source: Path)
 
 
 async def restore(
-    path: str | os.PathLike[str], settings: Settings, *, force: bool = False, progress: Stage | None = None
+    path: str | os.PathLike[str],
+    settings: Settings,
+    *,
+    force: bool = False,
+    progress: Stage | None = None,
+    force_hint: str = FORCE_HINT,
 ) -> BackupManifest:
     """Restore a backup into the home/database of ``settings``, which must hold no mnemo data
-    unless ``force`` (then it is replaced). All or nothing; checked against the manifest after."""
+    unless ``force`` (then it is replaced). All or nothing: checked against the manifest before
+    it commits; a failure leaves the target as it was. ``force_hint``: how the caller's user asks
+    for ``force``, in the refusal's words."""
     say = progress or (lambda _: None)
     say("verifying")
     source = Path(path)
@@ -300,22 +357,10 @@ async def restore(
         staging = Path(tmp)
         say("reading")
         await asyncio.to_thread(_extract, source, staging)
-        existing, old_cortex = await _check_target(url, force)
-        cortex_id = _restored_cortex_id(manifest, url, settings)
-        dest = _cortex_target(settings, manifest, cortex_id)
-        if dest is not None:
-            say("cortex")
-            await asyncio.to_thread(_place_cortex, staging / CORTEX, dest)
-        say("database")
-        before, after = backup_rows.restore_scripts(sorted({*existing, *manifest.schemas}), cortex_id)
-        (staging / "before.sql").write_text(before)
-        (staging / "after.sql").write_text(after)
-        with wrap_exceptions(url):
-            await backup_rows.load(url, staging / DATABASE, staging / "before.sql", staging / "after.sql")
-    say("checking")
-    await _check_restored(url, manifest, dest)
-    if old_cortex is not None and old_cortex != str(cortex_id) and settings.cortex_uri is None:
-        await asyncio.to_thread(shutil.rmtree, settings.home / "cortex" / old_cortex, True)
+        await asyncio.to_thread(_check_cortex, staging / CORTEX, manifest)
+        existing, old = await _check_target(url, settings, force, force_hint)
+        swap = plan(settings, url, manifest, old)
+        await _apply(swap, staging, url, sorted({*existing, *manifest.schemas}), manifest, say)
     return manifest
 
 
@@ -324,68 +369,11 @@ def _extract(source: Path, staging: Path) -> None:
         tar.extractall(staging, filter="data")
 
 
-async def _check_target(url: str, force: bool) -> tuple[list[str], str | None]:
-    """The target's schemas and its old cortex id; refuses a target holding data unless ``force``."""
-    with wrap_exceptions(url):
-        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-            await check_pgvector(conn)
-            existing = await backup_rows.schemas(conn)
-            rows = await backup_rows.target_rows(conn)
-            old = await backup_rows.cortex_id(conn)
-    if rows and not force:
-        raise BackupError(
-            f"the target database {redact(url)} already holds {rows} rows of mnemo data; restore into an "
-            "empty home or database, or pass force=True (`mnemo restore --force`) to replace it"
-        )
-    return existing, old
-
-
-def _restored_cortex_id(manifest: BackupManifest, url: str, settings: Settings) -> uuid.UUID | None:
-    """The restored database's cortex id: the same for every attempt at restoring this backup into
-    this target (a re-run after a crash replaces what the crashed one left), never the source's."""
-    if manifest.cortex_id is None:
-        return None
-    return uuid.uuid5(uuid.NAMESPACE_URL, f"mnemo-restore:{manifest.cortex_id}:{settings.home}:{url}")
-
-
-def _cortex_target(settings: Settings, manifest: BackupManifest, cortex_id: uuid.UUID | None) -> Path | None:
-    if not manifest.cortex_rows and not manifest.cortex_versions:
-        return None
-    if settings.cortex_uri is not None:
-        if "://" in settings.cortex_uri and not settings.cortex_uri.startswith("file://"):
-            raise CortexError(f"cannot restore the cortex into {settings.cortex_uri}: not a local directory")
-        return Path(settings.cortex_uri.removeprefix("file://"))
-    if cortex_id is None:
-        return None
-    return settings.home / "cortex" / str(cortex_id)
-
-
-def _place_cortex(source: Path, dest: Path) -> None:
-    """Copy the cortex beside ``dest``, then swap it in: the directory is never half written.
-    Whatever was at ``dest`` goes (a leftover of an interrupted restore, or a forced target)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    incoming = dest.with_name(dest.name + ".restoring")
-    shutil.rmtree(incoming, ignore_errors=True)
-    shutil.copytree(source, incoming)
-    if dest.exists():
-        old = dest.with_name(dest.name + ".replaced")
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(dest, old)
-        os.replace(incoming, dest)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(incoming, dest)
-
-
-async def _check_restored(url: str, manifest: BackupManifest, cortex: Path | None) -> None:
-    with wrap_exceptions(url):
-        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-            counts = await backup_rows.table_counts(conn, manifest.schemas)
-    _compare("row counts", counts, manifest.counts)
-    if cortex is not None:
-        versions, rows = await asyncio.to_thread(_lance_facts, cortex)
-        _compare("cortex versions", versions, manifest.cortex_versions)
-        _compare("cortex rows", rows, manifest.cortex_rows)
+def _check_cortex(directory: Path, manifest: BackupManifest) -> None:
+    """The extracted cortex holds the tables, versions and rows the manifest names (before it is placed)."""
+    versions, rows = _lance_facts(directory)
+    _compare("cortex versions", versions, manifest.cortex_versions)
+    _compare("cortex rows", rows, manifest.cortex_rows)
 
 
 def _compare(what: str, found: Mapping[str, int], expected: Mapping[str, int]) -> None:
@@ -393,6 +381,56 @@ def _compare(what: str, found: Mapping[str, int], expected: Mapping[str, int]) -
     if differ:
         k = differ[0]
         raise BackupError(
-            f"the restored archive does not match its manifest: {what} differ for {len(differ)} tables, e.g. "
-            f"{k}: {found.get(k)} restored, {expected.get(k)} in the backup"
+            f"the backup's cortex does not match its manifest: {what} differ for {len(differ)} tables, e.g. "
+            f"{k}: {found.get(k)} in the file, {expected.get(k)} in the manifest; nothing was restored"
         )
+
+
+async def _check_target(url: str, settings: Settings, force: bool, hint: str) -> tuple[list[str], str | None]:
+    """The target's schemas and its cortex id, once what an interrupted restore left is settled;
+    refuses a target holding data unless ``force``."""
+    with wrap_exceptions(url):
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await check_pgvector(conn)
+            existing = await backup_rows.schemas(conn)
+            rows = await backup_rows.target_rows(conn)
+            old = await backup_rows.cortex_id(conn)
+    interrupted = Swap.read(journal(settings, url))
+    if interrupted is not None:
+        await asyncio.to_thread(interrupted.settle, old)
+    if rows and not force:
+        raise BackupError(
+            f"the target database {redact(url)} already holds {rows} rows of mnemo data; restore into an "
+            f"empty home or database, or {hint} to replace it"
+        )
+    return existing, old
+
+
+async def _apply(swap: Swap, staging: Path, url: str, names: list[str], manifest: BackupManifest, say: Stage) -> None:
+    """Place the cortex, then load and check the database in one transaction; on any failure, put
+    the disk back as it was (unless the database part committed after all)."""
+    await asyncio.to_thread(swap.write)
+    try:
+        if swap.dest is not None:
+            say("cortex")
+            await asyncio.to_thread(swap.place, staging / CORTEX)
+        say("database")
+        before, after = backup_rows.restore_scripts(names, uuid.UUID(swap.cortex_id), manifest.counts)
+        (staging / "before.sql").write_text(before)
+        (staging / "after.sql").write_text(after)
+        with wrap_exceptions(url):
+            await backup_rows.load(url, staging / DATABASE, staging / "before.sql", staging / "after.sql")
+    except BaseException:
+        await _settle_after_failure(swap, url)
+        raise
+    await asyncio.to_thread(swap.finish)
+
+
+async def _settle_after_failure(swap: Swap, url: str) -> None:
+    try:
+        with wrap_exceptions(url):
+            async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+                current = await backup_rows.cortex_id(conn)
+    except MnemoError:
+        return  # the database cannot say whether it committed: the next restore settles it
+    await asyncio.to_thread(swap.settle, current)

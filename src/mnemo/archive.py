@@ -509,8 +509,9 @@ class AsyncArchive:
         **overrides: Any,
     ) -> BackupManifest:
         """Restore a backup into the home or database of ``settings`` (and ``overrides``), which must
-        hold no mnemo data unless ``force``; all or nothing, checked against the manifest after
-        (``mnemo restore``). Open the archive afterwards as usual."""
+        hold no mnemo data unless ``force``; all or nothing, checked against the manifest before it
+        commits, so a failed restore leaves the target as it was (``mnemo restore``). Open the
+        archive afterwards as usual."""
         return await backup_path.restore(path, startup.settings_of(settings, overrides), force=force, progress=progress)
 
     @staticmethod

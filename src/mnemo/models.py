@@ -500,7 +500,7 @@ class BackupManifest:
     """What a backup file holds (``mnemo backup``), checked on restore and by ``mnemo backup verify``."""
 
     format: int
-    """The file layout's version (1)."""
+    """The file layout's version: 2, its manifest sealed by ``manifest.sha256`` (1, still read: not sealed)."""
     mnemo_version: str
     created_at: Timestamp
     last_migration: int

@@ -2,11 +2,14 @@
 archive round-trips to identical rows, bit-identical vectors and the same cortex tables; a backup
 taken while writes go on is one consistent snapshot; a damaged file is refused; a non-empty
 target is refused unless forced; a restore killed half-way leaves the target empty and a re-run
-succeeds."""
+succeeds. Issue 27: the manifest is sealed by a digest of its own, so any edit of any member fails
+verify; a restore whose checks fail leaves the target (database and cortex directory) exactly as it
+was, so a retry works; the command line speaks of --force, not force=True."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
 import json
 import os
@@ -15,7 +18,9 @@ import subprocess
 import sys
 import tarfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Literal
 
 import lancedb
 import numpy as np
@@ -24,7 +29,8 @@ import pytest
 from pgvector.psycopg import register_vector
 
 from mnemo import AsyncArchive, BackupError, InvalidInputError, Scope, Settings
-from mnemo._backup import MANIFEST
+from mnemo._backup import MANIFEST, MANIFEST_DIGEST
+from mnemo._restore_disk import Swap, journal
 from mnemo.embed import Embeddings
 from mnemo.store import backup as backup_rows
 from tests.conftest import snapshot
@@ -91,6 +97,40 @@ def lance_tables(directory: Path) -> dict[str, list[dict[str, object]]]:
         rows = db.open_table(name).to_arrow().to_pylist()
         out[name] = sorted(rows, key=lambda r: str(r["id"]))
     return out
+
+
+def rewritten(
+    good: Path,
+    out: Path,
+    edit: Callable[[dict[str, Any]], dict[str, Any]],
+    seal: Literal["keep", "reseal", "drop", "zero"] = "keep",
+) -> Path:
+    """A copy of ``good`` whose manifest ``edit`` changed. ``seal``: the manifest's digest member
+    kept as it was (a plain edit), recomputed (as a newer mnemo, or a forger, would write it),
+    dropped (as the previous format had none), or edited itself (zeros)."""
+    manifest = b""
+    with tarfile.open(good) as src, tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as dst:
+        for member in src:
+            payload = src.extractfile(member).read()  # type: ignore[union-attr]
+            if member.name == MANIFEST:
+                payload = manifest = json.dumps(edit(json.loads(payload)), indent=2, sort_keys=True).encode()
+            elif member.name == MANIFEST_DIGEST and seal == "drop":
+                continue
+            elif member.name == MANIFEST_DIGEST and seal in ("reseal", "zero"):
+                digest = hashlib.sha256(manifest).hexdigest() if seal == "reseal" else "0" * 64
+                payload = f"{digest}  {MANIFEST}\n".encode()
+            member.size = len(payload)
+            dst.addfile(member, io.BytesIO(payload))
+    return out
+
+
+def files_under(directory: Path) -> list[str]:
+    """Every path under ``directory`` (none when it does not exist), relative, sorted."""
+    return sorted(str(p.relative_to(directory)) for p in directory.rglob("*")) if directory.exists() else []
+
+
+def names_in(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
 
 
 def cortex_id(url: str) -> str:
@@ -214,20 +254,15 @@ async def test_damaged_or_foreign_files_are_refused_before_anything_is_written(
         info = tarfile.TarInfo("hello.txt")
         info.size = 2
         tar.addfile(info, io.BytesIO(b"hi"))
-    newer = tmp_path / "newer.backup"
-    with tarfile.open(good) as src, tarfile.open(newer, "w") as dst:
-        for member in src:
-            payload = src.extractfile(member).read()  # type: ignore[union-attr]
-            if member.name == MANIFEST:
-                payload = json.dumps(json.loads(payload) | {"last_migration": 9999}).encode()
-                member.size = len(payload)
-            dst.addfile(member, io.BytesIO(payload))
+    newer = rewritten(good, tmp_path / "newer.backup", lambda m: m | {"last_migration": 9999}, seal="reseal")
+    newer_format = rewritten(good, tmp_path / "format.backup", lambda m: m | {"format": 99}, seal="reseal")
     before = snapshot(empty_database_url)
     for bad, says in [
         (flipped, "checksum"),
         (truncated, "not a readable mnemo backup"),
         (foreign, "not a mnemo backup"),
         (newer, "newer mnemo"),
+        (newer_format, "newer mnemo"),
         (tmp_path / "missing.backup", "no backup file"),
     ]:
         with pytest.raises(BackupError, match=says):
@@ -245,8 +280,9 @@ async def test_a_non_empty_target_is_refused_unless_forced(
     manifest = await archive.backup(file)
     memory = (await archive.remember(ME, NOTES[1])).id  # after the backup
     before = rows_of(database_url)
-    with pytest.raises(BackupError, match="already holds"):
+    with pytest.raises(BackupError, match="already holds") as refused:
         await AsyncArchive.restore(file, Settings(database_url=database_url))
+    assert "force=True" in str(refused.value) and "--force" not in str(refused.value)  # the library's words
     assert rows_of(database_url) == before
     await AsyncArchive.restore(file, Settings(database_url=database_url), force=True)
     with psycopg.connect(database_url) as conn:
@@ -299,6 +335,7 @@ async def test_a_restore_killed_half_way_leaves_the_target_empty_and_a_rerun_suc
     with psycopg.connect(empty_database_url) as conn:
         left = conn.execute("SELECT nspname FROM pg_namespace WHERE nspname = ANY(%s)", (list(SCHEMAS),)).fetchall()
     assert left == []
+    assert any(n.startswith(".mnemo-restore-") for n in names_in(tmp_path / "home" / "cortex"))  # its plan, on disk
     again = await asyncio.to_thread(_cli, env, "restore", str(file))
     assert again.returncode == 0, again.stderr
     assert rows_of(empty_database_url) == rows_of(database_url)
@@ -320,6 +357,7 @@ def test_the_command_line_backs_up_verifies_and_refuses_with_one_line(database_u
     assert checked.returncode == 0 and "verified" in checked.stdout
     refused = subprocess.run([MNEMO, "restore", str(file)], env=env, capture_output=True, text=True, timeout=300)
     assert refused.returncode == 1 and refused.stderr.count("\n") == 1 and "already holds" in refused.stderr
+    assert "--force" in refused.stderr and "force=True" not in refused.stderr  # the command line's words
     wrong = subprocess.run([MNEMO, "backup", "check", str(file)], env=env, capture_output=True, text=True)
     assert wrong.returncode != 0 and "verify" in wrong.stderr
 
@@ -331,3 +369,160 @@ async def test_a_bad_compression_level_is_refused_before_anything_is_written(
     with pytest.raises(InvalidInputError, match="compression"):
         await archive.backup(tmp_path / "x.backup", compression=level)  # type: ignore[arg-type]
     assert not partials(tmp_path) and not (tmp_path / "x.backup").exists()
+
+
+# --- issue 27: the manifest is sealed; a failed restore leaves nothing behind ------------------
+
+MANIFEST_EDITS: dict[str, tuple[Callable[[dict[str, Any]], dict[str, Any]], Literal["keep", "zero"]]] = {
+    "a row count": (lambda m: m | {"counts": m["counts"] | {"mnemo.memories": 99}}, "keep"),
+    "a member's digest": (lambda m: m | {"files": m["files"] | {"database.dump": "0" * 64}}, "keep"),
+    "the format": (lambda m: m | {"format": 1}, "keep"),
+    "the manifest's own digest": (lambda m: m, "zero"),
+}
+FORGED: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "row counts": lambda m: m | {"counts": m["counts"] | {"mnemo.turns": 99}},
+    "cortex rows": lambda m: m | {"cortex_rows": {k: v + 1 for k, v in m["cortex_rows"].items()}},
+}
+
+
+@pytest.mark.parametrize("what", sorted(MANIFEST_EDITS))
+async def test_any_edit_of_the_manifest_fails_verify_and_restore_before_anything_is_written(
+    archive: AsyncArchive, empty_database_url: str, tmp_path: Path, what: str
+) -> None:
+    await archive.remember(ME, NOTES[0])
+    good = tmp_path / "good.backup"
+    await archive.backup(good)
+    edit, seal = MANIFEST_EDITS[what]
+    edited = rewritten(good, tmp_path / "edited.backup", edit, seal=seal)
+    says = f"{MANIFEST} was edited or damaged"
+    with pytest.raises(BackupError, match=says):
+        AsyncArchive.verify_backup(edited)
+    home = tmp_path / "home"
+    with pytest.raises(BackupError, match=says):
+        await AsyncArchive.restore(edited, Settings(database_url=empty_database_url, home=home))
+    assert snapshot(empty_database_url) == {} and files_under(home) == []
+    assert AsyncArchive.verify_backup(good).format == 2
+
+
+async def test_a_backup_made_before_manifests_were_sealed_is_still_read(
+    archive: AsyncArchive, empty_database_url: str, tmp_path: Path
+) -> None:
+    await archive.remember(ME, NOTES[0])
+    good = tmp_path / "good.backup"
+    manifest = await archive.backup(good)
+    older = rewritten(good, tmp_path / "older.backup", lambda m: m | {"format": 1}, seal="drop")
+    assert AsyncArchive.verify_backup(older).format == 1
+    checked = await asyncio.to_thread(_cli, _env(empty_database_url, tmp_path / "home"), "backup", "verify", str(older))
+    assert checked.returncode == 0 and "verified" in checked.stdout and "no seal" in checked.stderr
+    await AsyncArchive.restore(older, Settings(database_url=empty_database_url))
+    assert snapshot(empty_database_url)["mnemo.memories"] == manifest.counts["mnemo.memories"] == 1
+
+
+@pytest.mark.parametrize("what", sorted(FORGED))
+async def test_a_restore_whose_check_fails_leaves_the_target_empty_and_a_retry_succeeds(
+    archive: AsyncArchive, database_url: str, empty_database_url: str, tmp_path: Path, what: str
+) -> None:
+    await busy(archive)
+    good = tmp_path / "mind.backup"
+    await archive.backup(good)
+    forged = rewritten(good, tmp_path / "forged.backup", FORGED[what], seal="reseal")
+    assert AsyncArchive.verify_backup(forged)  # a whole file: only the restore's own check can tell
+    home = tmp_path / "home"
+    target = Settings(database_url=empty_database_url, home=home)
+    with pytest.raises(BackupError, match=f"does not match its manifest: {what} differ"):
+        await AsyncArchive.restore(forged, target)
+    assert snapshot(empty_database_url) == {}
+    assert files_under(home / "cortex") == []
+    await AsyncArchive.restore(good, target)
+    assert rows_of(empty_database_url) == rows_of(database_url)
+    assert names_in(home / "cortex") == [cortex_id(empty_database_url)]
+
+
+async def test_a_forced_restore_whose_check_fails_leaves_the_target_and_its_cortex_as_they_were(
+    archive: AsyncArchive, database_url: str, tmp_path: Path
+) -> None:
+    await busy(archive)
+    good = tmp_path / "mind.backup"
+    await archive.backup(good)
+    await archive.remember(ME, "Written after the backup: the boiler is serviced in October.")
+    forged = rewritten(good, tmp_path / "forged.backup", FORGED["row counts"], seal="reseal")
+    cortex = cortex_dir(archive)
+    rows, tables, own, beside = (
+        rows_of(database_url),
+        lance_tables(cortex),
+        cortex_id(database_url),
+        files_under(cortex.parent),
+    )
+    with pytest.raises(BackupError, match="does not match its manifest"):
+        await AsyncArchive.restore(forged, Settings(database_url=database_url), force=True)
+    assert rows_of(database_url) == rows and cortex_id(database_url) == own
+    assert lance_tables(cortex) == tables and files_under(cortex.parent) == beside
+
+
+async def test_a_failed_restore_into_a_cortex_directory_puts_what_was_there_back(
+    archive: AsyncArchive, database_url: str, empty_database_url: str, tmp_path: Path
+) -> None:
+    await busy(archive)
+    good = tmp_path / "mind.backup"
+    await archive.backup(good)
+    forged = rewritten(good, tmp_path / "forged.backup", FORGED["row counts"], seal="reseal")
+    lance = tmp_path / "lance"
+    lance.mkdir()
+    (lance / "keep.txt").write_text("what the target held")
+    target = Settings(database_url=empty_database_url, cortex_uri=str(lance))
+    with pytest.raises(BackupError, match="does not match its manifest"):
+        await AsyncArchive.restore(forged, target)
+    assert files_under(tmp_path) == ["forged.backup", "lance", "lance/keep.txt", "mind.backup"]
+    assert snapshot(empty_database_url) == {}
+    await AsyncArchive.restore(good, target)
+    assert lance_tables(lance) == lance_tables(cortex_dir(archive))
+    assert names_in(tmp_path) == ["forged.backup", "lance", "mind.backup"]  # no leftovers
+
+
+async def test_the_next_restore_finishes_or_undoes_what_an_interrupted_one_left_on_disk(
+    archive: AsyncArchive, empty_database_url: str, tmp_path: Path
+) -> None:
+    await busy(archive)
+    good = tmp_path / "mind.backup"
+    await archive.backup(good)
+    lance = tmp_path / "lance"
+    target = Settings(database_url=empty_database_url, cortex_uri=str(lance))
+    await AsyncArchive.restore(good, target)
+    restored = lance_tables(lance)
+    plan = journal(target, empty_database_url)
+    # killed after its database part committed: what it had set aside goes, its cortex stays
+    aside = tmp_path / "lance.replaced-1"
+    aside.mkdir()
+    Swap(plan, cortex_id(empty_database_url), lance, aside, None).write()
+    with pytest.raises(BackupError, match="already holds"):
+        await AsyncArchive.restore(good, target)
+    assert lance_tables(lance) == restored and not aside.exists() and not plan.exists()
+    # killed before it committed: what was at the cortex directory comes back
+    aside.mkdir()
+    (aside / "keep.txt").write_text("what the target held")
+    Swap(plan, "0190b7c4-0000-7000-8000-000000000000", lance, aside, None).write()
+    with pytest.raises(BackupError, match="already holds"):
+        await AsyncArchive.restore(good, target)
+    assert files_under(lance) == ["keep.txt"] and not aside.exists() and not plan.exists()
+
+
+def test_the_command_line_refuses_an_edited_manifest_and_retries_a_failed_restore(
+    database_url: str, empty_database_url: str, tmp_path: Path
+) -> None:
+    env = _env(database_url, tmp_path / "home")
+    assert _cli(env, "remember", NOTES[2]).returncode == 0
+    good = tmp_path / "cli.backup"
+    assert _cli(env, "backup", str(good)).returncode == 0
+    edited = rewritten(good, tmp_path / "edited.backup", MANIFEST_EDITS["a row count"][0])
+    checked = _cli(env, "backup", "verify", str(edited))
+    assert checked.returncode == 1 and f"{MANIFEST} was edited or damaged" in checked.stderr
+    assert "verified" not in checked.stdout
+    forged = rewritten(good, tmp_path / "forged.backup", FORGED["row counts"], seal="reseal")
+    target = _env(empty_database_url, tmp_path / "target")
+    failed = _cli(target, "restore", str(forged))
+    assert failed.returncode == 1 and "does not match its manifest" in failed.stderr
+    status = json.loads(_cli(target, "status", "--json").stdout)
+    assert status["counts"]["turns"] == status["counts"]["memories"] == 0  # nothing was left behind
+    again = _cli(target, "restore", str(good))  # an opened, empty home is still empty
+    assert again.returncode == 0, again.stderr
+    assert json.loads(_cli(target, "status", "--json").stdout)["counts"]["memories"] == 1

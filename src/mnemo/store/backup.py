@@ -15,8 +15,10 @@ never touch the cortex) go on during the whole backup.
 
 The dump is ``pg_dump --snapshot`` of mnemo's schemas in the custom format;
 restore feeds ``pg_restore``'s script to ``psql --single-transaction`` after a
-prelude that drops the (empty or forced) target schemas, so a failure or a kill
-anywhere leaves the target database as it was.
+prelude that drops the (empty or forced) target schemas and before a postlude
+that checks every table's row count against the manifest (and gives the copy
+its own cortex id), so a failure, a count that differs or a kill anywhere
+leaves the target database as it was.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import shutil
 import signal
 import subprocess
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -36,10 +38,11 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from mnemo.errors import DatabaseError, MigrationError
+from mnemo.errors import BackupError, DatabaseError, MigrationError
 
 __all__ = [
     "BASE_SCHEMAS",
+    "BOOKKEEPING",
     "CORTEX_LOCK",
     "SCHEMA_NAME",
     "client_tool",
@@ -59,6 +62,9 @@ __all__ = [
 BASE_SCHEMAS = ("mnemo", "vectors", "traces", "queue")
 SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 CORTEX_LOCK = 0x6D6E656D6F_C0  # "mnemo" + cortex
+BOOKKEEPING = frozenset({"mnemo.schema_migrations", "mnemo.meta", "mnemo.cortex", "vectors.spaces"})
+"""Tables that an archive opened but never written holds rows in: not mnemo data to a restore."""
+_CHECK_FAILED = "mnemo-restore-check: "
 
 
 async def share_cortex(conn: psycopg.AsyncConnection) -> None:
@@ -141,8 +147,10 @@ async def table_counts(conn: psycopg.AsyncConnection, names: Sequence[str]) -> d
 
 
 async def target_rows(conn: psycopg.AsyncConnection) -> int:
-    """How many rows mnemo's schemas hold in a restore target (0: it may be restored into)."""
-    return sum((await table_counts(conn, await schemas(conn))).values())
+    """How many rows of mnemo data a restore target holds (0: it may be restored into). An archive
+    opened but never written (``mnemo status`` in a new home) holds only :data:`BOOKKEEPING` rows."""
+    counts = await table_counts(conn, await schemas(conn))
+    return sum(n for name, n in counts.items() if name not in BOOKKEEPING)
 
 
 async def snapshot_facts(conn: psycopg.AsyncConnection) -> dict[str, Any]:
@@ -197,21 +205,60 @@ async def dump(url: str, snapshot: str, names: Sequence[str], target: Path, *, c
     await _run([*args, f"--file={target}", f"--dbname={url}"], "pg_dump")
 
 
-def restore_scripts(names: Sequence[str], cortex_id: uuid.UUID | None) -> tuple[str, str]:
+def restore_scripts(names: Sequence[str], cortex_id: uuid.UUID, counts: Mapping[str, int]) -> tuple[str, str]:
     """What runs before and after the dump in the restore's transaction: pgvector and the target's
-    schemas dropped (they are empty, or the caller forced it); then the restored database's own
-    cortex id, so it never shares a cortex directory with the database it was copied from."""
+    schemas dropped (they are empty, or the caller forced it); then every table's row count in
+    ``names`` checked against ``counts`` (the transaction fails, so nothing is restored, when one
+    differs), and the restored database's own cortex id, so it never shares a cortex directory
+    with the database it was copied from."""
     bad = [n for n in names if not SCHEMA_NAME.fullmatch(n)]
     if bad:
         raise DatabaseError(f"not a schema name mnemo writes: {bad[0]!r}")
     drops = "".join(f'DROP SCHEMA IF EXISTS "{n}" CASCADE;\n' for n in names)
-    after = f"UPDATE mnemo.cortex SET id = '{cortex_id}';\n" if cortex_id is not None else ""  # noqa: S608 (a UUID)
-    return "CREATE EXTENSION IF NOT EXISTS vector;\n" + drops, after
+    cortex = f"INSERT INTO mnemo.cortex (id) VALUES ('{uuid.UUID(str(cortex_id))}')\n"  # noqa: S608 (a UUID)
+    cortex += "    ON CONFLICT (singleton) DO UPDATE SET id = EXCLUDED.id;\n"
+    return "CREATE EXTENSION IF NOT EXISTS vector;\n" + drops, _count_check(names, counts) + cortex
+
+
+def _count_check(names: Sequence[str], counts: Mapping[str, int]) -> str:
+    """SQL that fails the transaction unless the tables of ``names`` hold exactly ``counts`` rows."""
+    expected = ",\n".join(f"({sql.Literal(str(k)).as_string()}, {int(n)})" for k, n in sorted(counts.items()))
+    fill = f"INSERT INTO pg_temp.mnemo_restore_expected VALUES\n{expected};\n" if expected else ""
+    schemas_sql = "ARRAY[" + ", ".join(f"'{n}'" for n in names) + "]::text[]"  # checked names
+    return _COUNT_CHECK.format(fill=fill, schemas=schemas_sql, marker=_CHECK_FAILED)
+
+
+_COUNT_CHECK = """CREATE TEMP TABLE mnemo_restore_expected (name text PRIMARY KEY, n bigint NOT NULL) ON COMMIT DROP;
+{fill}CREATE TEMP TABLE mnemo_restore_found (name text PRIMARY KEY, n bigint NOT NULL) ON COMMIT DROP;
+DO $count$
+DECLARE t record;
+BEGIN
+    FOR t IN SELECT s.nspname, c.relname FROM pg_catalog.pg_class c
+             JOIN pg_catalog.pg_namespace s ON s.oid = c.relnamespace
+             WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND s.nspname = ANY({schemas})
+    LOOP
+        EXECUTE pg_catalog.format('INSERT INTO pg_temp.mnemo_restore_found SELECT %L, count(*) FROM %I.%I',
+                                  t.nspname || '.' || t.relname, t.nspname, t.relname);
+    END LOOP;
+END $count$;
+DO $check$
+DECLARE differ bigint; d record;
+BEGIN
+    SELECT count(*) INTO differ FROM pg_temp.mnemo_restore_expected e
+        FULL JOIN pg_temp.mnemo_restore_found f USING (name) WHERE e.n IS DISTINCT FROM f.n;
+    IF differ > 0 THEN
+        SELECT name, f.n AS restored, e.n AS expected INTO d FROM pg_temp.mnemo_restore_expected e
+            FULL JOIN pg_temp.mnemo_restore_found f USING (name) WHERE e.n IS DISTINCT FROM f.n ORDER BY name LIMIT 1;
+        RAISE EXCEPTION '{marker}row counts differ for % tables, e.g. %: % restored, % in the backup',
+            differ, d.name, coalesce(d.restored::text, 'no table'), coalesce(d.expected::text, 'no table');
+    END IF;
+END $check$;
+"""
 
 
 async def load(url: str, dump_file: Path, prelude: Path, postlude: Path) -> None:
     """Run ``prelude``, the dump's script and ``postlude`` in ONE transaction (``psql -1``): all
-    or nothing."""
+    or nothing. A row count that differs from the manifest's is a :class:`BackupError`."""
     restore = [client_tool("pg_restore"), "--no-owner", "--no-privileges", "--file=-", str(dump_file)]
     psql = [client_tool("psql"), "--no-psqlrc", "--quiet", "-v", "ON_ERROR_STOP=1", "--single-transaction"]
     psql += ["--file", str(prelude), "--file", "-", "--file", str(postlude), f"--dbname={url}"]
@@ -224,10 +271,30 @@ async def load(url: str, dump_file: Path, prelude: Path, postlude: Path) -> None
         )
     finally:
         os.close(reader)
-    (_, p_err), (_, c_err) = await asyncio.gather(producer.communicate(), consumer.communicate())
+    try:
+        (_, p_err), (_, c_err) = await asyncio.gather(producer.communicate(), consumer.communicate())
+    except BaseException:
+        await _stop(producer, consumer)  # never a psql that goes on committing behind the caller
+        raise
     if consumer.returncode != 0 or producer.returncode != 0:
         which, err = ("psql", c_err) if consumer.returncode != 0 else ("pg_restore", p_err)
+        _raise_check_failure(c_err)
         raise DatabaseError(f"restoring the database failed in {which}: {_last_lines(err)}")
+
+
+def _raise_check_failure(err: bytes) -> None:
+    for line in err.decode("utf-8", "replace").splitlines():
+        if _CHECK_FAILED in line:
+            found = line.split(_CHECK_FAILED, 1)[1].strip()
+            raise BackupError(f"the restored archive does not match its manifest: {found}; the restore was rolled back")
+
+
+async def _stop(*procs: asyncio.subprocess.Process) -> None:
+    for proc in procs:
+        if proc.returncode is None:
+            proc.kill()
+    for proc in procs:
+        await proc.wait()
 
 
 async def _run(args: Sequence[str], label: str) -> None:

@@ -50,7 +50,15 @@ def backup(
             raise typer.BadParameter(f"use `mnemo backup FILE` or `mnemo backup verify FILE`, not {target!r}")
         from mnemo._backup import verify
 
-        _show(verify(file), file, None, as_json, "verified")
+        manifest = verify(file)
+        _show(manifest, file, None, as_json, "verified")
+        if manifest.format < 2:
+            err.print(
+                "note: an older mnemo made this file: its manifest has no seal of its own, so an edit of it shows "
+                "only when restoring (which then changes nothing); a new backup is sealed",
+                highlight=False,
+                soft_wrap=True,
+            )
         return
     started = time.perf_counter()
     with open_archive() as archive:
@@ -67,13 +75,15 @@ def restore(
     as_json: JsonOpt = False,
 ) -> None:
     """Restore a backup into this home (or MNEMO_DATABASE_URL), which must be empty unless --force.
-    All or nothing; checked against the backup's manifest afterwards."""
+    All or nothing: checked against the backup's manifest before it commits; a failed or
+    interrupted restore leaves the target as it was, so running it again works."""
     import asyncio
 
     from mnemo._backup import restore as restore_backup
 
     started = time.perf_counter()
-    manifest = asyncio.run(restore_backup(file, settings(), force=force, progress=_stage))
+    run = restore_backup(file, settings(), force=force, progress=_stage, force_hint="use --force")
+    manifest = asyncio.run(run)
     _show(manifest, file, time.perf_counter() - started, as_json, "restored")
 
 
