@@ -109,7 +109,7 @@ async def forget_items(
         cur = await conn.execute(query, p)
         removed[label] = removed.get(label, 0) + max(cur.rowcount, 0)
 
-    await lock_memories(conn, entity_id, namespace, p["ids"])  # in id order, as every writer of memories
+    await lock_memories(conn, entity_id, namespace, ids)  # in id order, as every writer of memories
     # Lexical statistics first, from the postings about to go.
     await run(
         "lexical_stats",
