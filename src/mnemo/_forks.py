@@ -7,14 +7,14 @@ namespace of the same entity that starts as a copy of its parent, made of the
 parent's bifocal packets (:mod:`mnemo._packets`: same vectors, provenance kept
 in each item's metadata); everything done in it stays in it. ``discard`` drops
 it; ``merge`` brings chosen memories back to the parent as packets, each
-recording the fork item it came from.
+recording the fork item it came from. A fork and a merge are each written in
+one transaction (:mod:`mnemo.write.packets`): whole, or not at all.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 from mnemo import _packets
 from mnemo._runtime import Runtime
@@ -24,24 +24,24 @@ from mnemo.models import PacketImport, Scope
 from mnemo.store import packets as packet_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.write import forget as forget_path
+from mnemo.write import packets as packet_import
 
 __all__ = ["discard", "fork", "merge"]
 
 
 async def fork(rt: Runtime, scope: Scope, into: str) -> tuple[Scope, PacketImport]:
-    """Copy ``scope`` into the new namespace ``into`` of the same entity (which must not exist)."""
+    """Copy ``scope`` into the new namespace ``into`` of the same entity (which must not exist): the
+    namespace and everything in it are written in one transaction, so a fork is whole or absent."""
     branch = Scope(scope.entity_id, into)
     if branch == scope:
         raise InvalidContentError(f"a fork needs a namespace of its own, not {scope.namespace!r}")
-    async with rt.store.transaction() as conn:
-        exists, _ = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, scope.entity_id)
-        if not exists:
-            raise UnknownScopeError(f"scope {scope} does not exist")
-        if not await packet_rows.mark_fork(conn, branch.entity_id, branch.namespace, str(scope), datetime.now(UTC)):
-            raise InvalidContentError(f"namespace {into!r} already exists; fork into a new one")
-    packets = [p async for p in _packets.export_packets(rt, scope, scope.entity_id)]
+    async with rt.store.connection() as conn:
+        taken, _ = await scope_rows.read_access(conn, branch.entity_id, branch.namespace, branch.entity_id)
+    if taken:
+        raise InvalidContentError(f"namespace {into!r} already exists; fork into a new one")
+    packets = [p async for p in _packets.export_packets(rt, scope, scope.entity_id)]  # UnknownScopeError first
     parsed = _packets.parse_packets((_packets.dumps(p) for p in packets), max_chars=rt.settings.max_content_chars)
-    report = await _packets.import_packets(rt, branch, parsed, process=f"fork:{into}")
+    report = await packet_import.import_packets(rt, branch, parsed, process=f"fork:{into}", fork_of=scope)
     return branch, report
 
 
@@ -53,7 +53,8 @@ async def discard(rt: Runtime, branch: Scope) -> dict[str, int]:
 
 async def merge(rt: Runtime, branch: Scope, memory_ids: Sequence[uuid.UUID | str]) -> PacketImport:
     """Bring the fork's memories ``memory_ids`` back into its parent, with their provenance (the
-    fork item each came from and that item's own origin, in the memory's metadata)."""
+    fork item each came from and that item's own origin, in the memory's metadata): all of them, in
+    one transaction, or none."""
     if not memory_ids:
         raise InvalidContentError("name the fork's memories to merge")
     ids = [check_id(i, label="memory id") for i in memory_ids]
@@ -67,7 +68,7 @@ async def merge(rt: Runtime, branch: Scope, memory_ids: Sequence[uuid.UUID | str
             "merged_from": str(branch),
         }
     parsed = _packets.parse_packets((_packets.dumps(p) for p in packets), max_chars=rt.settings.max_content_chars)
-    return await _packets.import_packets(rt, parent, parsed, process=f"merge:{branch.namespace}")
+    return await packet_import.import_packets(rt, parent, parsed, process=f"merge:{branch.namespace}")
 
 
 async def _parent(rt: Runtime, branch: Scope) -> Scope:

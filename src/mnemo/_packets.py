@@ -8,11 +8,12 @@ compared with vectors of its own model) and "Consent-Governed Sharing".
 One packet per turn (``packet_type`` ``turn``) and per memory (``memory``;
 a block's memory also carries its block's live zones, salience, coherence
 gain and references). ``packet_id`` is the item's id where it was exported.
-An import is idempotent by packet id (the id is kept in the item's metadata,
-with the scope it came from), re-embeds a packet whose vectors were made by
-another model than the active one (or refuses it with ``strict``), and
-remaps references to the items the packets became. Every packet is checked
-before anything is written.
+A memory's packet carries its lifecycle status (an archived memory stays
+archived), its weight, its access history and its audited weight history.
+
+This module is the format: export (:func:`export_packets`) and the checks
+every packet passes before anything is written (:func:`parse_packets`);
+:mod:`mnemo.write.packets` imports them, all or nothing.
 """
 
 from __future__ import annotations
@@ -22,29 +23,27 @@ import binascii
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from datetime import datetime
-from typing import Any, Literal
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from mnemo._runtime import Runtime
-from mnemo._validate import check_content, check_kind, check_metadata, check_role, check_session
+from mnemo._validate import check_content, check_kind, check_metadata, check_role, check_session, check_text
 from mnemo.errors import (
     AccessDeniedError,
     DimensionMismatchError,
     InvalidContentError,
     InvalidInputError,
     MalformedImportError,
+    Remedy,
+    UnknownScopeError,
 )
-from mnemo.models import PacketImport, Scope, to_jsonable
+from mnemo.models import Scope, to_jsonable
 from mnemo.store import packets as packet_rows
-from mnemo.store.pool import PROCESS
-from mnemo.write import importer
-from mnemo.write import remember as write_path
-from mnemo.write.formats import TurnInput
 
-__all__ = ["PacketIn", "dumps", "export_packets", "import_packets", "parse_packets"]
+__all__ = ["MemoryMetaIn", "PacketIn", "decode_vector", "dumps", "export_packets", "memory_meta", "parse_packets"]
 
 PAGE = 500
 MAX_DIM = 16_000
@@ -89,6 +88,61 @@ class PacketIn(_In):
     references: ReferencesIn = Field(default_factory=ReferencesIn)
 
 
+def _utc(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+Time = Annotated[datetime, AfterValidator(_utc)]  # a time without an offset is taken as UTC
+Weight = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class WeightChangeIn(_In):
+    """One audited change of a memory's weight, as ``traces.weight_changes`` holds it."""
+
+    at: Time
+    operation: Literal["reinforce", "contradict", "create"]
+    gain: float = Field(allow_inf_nan=False)
+    old_alpha: Weight | None = None
+    old_beta: Weight | None = None
+    new_alpha: Weight
+    new_beta: Weight
+    reason: str = Field(min_length=1, max_length=1000)
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    blocked: bool = False
+
+
+class MemoryMetaIn(BaseModel):
+    """A memory packet's metadata, checked (keys it does not know are left alone)."""
+
+    kind: str = "semantic"
+    status: Literal["candidate", "active", "archived", "pruned", "quarantined"] = "active"
+    anchored: bool = False
+    alpha: Weight | None = None
+    beta: Weight | None = None
+    access_count: int = Field(default=0, ge=0)
+    access_timestamps: list[Time] = Field(default_factory=list, max_length=100_000)
+    older_access_count: int = Field(default=0, ge=0)
+    oldest_access: Time | None = None
+    last_accessed: Time | None = None
+    source_tag: str | None = None
+    source_confidence: float = Field(default=1.0, ge=0, le=1)
+    provenance: list[str] = Field(default_factory=list, max_length=10_000)
+    event_time: Time | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    block: dict[str, Any] | None = None
+    weight_history: list[WeightChangeIn] = Field(default_factory=list, max_length=100_000)
+
+
+def memory_meta(packet: PacketIn) -> MemoryMetaIn:
+    """The checked metadata of a memory packet (:class:`InvalidContentError` naming the field)."""
+    try:
+        return MemoryMetaIn.model_validate(packet.metadata)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InvalidContentError(f"metadata.{where}: {first['msg']}") from exc
+
+
 # --- export ---------------------------------------------------------------------------------------
 
 
@@ -96,17 +150,18 @@ async def export_packets(
     rt: Runtime, scope: Scope, reader: str, *, ids: Sequence[uuid.UUID] | None = None, turns: bool = True
 ) -> AsyncIterator[dict[str, Any]]:
     """Every turn and memory of ``scope`` as packets (only memories ``ids`` when given). Needs the
-    owner or an export grant; refused the same way whether or not the scope exists."""
+    owner or an export grant: anyone else is refused the same way whether or not the scope exists;
+    the owner of a scope that does not exist gets :class:`UnknownScopeError`, as the night does."""
     async with rt.store.connection() as conn:
         exists, allowed = await packet_rows.export_access(conn, scope.entity_id, scope.namespace, reader)
         tables = await packet_rows.spaces(conn)
     if not allowed:
         raise AccessDeniedError(
-            f"{reader!r} may not export scope {scope}; its owner can allow it with "
-            f"grant(Scope({scope.entity_id!r}, {scope.namespace!r}), {reader!r}, export=True)"
+            f"{reader!r} may not export scope {scope}",
+            remedy=Remedy("its owner can allow it with", "grant", (scope, reader), {"export": True}),
         )
     if not exists:
-        return
+        raise UnknownScopeError(f"scope {scope} does not exist (nothing was ever stored there)")
     if turns and ids is None:
         async for packet in _turn_packets(rt, scope, tables):
             yield packet
@@ -134,9 +189,12 @@ async def _memory_packets(
     while True:
         async with rt.store.connection() as conn:
             rows = await packet_rows.memory_page(conn, scope.entity_id, scope.namespace, after, PAGE, ids)
-            vectors = await packet_rows.vectors_of(conn, scope.entity_id, tables, [r["id"] for r in rows])
+            found = [r["id"] for r in rows]
+            vectors = await packet_rows.vectors_of(conn, scope.entity_id, tables, found)
+            history = await packet_rows.weight_histories(conn, scope.entity_id, scope.namespace, found)
         deep = await _cortex_vectors(rt, scope, [r["id"] for r in rows if r["tier"] == "cortex"])
         for row in rows:
+            row["weight_history"] = history.get(row["id"], [])
             yield _memory_packet(scope, row, vectors.get(row["id"], {}) | deep.get(row["id"], {}))
         if len(rows) < PAGE:
             return
@@ -204,8 +262,9 @@ def _memory_packet(
     references: dict[str, Any] = {}
     metadata: dict[str, Any] = {
         key: row[key]
-        for key in ("kind", "status", "anchored", "alpha", "beta", "access_count", "last_accessed", "source_tag",
-                    "source_confidence", "provenance", "event_time", "process_id", "metadata")
+        for key in ("kind", "status", "anchored", "alpha", "beta", "access_count", "access_timestamps",
+                    "older_access_count", "oldest_access", "last_accessed", "source_tag", "source_confidence",
+                    "provenance", "event_time", "process_id", "metadata", "weight_history")
     }  # fmt: skip
     if block:
         prose["live_zones"] = row["prose"].get("live_zones", [])
@@ -266,11 +325,28 @@ def _check_packet(packet: PacketIn, max_chars: int) -> None:
     if packet.packet_type == "turn":
         check_role(str(meta.get("role", "")))
         check_session(meta.get("session_id", "default"))
+        if meta.get("speaker") is not None:
+            check_text(meta["speaker"], label="speaker")
+        check_metadata(meta.get("metadata") or {})
     else:
-        check_kind(str(meta.get("kind", "semantic")))
-    check_metadata(meta.get("metadata") or {})
+        _check_memory(packet, max_chars)
     for space, vector in packet.vectors.items():
         decode_vector(space, vector)
+
+
+def _check_memory(packet: PacketIn, max_chars: int) -> None:
+    """What writing a memory packet needs, checked before anything is written."""
+    meta = memory_meta(packet)
+    check_kind(meta.kind)
+    if packet.prose.compressed is not None:
+        check_content(packet.prose.compressed, max_chars=max_chars, label="compressed")
+    if meta.source_tag is not None:
+        check_text(meta.source_tag, label="source_tag")
+    for entry in meta.provenance:
+        check_text(entry, label="provenance entry", max_chars=1000)
+    check_metadata(meta.metadata)
+    for change in meta.weight_history:
+        check_metadata(change.evidence, label="weight_history evidence")
 
 
 def decode_vector(space: str, vector: VectorIn) -> np.ndarray:
@@ -287,140 +363,6 @@ def decode_vector(space: str, vector: VectorIn) -> np.ndarray:
     if not np.isfinite(array).all():
         raise InvalidContentError(f"vector {space!r} holds a NaN or an infinity")
     return array
-
-
-async def import_packets(
-    rt: Runtime, scope: Scope, packets: Sequence[PacketIn], *, strict: bool = False, process: str = "import"
-) -> PacketImport:
-    """Write ``packets`` into ``scope`` (see the module docstring); idempotent by packet id."""
-    vectors = _active_vectors(rt, packets, strict)
-    token = PROCESS.set(process)
-    try:
-        async with rt.store.connection() as conn:
-            done = await packet_rows.imported(conn, scope.entity_id, scope.namespace, [p.packet_id for p in packets])
-        fresh = [p for p in packets if p.packet_id not in done]
-        made = dict(done)
-        made |= await _import_turns(rt, scope, [p for p in fresh if p.packet_type == "turn"], vectors)
-        made |= await _import_memories(rt, scope, [p for p in fresh if p.packet_type == "memory"], vectors, made)
-        links = await _link(rt, scope, fresh, made)
-    finally:
-        PROCESS.reset(token)
-    return PacketImport(
-        scope=scope,
-        turns=sum(1 for p in fresh if p.packet_type == "turn"),
-        memories=sum(1 for p in fresh if p.packet_type == "memory"),
-        already_there=len(packets) - len(fresh),
-        reembedded=sum(1 for p in fresh if p.packet_id not in vectors),
-        links=links,
-        items={p.packet_id: made[p.packet_id] for p in packets if p.packet_id in made},
-    )
-
-
-def _active_vectors(rt: Runtime, packets: Sequence[PacketIn], strict: bool) -> dict[str, np.ndarray]:
-    """Each packet's vector of the active model, when it has one (the Dimension Lock: no other
-    model's vector is ever stored in the active space). ``strict`` refuses packets without one."""
-    slug, dim = str(rt.slug), rt.embeddings.dim
-    found: dict[str, np.ndarray] = {}
-    for packet in packets:
-        for space, vector in packet.vectors.items():
-            if vector.model == slug and vector.dimensions == dim:
-                array = decode_vector(space, vector)
-                found[packet.packet_id] = array / max(float(np.linalg.norm(array)), 1e-12)
-                break
-        else:
-            if strict:
-                models = sorted({v.model for v in packet.vectors.values()}) or ["none"]
-                raise DimensionMismatchError(
-                    f"packet {packet.packet_id} carries vectors of {', '.join(models)}, not of the active model "
-                    f"{slug}; import without --strict to embed its prose again"
-                )
-    return found
-
-
-def _origin(packet: PacketIn) -> dict[str, Any]:
-    return {"packet_id": packet.packet_id, "packet_source": packet.source_scope}
-
-
-async def _import_turns(
-    rt: Runtime, scope: Scope, packets: Sequence[PacketIn], vectors: Mapping[str, np.ndarray]
-) -> dict[str, uuid.UUID]:
-    ordered = sorted(packets, key=lambda p: (str(p.metadata.get("session_id", "default")),
-                                             int(p.metadata.get("turn_number") or 0), p.timestamp))  # fmt: skip
-    inputs = [
-        TurnInput(
-            session_id=check_session(p.metadata.get("session_id", "default")),
-            role=str(p.metadata.get("role")),
-            content=p.prose.content,
-            speaker=p.metadata.get("speaker"),
-            created_at=p.timestamp,
-            metadata=dict(p.metadata.get("metadata") or {}) | _origin(p),
-            embedding=vectors.get(p.packet_id),
-        )
-        for p in ordered
-    ]
-    if not inputs:
-        return {}
-    written = await importer.import_turns(rt, scope, inputs)
-    return {p.packet_id: t.id for p, t in zip(ordered, written, strict=True)}
-
-
-async def _import_memories(
-    rt: Runtime,
-    scope: Scope,
-    packets: Sequence[PacketIn],
-    vectors: Mapping[str, np.ndarray],
-    made: Mapping[str, uuid.UUID],
-) -> dict[str, uuid.UUID]:
-    out: dict[str, uuid.UUID] = {}
-    for p in packets:
-        meta = p.metadata
-        extra = dict(meta.get("metadata") or {}) | _origin(p)
-        if "block" in meta:
-            extra["block"] = meta["block"] | {"live_zones": p.prose.live_zones}
-        provenance = [str(made.get(str(x), f"packet:{x}")) for x in meta.get("provenance") or []]
-        memory = await write_path.remember(
-            rt,
-            scope,
-            p.prose.content,
-            kind=str(meta.get("kind", "semantic")),
-            anchored=bool(meta.get("anchored", False)),
-            compressed=p.prose.compressed,
-            source_tag=meta.get("source_tag"),
-            source_confidence=float(meta.get("source_confidence", 1.0)),
-            provenance=provenance,
-            event_time=meta.get("event_time"),
-            metadata=extra,
-            embedding=vectors.get(p.packet_id),
-            status=str(meta.get("status", "active")),
-        )
-        out[p.packet_id] = memory.id
-        state = {
-            "alpha": float(meta.get("alpha", memory.alpha)),
-            "beta": float(meta.get("beta", memory.beta)),
-            "access_count": int(meta.get("access_count", 0)),
-            "last_accessed": meta.get("last_accessed"),
-            "created_at": p.timestamp,
-        }
-        async with rt.store.transaction() as conn:
-            await packet_rows.restore_state(conn, scope.entity_id, scope.namespace, memory.id, state)
-    return out
-
-
-async def _link(rt: Runtime, scope: Scope, packets: Sequence[PacketIn], made: Mapping[str, uuid.UUID]) -> int:
-    if not packets:
-        return 0
-    """The packets' references as links between the items they became (unknown targets dropped)."""
-    links: list[tuple[uuid.UUID, uuid.UUID, str]] = []
-    for p in packets:
-        source = made.get(p.packet_id)
-        refs = p.references
-        targets = [(c, "cites") for c in refs.citations] + [(d, "derived_from") for d in refs.derived_from]
-        if refs.continues_from:
-            targets.append((refs.continues_from, "continues"))
-        links += [(source, made[t], kind) for t, kind in targets if source is not None and t in made]
-    async with rt.store.transaction() as conn:
-        await packet_rows.add_links(conn, scope.entity_id, scope.namespace, links)
-    return len(links)
 
 
 def dumps(packet: Mapping[str, Any]) -> str:

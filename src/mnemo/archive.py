@@ -79,6 +79,7 @@ from mnemo.store.pool import PROCESS
 from mnemo.write import forget as forget_path
 from mnemo.write import gates as gate_path
 from mnemo.write import importer as import_path
+from mnemo.write import packets as packet_import
 from mnemo.write import reembed as reembed_path
 from mnemo.write import remember as write_path
 
@@ -583,19 +584,12 @@ class AsyncArchive:
     async def export_packets(self, scope: Scope, file: str | Path | TextIO, *, as_entity: str | None = None) -> int:
         """Write ``scope``'s packets to ``file`` (a path, or an open text file such as stdout), one
         JSON line each (``mnemo export``); returns how many."""
+        packets = self.packets(scope, as_entity=as_entity)
+        first = await anext(packets, None)  # access and existence are checked here, before a file is made
         if isinstance(file, str | Path):
-            target = Path(file)
-            with await asyncio.to_thread(target.open, "w", encoding="utf-8") as handle:
-                return await self.export_packets(scope, handle, as_entity=as_entity)
-        count, lines = 0, []
-        async for packet in self.packets(scope, as_entity=as_entity):
-            lines.append(packets_path.dumps(packet) + "\n")
-            count += 1
-            if len(lines) >= 500:
-                await asyncio.to_thread(file.writelines, lines)
-                lines = []
-        await asyncio.to_thread(file.writelines, lines)
-        return count
+            with await asyncio.to_thread(Path(file).open, "w", encoding="utf-8") as handle:
+                return await _write_packets(first, packets, handle)
+        return await _write_packets(first, packets, file)
 
     async def import_packets(
         self, scope: Scope, source: str | Path | Iterable[str], *, strict: bool = False, process: str = "import"
@@ -609,7 +603,8 @@ class AsyncArchive:
             parsed = packets_path.parse_packets(text.splitlines(), source=str(source), max_chars=limit)
         else:
             parsed = packets_path.parse_packets(source, max_chars=limit)
-        return await packets_path.import_packets(self._rt, scope, parsed, strict=strict, process=check_process(process))
+        process = check_process(process)
+        return await packet_import.import_packets(self._rt, scope, parsed, strict=strict, process=process)
 
     async def fork(self, scope: Scope, into: str) -> Scope:
         """Branch ``scope`` into the new namespace ``into`` (a speculative timeline): a copy with its
@@ -629,6 +624,21 @@ class AsyncArchive:
         """Queue :meth:`reembed` for a background worker (``mnemo worker``); the job id, or None when
         a re-embed is already waiting."""
         return await reembed_path.defer(self._rt)
+
+
+async def _write_packets(first: dict[str, Any] | None, rest: AsyncIterator[dict[str, Any]], file: TextIO) -> int:
+    """Write ``first`` and then ``rest`` as JSON lines to ``file``; returns how many."""
+    if first is None:
+        return 0
+    count, lines = 1, [packets_path.dumps(first) + "\n"]
+    async for packet in rest:
+        lines.append(packets_path.dumps(packet) + "\n")
+        count += 1
+        if len(lines) >= 500:
+            await asyncio.to_thread(file.writelines, lines)
+            lines = []
+    await asyncio.to_thread(file.writelines, lines)
+    return count
 
 
 def _read_text(path: Path) -> str:

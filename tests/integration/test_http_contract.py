@@ -133,7 +133,7 @@ def test_the_openapi_spec_states_the_contract(server: str) -> None:  # noqa: F81
         ("post", "/v1/context"): {"400", "401", "403", "413", "422", "503"},
         ("delete", "/v1/items/{item_id}"): {"401", "403", "404", "422", "503"},
         ("delete", "/v1/processes/{process}"): {"401", "403", "422", "503"},
-        ("get", "/v1/export"): {"401", "403", "422", "503"},
+        ("get", "/v1/export"): {"401", "403", "404", "422", "503"},
         ("post", "/v1/reflexes/outcomes"): {"400", "401", "403", "404", "413", "422", "503"},
         ("post", "/v1/reflexes/search"): {"400", "401", "403", "413", "422", "503"},
         ("post", "/v1/grants"): {"400", "401", "403", "404", "413", "422", "503"},

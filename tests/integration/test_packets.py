@@ -1,12 +1,23 @@
-"""Bifocal packets and forks (issue 16 items 2-3): a scope exported as packets and imported
-elsewhere keeps its prose, vectors, weights and references; imports are idempotent and keep the
-Dimension Lock; exporting needs the owner or an export grant; a fork diverges without ever
-touching its parent, is discarded whole, and merges chosen memories back with provenance."""
+"""Bifocal packets and forks (issue 16 items 2-3, issue 27 item 2): a scope exported as packets
+and imported elsewhere keeps its prose, vectors, weights and references; imports are idempotent and
+keep the Dimension Lock; exporting needs the owner or an export grant, and an unknown scope is
+refused as the night refuses it; a fork diverges without ever touching its parent, is discarded
+whole, and merges chosen memories back with provenance. A scope that has been through nights
+(archived memories, weight and access history, blocks in the cortex) forks and travels whole, and
+an import, fork or merge that fails or is killed at any point leaves no trace of its target."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +26,11 @@ import numpy as np
 import psycopg
 import pytest
 
+import mnemo
 from mnemo import (
     AccessDeniedError,
     AsyncArchive,
+    DatabaseError,
     DimensionMismatchError,
     InvalidInputError,
     MalformedImportError,
@@ -27,12 +40,15 @@ from mnemo import (
 )
 from mnemo.embed import Embeddings
 from tests.conftest import snapshot
-from tests.integration.test_backup import NOTES, vectors_of
+from tests.integration.test_backup import NOTES, lance_tables, vectors_of
+from tests.integration.test_cli import run
+from tests.integration.test_cortex import cortex_dir
 from tests.integration.test_http import auth, server, tokens  # noqa: F401  (fixtures)
 from tests.night_data import START, arc_conversation, record
 
 ME = Scope("alice", "home")
 COPY = Scope("alice", "copy")
+SAMPLE = Path(mnemo.__file__).parent / "data" / "sample_conversation.jsonl"
 
 
 async def filled(archive: AsyncArchive) -> None:
@@ -57,6 +73,90 @@ def scope_rows(url: str, scope: Scope) -> dict[str, list[tuple[object, ...]]]:
                 (scope.entity_id, scope.namespace),
             ).fetchall()
         return out
+
+
+def key(scope: Scope) -> tuple[str, str]:
+    return scope.entity_id, scope.namespace
+
+
+async def lived(archive: AsyncArchive) -> None:
+    """A scope after nights: blocks (some in the cortex), facts, links, an anchored memory, memories
+    with weight and access history, one the curator archived (superseded), and a turn of today."""
+    await archive.import_file(ME, SAMPLE)  # three sessions: blocks that continue one another
+    assert (await archive.night_cycle(ME)).blocks > 1
+    for note in NOTES:
+        await archive.remember(ME, note, kind="preference")
+    old = await archive.remember(ME, "Maya lives in Toronto.")
+    await archive.remember(ME, "Maya lives in Lisbon now.", supersedes=[old.id])
+    await archive.remember(ME, "Maya speaks Portuguese.", anchored=True)
+    await archive.recall(ME, "What is Maya allergic to?")  # reinforces: weight and access history
+    await archive.night_cycle(ME, as_of=datetime.now(UTC) + timedelta(days=20))
+    await archive.record_turn(ME, "s2", "user", "Maya starts Portuguese lessons on Monday.")
+
+
+MEMORY_STATE = """SELECT m.kind, m.content, m.status, m.anchored, m.alpha, m.beta, m.access_count,
+                         m.access_timestamps::text, m.older_access_count, m.oldest_access, m.last_accessed,
+                         m.event_time, m.created_at, m.compressed, m.source_tag, m.source_confidence,
+                         (SELECT coalesce(array_agg((w.at, w.operation, w.gain, w.old_alpha, w.old_beta, w.new_alpha,
+                                                     w.new_beta, w.reason, w.blocked)::text ORDER BY w.at, w.id), '{}')
+                          FROM traces.weight_changes w WHERE w.entity_id = m.entity_id AND w.memory_id = m.id)
+                  FROM mnemo.memories m"""
+
+
+def copied_state(url: str, source: Scope, copy: Scope) -> tuple[list[Any], list[Any]]:
+    """Every memory of ``source`` and its copy in ``copy`` (found by the packet id the copy keeps),
+    with status, weight, access history and audited weight history: the two lists must be equal."""
+    mine, theirs = [], []
+    with psycopg.connect(url) as conn:
+        ids = conn.execute(
+            "SELECT id FROM mnemo.memories WHERE entity_id = %s AND namespace = %s ORDER BY id", key(source)
+        ).fetchall()
+        for (i,) in ids:
+            mine.append(conn.execute(MEMORY_STATE + " WHERE m.entity_id = %s AND m.id = %s", (source.entity_id, i))
+                        .fetchall())  # fmt: skip
+            where = " WHERE m.entity_id = %s AND m.namespace = %s AND m.metadata->>'packet_id' = %s"
+            theirs.append(conn.execute(MEMORY_STATE + where, (*key(copy), str(i))).fetchall())
+    return mine, theirs
+
+
+def counts(url: str, scope: Scope) -> dict[str, object]:
+    with psycopg.connect(url) as conn:
+        return {
+            "turns": sorted(r[0] for r in conn.execute(
+                "SELECT content FROM mnemo.turns WHERE entity_id = %s AND namespace = %s", key(scope)).fetchall()),
+            "statuses": dict(conn.execute(
+                "SELECT status, count(*) FROM mnemo.memories WHERE entity_id = %s AND namespace = %s GROUP BY 1",
+                key(scope)).fetchall()),
+        }  # fmt: skip
+
+
+def trace_of(url: str, archive: AsyncArchive, scope: Scope) -> dict[str, int]:
+    """Every row that names ``scope`` in any table of the mnemo, vectors and traces chambers, and in
+    the cortex (LanceDB): empty when nothing of it was left."""
+    with psycopg.connect(url) as conn:
+        tables = conn.execute(
+            """SELECT a.table_schema, a.table_name FROM information_schema.columns a
+               JOIN information_schema.columns b USING (table_schema, table_name)
+               WHERE a.table_schema IN ('mnemo', 'vectors', 'traces') AND a.column_name = 'entity_id'
+                 AND b.column_name = 'namespace' ORDER BY 1, 2"""
+        ).fetchall()
+        found = {
+            f"{s}.{t}": conn.execute(
+                f'SELECT count(*) FROM "{s}"."{t}" WHERE entity_id = %s AND namespace = %s',  # noqa: S608
+                key(scope),
+            ).fetchone()[0]  # type: ignore[index]
+            for s, t in tables
+        }
+    assert "mnemo.scopes" in found and "vectors.universal_384" in found and "traces.weight_changes" in found
+    for name, rows in lance_tables(cortex_dir(archive)).items():
+        found[f"cortex.{name}"] = sum(r["entity_id"] == scope.entity_id and r["namespace"] == scope.namespace
+                                      for r in rows)  # fmt: skip
+    return {name: n for name, n in found.items() if n}
+
+
+async def no_trace(url: str, archive: AsyncArchive, scope: Scope) -> None:
+    assert trace_of(url, archive, scope) == {}
+    assert scope not in [s.scope for s in await archive.scopes()]
 
 
 async def test_packets_round_trip_prose_vectors_weights_and_are_idempotent(
@@ -214,6 +314,177 @@ def test_http_exports_the_tokens_own_scope_only(server: str, tokens: dict[str, A
         assert all(p["source_scope"] == "alice/default" and p["vectors"] for p in packets)
     with httpx.Client(base_url=server, headers=auth(tokens["alice_work"]), timeout=60) as c:
         assert c.get("/v1/export", params={"namespace": "default"}).status_code == 403
-        assert c.get("/v1/export").text == ""  # its own namespace holds nothing yet
+        empty = c.get("/v1/export")  # its own namespace holds nothing yet: unknown, as the night says
+        assert empty.status_code == 404 and empty.json()["error"] == {
+            "code": "not_found",
+            "message": "scope alice/work does not exist (nothing was ever stored there)",
+        }
     with httpx.Client(base_url=server, headers=auth(tokens["bob"]), timeout=60) as c:
-        assert c.get("/v1/export").text == ""  # bob's scope, never alice's
+        assert c.get("/v1/export").status_code == 404  # bob's scope, never alice's
+
+
+# --- issue 27 item 2: a scope after nights travels whole; a failed or killed copy leaves nothing ----
+
+
+async def test_a_scope_after_nights_forks_and_travels_whole_with_statuses_and_history(
+    archive: AsyncArchive, database_url: str, tmp_path: Path
+) -> None:
+    await lived(archive)
+    source = counts(database_url, ME)
+    assert source["turns"] and {"active", "archived"} <= set(source["statuses"])  # type: ignore[arg-type]
+    branch = await archive.fork(ME, "what-if")
+    file = tmp_path / "home.jsonl"
+    await archive.export_packets(ME, file)
+    report = await archive.import_packets(COPY, file)
+    assert report.links > 0
+    for copy in (branch, COPY):
+        assert counts(database_url, copy) == source
+        mine, theirs = copied_state(database_url, ME, copy)
+        assert theirs == mine  # status, weight, access history and audited weight history, item by item
+    assert any(rows[0][-1] for rows in mine) and any(rows[0][6] for rows in mine)  # history to keep
+    again = await archive.import_packets(COPY, file)
+    assert (again.turns, again.memories) == (0, 0) and counts(database_url, COPY) == source
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("status", "dreaming", "status"),
+        ("alpha", -1.0, "alpha"),
+        ("access_timestamps", ["yesterday"], "access_timestamps"),
+        ("weight_history", [{"at": "2026-01-01T00:00:00Z", "operation": "reinforce"}], "weight_history"),
+        ("provenance", ["x" * 2000], "provenance"),
+    ],
+)
+async def test_a_bad_packet_late_in_a_file_is_refused_before_anything_is_written(
+    archive: AsyncArchive, database_url: str, tmp_path: Path, field: str, value: object, says: str
+) -> None:
+    await record(archive, ME, "s1", arc_conversation()[:4], START)
+    for note in NOTES:
+        await archive.remember(ME, note)
+    file = tmp_path / "home.jsonl"
+    await archive.export_packets(ME, file)
+    packets = lines_of(file)
+    assert packets[-1]["packet_type"] == "memory" and packets[0]["packet_type"] == "turn"
+    packets[-1]["metadata"][field] = value  # type: ignore[index]
+    file.write_text("".join(json.dumps(p) + "\n" for p in packets))
+    before = snapshot(database_url)
+    with pytest.raises(MalformedImportError, match=f"line {len(packets)}: .*{says}"):
+        await archive.import_packets(COPY, file)
+    assert snapshot(database_url) == before
+    await no_trace(database_url, archive, COPY)
+
+
+def _waiting_to_write(url: str, table: str = "mnemo.links") -> int | None:
+    """The server process of a session that waits to write ``table`` (held up by the test's lock)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            """SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+                 AND wait_event_type = 'Lock' AND query ILIKE %s""",
+            (f"%{table}%",),
+        ).fetchone()
+    return None if row is None else int(row[0])
+
+
+async def fails_at(url: str, table: str, call: Callable[[], Awaitable[object]]) -> None:
+    """Run ``call`` while writers of ``table`` are locked out, end its database session while it waits
+    there (after it wrote other rows), and expect the error."""
+    with psycopg.connect(url) as lock:
+        lock.execute(f"LOCK TABLE {table} IN SHARE MODE")
+        task = asyncio.ensure_future(call())
+        deadline = time.monotonic() + 120
+        while (pid := _waiting_to_write(url, table)) is None:
+            assert not task.done(), f"the call ended without writing {table}: {task.exception()!r}"
+            assert time.monotonic() < deadline, f"the call never reached {table}"
+            await asyncio.sleep(0.02)
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    with pytest.raises(DatabaseError):
+        await task
+
+
+async def test_an_import_fork_or_merge_that_fails_midway_leaves_no_trace(
+    archive: AsyncArchive, database_url: str, tmp_path: Path
+) -> None:
+    await lived(archive)
+    source = counts(database_url, ME)
+    file = tmp_path / "home.jsonl"
+    await archive.export_packets(ME, file)
+    # links are the last thing a copy writes (they need every item's new id)
+    await fails_at(database_url, "mnemo.links", lambda: archive.import_packets(COPY, file))
+    await no_trace(database_url, archive, COPY)
+    branch = Scope("alice", "what-if")
+    await fails_at(database_url, "mnemo.links", lambda: archive.fork(ME, branch.namespace))
+    await no_trace(database_url, archive, branch)
+
+    assert await archive.fork(ME, branch.namespace) == branch  # undisturbed, the same calls copy whole
+    await archive.import_packets(COPY, file)
+    assert counts(database_url, branch) == counts(database_url, COPY) == source
+    imagined = await archive.remember(branch, "In this timeline Maya moved to Porto.")
+    with psycopg.connect(database_url) as conn:
+        copies = [r[0] for r in conn.execute(
+            "SELECT id FROM mnemo.memories WHERE namespace = 'what-if' AND access_count > 0").fetchall()]  # fmt: skip
+    assert copies  # memories the parent holds too: merging them back reinforces the parent's (audited)
+    parent_before = scope_rows(database_url, ME)
+    weights_before = snapshot(database_url)["traces.weight_changes"]
+    await fails_at(database_url, "traces.weight_changes", lambda: archive.merge(branch, [imagined.id, *copies]))
+    assert scope_rows(database_url, ME) == parent_before
+    assert snapshot(database_url)["traces.weight_changes"] == weights_before
+    merged = await archive.merge(branch, [imagined.id, *copies])
+    assert merged.memories == 1 + len(copies) and counts(database_url, ME) != source
+
+
+@pytest.mark.slow
+async def test_a_killed_import_leaves_no_trace_and_a_rerun_copies_whole(
+    archive: AsyncArchive, database_url: str, tmp_path: Path
+) -> None:
+    await lived(archive)
+    file = tmp_path / "home.jsonl"
+    await archive.export_packets(ME, file)
+    command = [str(Path(sys.executable).parent / "mnemo"), "import-packets", str(file), "--into", str(COPY)]
+    env = {**os.environ, "MNEMO_DATABASE_URL": database_url}
+    with psycopg.connect(database_url) as lock:
+        lock.execute("LOCK TABLE mnemo.links IN SHARE MODE")  # holds the import just before its end
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # noqa: ASYNC220
+        try:
+            deadline = time.monotonic() + 120
+            while (pid := _waiting_to_write(database_url)) is None:
+                assert proc.poll() is None, f"the import ended before the kill: {proc.communicate()[1]!r}"
+                assert time.monotonic() < deadline, "the import never reached its links"
+                time.sleep(0.02)  # noqa: ASYNC251  # the test waits for the real process on purpose
+            proc.send_signal(signal.SIGKILL)
+        finally:
+            proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    deadline = time.monotonic() + 60  # the server finds its client gone at the next message and rolls back
+    while _session_alive(database_url, pid):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)  # noqa: ASYNC251
+    await no_trace(database_url, archive, COPY)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)  # noqa: ASYNC221
+    assert done.returncode == 0, done.stderr
+    assert counts(database_url, COPY) == counts(database_url, ME)
+
+
+def _session_alive(url: str, pid: int) -> bool:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone() == (1,)
+
+
+async def test_exporting_an_unknown_scope_is_refused_as_the_night_refuses_it(
+    archive: AsyncArchive, database_url: str, tmp_path: Path
+) -> None:
+    nobody = Scope("nobody", "x")
+    with pytest.raises(UnknownScopeError) as night:
+        await archive.night_cycle(nobody)
+    with pytest.raises(UnknownScopeError) as export:
+        await archive.export_packets(nobody, tmp_path / "x.jsonl")
+    assert str(export.value) == str(night.value)
+    assert not (tmp_path / "x.jsonl").exists()  # refused before the file is made
+    with pytest.raises(UnknownScopeError, match="does not exist"):
+        await archive.fork(nobody, "what-if")
+    env = {"MNEMO_DATABASE_URL": database_url, "MNEMO_HOME": str(tmp_path)}
+    night_code, _, night_said = run(env, "night", "--scope", "nobody/x")
+    export_code, exported, export_said = run(env, "export", "nobody/x")
+    assert (export_code, export_said, exported) == (night_code, night_said, "") and export_code != 0
+    assert "nobody/x does not exist" in export_said

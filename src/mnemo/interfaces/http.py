@@ -657,14 +657,16 @@ def create_app(
 
     @app.get(
         "/v1/export",
-        responses=_json_errors(401, 403, 422, 503) | {200: {"model": Packet, "description": "One packet per line."}},
+        responses=_json_errors(401, 403, 404, 422, 503)
+        | {200: {"model": Packet, "description": "One packet per line."}},
         response_class=NDJSONResponse,
     )
     async def export(who: Who, namespace: NamespaceQuery = None) -> NDJSONResponse:
-        """Your scope as bifocal packets, one JSON line each (``mnemo import-packets`` reads them)."""
+        """Your scope as bifocal packets, one JSON line each (``mnemo import-packets`` reads them); 404
+        when your scope holds nothing yet."""
         scope = own_scope(who, namespace)
         packets = archive().packets(scope)
-        first = await anext(packets, None)  # an access error is raised here, before the stream starts
+        first = await anext(packets, None)  # access and unknown-scope errors come here, before the stream
 
         async def lines() -> AsyncIterator[bytes]:
             if first is None:

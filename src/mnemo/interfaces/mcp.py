@@ -272,7 +272,7 @@ def build_server(
     async def export_packets(limit: int = 1000, after: str | None = None) -> dict[str, Any]:
         """Your own memory as bifocal packets (prose, base64 float32 vectors with their model, weights,
         provenance, references), at most ``limit`` (1-10000) per call: ``packets``, and ``next`` to pass
-        as ``after`` for the rest (None when done)."""
+        as ``after`` for the rest (None when done). An error while your memory holds nothing yet."""
         if not 1 <= limit <= 10_000:
             raise ToolError(f"limit must be an integer between 1 and 10000, not {limit!r}")
         packets: list[dict[str, Any]] = []

@@ -24,10 +24,11 @@ __all__ = [
     "imported",
     "mark_fork",
     "memory_page",
-    "restore_state",
+    "restore_states",
     "spaces",
     "turn_page",
     "vectors_of",
+    "weight_histories",
 ]
 
 
@@ -75,6 +76,7 @@ async def memory_page(
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(
             """SELECT m.id, m.kind, m.content, m.compressed, m.alpha, m.beta, m.access_count, m.last_accessed,
+                      m.access_timestamps, m.older_access_count, m.oldest_access,
                       m.status, m.anchored, m.source_tag, m.source_confidence, m.provenance, m.event_time,
                       m.created_at, m.metadata, m.process_id, m.tier,
                       b.id AS block_id, b.prose, b.flux_metrics, b.salience_scores, b.coherence_gain,
@@ -134,16 +136,41 @@ async def imported(
     return {str(p): i for p, i in await cur.fetchall()}
 
 
-async def restore_state(
-    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, memory_id: uuid.UUID, state: Mapping[str, Any]
+async def weight_histories(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, list[dict[str, Any]]]:
+    """Each memory's audited weight changes, oldest first: ``{memory id: [change, ...]}``."""
+    found: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    if not ids:
+        return found
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            """SELECT memory_id, at, operation, gain, old_alpha, old_beta, new_alpha, new_beta, reason, evidence,
+                      blocked
+               FROM traces.weight_changes WHERE entity_id = %s AND namespace = %s AND memory_id = ANY(%s)
+               ORDER BY at, id""",
+            (entity_id, namespace, list(ids)),
+        )
+        for row in await cur.fetchall():
+            found.setdefault(row.pop("memory_id"), []).append(row)
+    return found
+
+
+async def restore_states(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, states: Sequence[Mapping[str, Any]]
 ) -> None:
-    """Give an imported memory the weight and history its packet carried (not a new memory's)."""
-    await conn.execute(
-        """UPDATE mnemo.memories SET alpha = %(alpha)s, beta = %(beta)s, access_count = %(access_count)s,
-                  last_accessed = %(last_accessed)s, created_at = %(created_at)s
-           WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = %(id)s""",
-        dict(state) | {"e": entity_id, "ns": namespace, "id": memory_id},
-    )
+    """Give imported memories (``states[i]["id"]``) the access history and record time their packets
+    carried (not a new memory's)."""
+    if not states:
+        return
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            """UPDATE mnemo.memories SET access_count = %(access_count)s, access_timestamps = %(access_timestamps)s,
+                      older_access_count = %(older_access_count)s, oldest_access = %(oldest_access)s,
+                      last_accessed = %(last_accessed)s, created_at = %(created_at)s
+               WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = %(id)s""",
+            [dict(state) | {"e": entity_id, "ns": namespace} for state in states],
+        )
 
 
 async def add_links(

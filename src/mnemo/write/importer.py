@@ -16,6 +16,9 @@ turns: 7 s, mostly HNSW inserts, where embedding inside it took 71 s). The
 postings come last because they update the scope's one ``lexical_stats`` row,
 which every writer to the scope locks too: a writer to another session of the
 scope waits at most for the postings and the commit.
+The two stages are :func:`prepare_turns` and :func:`write_turns`, for a caller
+that writes turns inside a larger transaction of its own (bifocal packets,
+:mod:`mnemo.write.packets`).
 
 Concurrent writers (single turns go through here too, see
 :func:`mnemo.write.remember.record_turn`): numbering takes the per-session locks
@@ -34,7 +37,8 @@ with the turn number.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
@@ -57,7 +61,15 @@ from mnemo.write.embedding import embed_items, reads_tokens
 from mnemo.write.formats import Skipped, TurnInput, detect_format, parse_file
 from mnemo.write.remember import Progress, ensure_scope
 
-__all__ = ["ANALYZE_AFTER", "import_file", "import_turns"]
+__all__ = [
+    "ANALYZE_AFTER",
+    "ReadyTurns",
+    "import_file",
+    "import_turns",
+    "prepare_turns",
+    "refresh_statistics",
+    "write_turns",
+]
 
 ANALYZE_AFTER = 500
 
@@ -114,16 +126,51 @@ async def import_turns(
 ) -> list[Turn]:
     """Write many turns in one short transaction (COPY when ``bulk``); all or nothing.
 
-    Every vector is ready before the transaction opens: ``vectors`` when given, else a turn's
-    precomputed ``embedding``, else the embedder's (a ``progress`` tick per embedded chunk).
-    ``token_vectors`` (with ``vectors``, one per turn or None) are the turns' token embeddings
-    by the active model, stored for late interaction as if the write path had read them. With
-    ``ingest_mode = "async"`` and no ``vectors`` given, turns without a precomputed vector are
-    stored without one and their embed jobs are queued in the same transaction
-    (:mod:`mnemo.write.ingest`).
+    Every vector is ready before the transaction opens (:func:`prepare_turns`); the transaction
+    writes them (:func:`write_turns`).
     """
     if not turns:
         return []
+    ready = await prepare_turns(rt, turns, vectors=vectors, token_vectors=token_vectors, progress=progress)
+    async with rt.store.transaction() as conn:
+        await ensure_scope(conn, rt, scope)
+        rows = await write_turns(conn, rt, scope, ready, bulk=bulk)
+    if progress is not None:
+        progress(len(rows), len(rows))
+    await refresh_statistics(rt, len(rows), bulk)
+    return [_turn(scope, r) for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadyTurns:
+    """Turns with everything their transaction writes computed beforehand, index by index."""
+
+    turns: Sequence[TurnInput]
+    tokens: Sequence[int]
+    """Each turn's token count."""
+    vectors: Sequence[np.ndarray | None]
+    """Each turn's vector (None when its embedding is deferred to the worker)."""
+    read: Mapping[int, TokenVectors]
+    """The token embeddings of the turns that have them (late interaction)."""
+    windows: Mapping[int, list[np.ndarray]]
+    """The passage vectors of long turns."""
+    deferred: bool
+
+
+async def prepare_turns(
+    rt: Runtime,
+    turns: Sequence[TurnInput],
+    *,
+    vectors: np.ndarray | None = None,
+    token_vectors: Sequence[TokenVectors | None] | None = None,
+    progress: Progress | None = None,
+) -> ReadyTurns:
+    """Every turn's vector, outside any transaction: ``vectors`` when given, else a turn's precomputed
+    ``embedding``, else the embedder's (a ``progress`` tick per embedded chunk). ``token_vectors``
+    (with ``vectors``, one per turn or None) are the turns' token embeddings by the active model, stored
+    for late interaction as if the write path had read them. With ``ingest_mode = "async"`` and no
+    ``vectors`` given, turns without a precomputed vector get none: their embed jobs are queued with
+    the rows (:mod:`mnemo.write.ingest`)."""
     if vectors is not None and vectors.shape != (len(turns), rt.embeddings.dim):
         raise InvalidContentError(f"expected {len(turns)} vectors of dimension {rt.embeddings.dim}")
     if token_vectors is not None and (vectors is None or len(token_vectors) != len(turns)):
@@ -131,31 +178,38 @@ async def import_turns(
     deferred = rt.settings.ingest_mode == "async" and vectors is None
     # Counted before any embedding starts: the tokenizer object is shared with the model and is
     # not safe to use from two threads at once.
-    tokens = rt.embeddings.count_tokens([t.content for t in turns])
+    tokens = rt.embeddings.count_tokens([t.content for t in turns]) if turns else []
     # the embedded turns' token embeddings (late interaction)
     given = token_vectors if token_vectors is not None and reads_tokens(rt) else ()
     read: dict[int, TokenVectors] = {i: tv for i, tv in enumerate(given) if tv is not None}
     windows: dict[int, list[np.ndarray]] = {}  # long turns' passage vectors
     ready = list(vectors) if vectors is not None else await _embed(rt, turns, deferred, progress, read, windows)
-    async with rt.store.transaction() as conn:
-        await ensure_scope(conn, rt, scope)
-        rows = await _number(conn, scope, turns, tokens)
-        await _write_rows(conn, rows, bulk)
-        await _write_vectors(rt, conn, scope, rows, ready, bulk)
-        await token_rows.write(
-            conn, scope.entity_id, scope.namespace, str(rt.slug), {rows[i][0]: tv for i, tv in read.items()}
-        )
-        passage_rows_ = [(rows[i][0], "turn", n, v) for i, vs in windows.items() for n, v in enumerate(vs, start=1)]
-        await passage_rows.write(conn, scope.entity_id, scope.namespace, str(rt.slug), passage_rows_)
-        if deferred:
-            await ingest.defer_embeds(conn, scope, [r[0] for r, v in zip(rows, ready, strict=True) if v is None])
-        # Last: the postings update the scope's lexical_stats row, which every writer to the scope
-        # locks too; written here, it stays locked only until the commit right after.
-        await lexicon.add_postings(conn, scope.entity_id, scope.namespace, "turn", [r[0] for r in rows])
-    if progress is not None:
-        progress(len(rows), len(rows))
-    await _refresh_statistics(rt, len(rows), bulk)
-    return [_turn(scope, r) for r in rows]
+    return ReadyTurns(turns, tokens, ready, read, windows, deferred)
+
+
+async def write_turns(
+    conn: psycopg.AsyncConnection, rt: Runtime, scope: Scope, ready: ReadyTurns, *, bulk: bool = True
+) -> list[turn_rows.TurnRow]:
+    """Number and write prepared turns inside the caller's transaction (the scope must exist): the
+    rows (COPY when ``bulk``), the vectors, token embeddings and passages, queued embed jobs and,
+    last, the lexical postings. Returns the rows in the turns' order."""
+    if not ready.turns:
+        return []
+    rows = await _number(conn, scope, ready.turns, ready.tokens)
+    await _write_rows(conn, rows, bulk)
+    await _write_vectors(rt, conn, scope, rows, ready.vectors, bulk)
+    slug = str(rt.slug)
+    await token_rows.write(
+        conn, scope.entity_id, scope.namespace, slug, {rows[i][0]: tv for i, tv in ready.read.items()}
+    )
+    passages = [(rows[i][0], "turn", n, v) for i, vs in ready.windows.items() for n, v in enumerate(vs, start=1)]
+    await passage_rows.write(conn, scope.entity_id, scope.namespace, slug, passages)
+    if ready.deferred:
+        await ingest.defer_embeds(conn, scope, [r[0] for r, v in zip(rows, ready.vectors, strict=True) if v is None])
+    # Last: the postings update the scope's lexical_stats row, which every writer to the scope
+    # locks too; written here, it stays locked only until the commit right after.
+    await lexicon.add_postings(conn, scope.entity_id, scope.namespace, "turn", [r[0] for r in rows])
+    return rows
 
 
 async def _embed(
@@ -280,7 +334,7 @@ async def _write_vectors(
         await vector_rows.upsert_vectors(conn, rt.table, items)
 
 
-async def _refresh_statistics(rt: Runtime, count: int, bulk: bool) -> None:
+async def refresh_statistics(rt: Runtime, count: int, bulk: bool) -> None:
     """After a large COPY, fresh statistics, so the planner uses the HNSW and GIN indexes right away
     instead of waiting for autovacuum; after a small write, the usual write count."""
     if bulk and count >= ANALYZE_AFTER:

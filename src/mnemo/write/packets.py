@@ -1,0 +1,365 @@
+"""Importing bifocal packets (``import-packets``, forks, merges): all of them or none.
+
+Seeds: memory-architecture §6 (packets carry prose, vectors, metadata and
+references), archive-adr §8 ("Dimension Lock"), "Logical Domain Isolation"
+(forks) and §4 (attribution: the import's process writes the rows).
+
+Every packet was checked before this runs (:func:`mnemo._packets.parse_packets`),
+and every vector is ready before the transaction opens: a packet's own when the
+active model made it, else the embedder's (or a refusal with ``strict``: no other
+model's vector is ever stored in the active space). Then one transaction
+creates the scope (a fork's, marked with its parent), writes the turns, the
+memories as their packets describe them (status, weight, access history and
+audited weight history: an archived memory stays archived), and last the links
+between the items the packets became. A failure, or a process killed at any
+point, leaves no trace of the target; nothing goes to the cortex.
+
+Imports are idempotent by packet id (kept in each item's metadata with the
+scope it came from). A live memory packet whose exact text, kind and anchoring
+the scope already held as a live memory reinforces that memory instead of
+adding a copy (a fork's new scope holds nothing, so a fork copies every item).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from mnemo import _dynamics as dynamics
+from mnemo._packets import MemoryMetaIn, PacketIn, decode_vector, memory_meta
+from mnemo._runtime import Runtime
+from mnemo._validate import check_session
+from mnemo.cognition.late import TokenVectors
+from mnemo.errors import DimensionMismatchError, InvalidContentError
+from mnemo.models import PacketImport, Scope, uuid7
+from mnemo.store import dynamics as dynamic_rows
+from mnemo.store import lexicon
+from mnemo.store import memories as memory_rows
+from mnemo.store import packets as packet_rows
+from mnemo.store import passages as passage_rows
+from mnemo.store import token_vectors as token_rows
+from mnemo.store import vectors as vector_rows
+from mnemo.store.pool import PROCESS
+from mnemo.write import importer
+from mnemo.write.embedding import embed_items
+from mnemo.write.formats import TurnInput
+from mnemo.write.remember import ensure_scope, memory_row
+
+__all__ = ["import_packets"]
+
+LIVE = ("candidate", "active")
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What one import writes, everything computed before its transaction opens."""
+
+    fresh: Sequence[PacketIn]
+    """The packets the scope did not hold when the import began."""
+    turns: Sequence[PacketIn]
+    """The turn packets in the order their turns are written."""
+    ready: importer.ReadyTurns
+    memories: Sequence[tuple[PacketIn, MemoryMetaIn]]
+    vectors: Mapping[str, np.ndarray]
+    """Each memory packet's vector of the active model (its own, or embedded here)."""
+    reading: Mapping[str, tuple[TokenVectors | None, list[np.ndarray]]]
+    """The token embeddings and passage vectors of the memories embedded here."""
+
+
+async def import_packets(
+    rt: Runtime,
+    scope: Scope,
+    packets: Sequence[PacketIn],
+    *,
+    strict: bool = False,
+    process: str = "import",
+    fork_of: Scope | None = None,
+) -> PacketImport:
+    """Write ``packets`` into ``scope`` in one transaction (see the module docstring). With
+    ``fork_of``, ``scope`` is a new fork of that scope, created here: it must not exist."""
+    own = _active_vectors(rt, packets, strict)
+    done: dict[str, uuid.UUID] = {}
+    if fork_of is None:
+        async with rt.store.connection() as conn:
+            done = await packet_rows.imported(conn, scope.entity_id, scope.namespace, [p.packet_id for p in packets])
+    plan = await _plan(rt, [p for p in packets if p.packet_id not in done], own)
+    made, links = dict(done), 0
+    if plan.fresh or fork_of is not None:  # nothing new: nothing written, not even the scope
+        made, links = await _commit(rt, scope, plan, packets, done, fork_of, process)
+    await importer.refresh_statistics(rt, len(plan.fresh), True)
+    return PacketImport(
+        scope=scope,
+        turns=len(plan.turns),
+        memories=len(plan.memories),
+        already_there=len(packets) - len(plan.fresh),
+        reembedded=sum(1 for p in plan.fresh if p.packet_id not in own),
+        links=links,
+        items={p.packet_id: made[p.packet_id] for p in packets if p.packet_id in made},
+    )
+
+
+def _active_vectors(rt: Runtime, packets: Sequence[PacketIn], strict: bool) -> dict[str, np.ndarray]:
+    """Each packet's vector of the active model, when it has one (the Dimension Lock: no other
+    model's vector is ever stored in the active space). ``strict`` refuses packets without one."""
+    slug, dim = str(rt.slug), rt.embeddings.dim
+    found: dict[str, np.ndarray] = {}
+    for packet in packets:
+        for space, vector in packet.vectors.items():
+            if vector.model == slug and vector.dimensions == dim:
+                array = decode_vector(space, vector)
+                found[packet.packet_id] = array / max(float(np.linalg.norm(array)), 1e-12)
+                break
+        else:
+            if strict:
+                models = sorted({v.model for v in packet.vectors.values()}) or ["none"]
+                raise DimensionMismatchError(
+                    f"packet {packet.packet_id} carries vectors of {', '.join(models)}, not of the active model "
+                    f"{slug}; import without --strict to embed its prose again"
+                )
+    return found
+
+
+async def _plan(rt: Runtime, fresh: Sequence[PacketIn], own: Mapping[str, np.ndarray]) -> _Plan:
+    """Everything the transaction writes, embedded first (packets without the active model's vector)."""
+    turns = sorted((p for p in fresh if p.packet_type == "turn"), key=_turn_order)
+    ready = await importer.prepare_turns(rt, [_turn_input(p, own.get(p.packet_id)) for p in turns])
+    memories = [(p, memory_meta(p)) for p in fresh if p.packet_type == "memory"]
+    vectors = {p.packet_id: own[p.packet_id] for p, _ in memories if p.packet_id in own}
+    todo = [(p, m) for p, m in memories if p.packet_id not in own]
+    reading: dict[str, tuple[TokenVectors | None, list[np.ndarray]]] = {}
+    step = rt.embeddings.chunk_size
+    for start in range(0, len(todo), step):
+        chunk = todo[start : start + step]
+        embedded = await embed_items(rt, [(p.prose.content, rt.embeddings.document_prefix(m.kind)) for p, m in chunk])
+        for i, (p, _) in enumerate(chunk):
+            vectors[p.packet_id] = embedded.vectors[i]
+            reading[p.packet_id] = (embedded.tokens[i] if embedded.tokens else None, embedded.passages[i])
+    return _Plan(fresh, turns, ready, memories, vectors, reading)
+
+
+def _turn_order(packet: PacketIn) -> tuple[str, int, datetime]:
+    meta = packet.metadata
+    return str(meta.get("session_id", "default")), int(meta.get("turn_number") or 0), _utc(packet.timestamp)
+
+
+def _utc(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _origin(packet: PacketIn) -> dict[str, Any]:
+    return {"packet_id": packet.packet_id, "packet_source": packet.source_scope}
+
+
+def _turn_input(packet: PacketIn, vector: np.ndarray | None) -> TurnInput:
+    meta = packet.metadata
+    return TurnInput(
+        session_id=check_session(meta.get("session_id", "default")),
+        role=str(meta.get("role")),
+        content=packet.prose.content,
+        speaker=meta.get("speaker"),
+        created_at=_utc(packet.timestamp),
+        metadata=dict(meta.get("metadata") or {}) | _origin(packet),
+        embedding=vector,
+    )
+
+
+async def _commit(
+    rt: Runtime,
+    scope: Scope,
+    plan: _Plan,
+    packets: Sequence[PacketIn],
+    done: Mapping[str, uuid.UUID],
+    fork_of: Scope | None,
+    process: str,
+) -> tuple[dict[str, uuid.UUID], int]:
+    """The one transaction of an import, its rows attributed to ``process``: the items made, and links."""
+    token = PROCESS.set(process)
+    try:
+        async with rt.store.transaction() as conn:
+            await _open(conn, rt, scope, fork_of, packets, done)
+            return await _write(conn, rt, scope, plan, done, dedupe=fork_of is None)
+    finally:
+        PROCESS.reset(token)
+
+
+async def _open(
+    conn: psycopg.AsyncConnection,
+    rt: Runtime,
+    scope: Scope,
+    fork_of: Scope | None,
+    packets: Sequence[PacketIn],
+    done: Mapping[str, uuid.UUID],
+) -> None:
+    """Create the scope (a fork's must be new) and check that no other import wrote any of these
+    packets since this one looked."""
+    if fork_of is not None:
+        if not await packet_rows.mark_fork(conn, scope.entity_id, scope.namespace, str(fork_of), datetime.now(UTC)):
+            raise InvalidContentError(f"namespace {scope.namespace!r} already exists; fork into a new one")
+        return
+    await ensure_scope(conn, rt, scope)
+    now = await packet_rows.imported(conn, scope.entity_id, scope.namespace, [p.packet_id for p in packets])
+    if now.keys() != done.keys():
+        raise InvalidContentError(
+            f"another import into {scope} wrote some of these packets meanwhile; nothing was written, "
+            "run this import again (it skips what is there)"
+        )
+
+
+async def _write(
+    conn: psycopg.AsyncConnection,
+    rt: Runtime,
+    scope: Scope,
+    plan: _Plan,
+    done: Mapping[str, uuid.UUID],
+    *,
+    dedupe: bool,
+) -> tuple[dict[str, uuid.UUID], int]:
+    """Turns, memories, then links, inside the caller's transaction: the items made, and the links."""
+    made = dict(done)
+    rows = await importer.write_turns(conn, rt, scope, plan.ready)
+    made |= {p.packet_id: row[0] for p, row in zip(plan.turns, rows, strict=True)}
+    same = await _already_held(conn, scope, plan.memories) if dedupe else {}
+    made |= await _write_memories(conn, rt, scope, plan, made, same)
+    await _reinforce(conn, rt, scope, same)
+    return made, await _link(conn, scope, plan.fresh, made)
+
+
+async def _already_held(
+    conn: psycopg.AsyncConnection, scope: Scope, memories: Sequence[tuple[PacketIn, MemoryMetaIn]]
+) -> dict[str, uuid.UUID]:
+    """Live memory packets whose text, kind and anchoring the scope already holds as a live memory,
+    found before this import writes any (so two equal packets are two memories, as at their source)."""
+    found: dict[str, uuid.UUID] = {}
+    for p, meta in memories:
+        if meta.status in LIVE:
+            same = await dynamic_rows.duplicate_memory(
+                conn, scope.entity_id, scope.namespace, meta.kind, p.prose.content, anchored=meta.anchored
+            )
+            if same is not None:
+                found[p.packet_id] = same
+    return found
+
+
+async def _write_memories(
+    conn: psycopg.AsyncConnection,
+    rt: Runtime,
+    scope: Scope,
+    plan: _Plan,
+    made: Mapping[str, uuid.UUID],
+    same: Mapping[str, uuid.UUID],
+) -> dict[str, uuid.UUID]:
+    """The memories with their vectors, postings, state and weight history, as their packets say."""
+    out: dict[str, uuid.UUID] = dict(same)
+    new = [(p, meta) for p, meta in plan.memories if p.packet_id not in same]
+    states: list[dict[str, Any]] = []
+    history: list[dict[str, Any]] = []
+    for p, meta in new:
+        row = _memory_row(rt, scope, p, meta, made)
+        await memory_rows.insert_memory(conn, row)
+        out[p.packet_id] = row["id"]
+        states.append(_state(row["id"], p, meta))
+        history += [_change(scope, row["id"], change.model_dump()) for change in meta.weight_history]
+    ids = [out[p.packet_id] for p, _ in new]
+    vectors = [(scope.entity_id, scope.namespace, out[p.packet_id], "memory", rt.slug, plan.vectors[p.packet_id])
+               for p, _ in new]  # fmt: skip
+    await vector_rows.upsert_vectors(conn, rt.table, vectors)
+    await _store_reading(conn, rt, scope, {out[k]: r for k, r in plan.reading.items() if k not in same})
+    await packet_rows.restore_states(conn, scope.entity_id, scope.namespace, states)
+    await dynamic_rows.insert_weight_changes(conn, history)
+    await lexicon.add_postings(conn, scope.entity_id, scope.namespace, "memory", ids)
+    return out
+
+
+def _memory_row(
+    rt: Runtime, scope: Scope, p: PacketIn, meta: MemoryMetaIn, made: Mapping[str, uuid.UUID]
+) -> dict[str, Any]:
+    extra = dict(meta.metadata) | _origin(p)
+    if meta.block is not None:
+        extra["block"] = meta.block | {"live_zones": p.prose.live_zones}
+    row = memory_row(
+        rt,
+        scope,
+        uuid7(),
+        p.prose.content,
+        meta.kind,
+        compressed=p.prose.compressed,
+        anchored=meta.anchored,
+        status=meta.status,
+        source_tag=meta.source_tag,
+        source_confidence=meta.source_confidence,
+        provenance=[str(made.get(x, f"packet:{x}")) for x in meta.provenance],
+        event_time=meta.event_time,
+        metadata=extra,
+    )
+    weight = {"alpha": meta.alpha, "beta": meta.beta}  # the packet's, else a new memory's
+    return row | {k: v for k, v in weight.items() if v is not None}
+
+
+def _state(memory_id: uuid.UUID, p: PacketIn, meta: MemoryMetaIn) -> dict[str, Any]:
+    """The access history and record time a memory had where it was exported."""
+    return {
+        "id": memory_id,
+        "access_count": meta.access_count,
+        "access_timestamps": meta.access_timestamps,
+        "older_access_count": meta.older_access_count,
+        "oldest_access": meta.oldest_access,
+        "last_accessed": meta.last_accessed,
+        "created_at": _utc(p.timestamp),
+    }
+
+
+def _change(scope: Scope, memory_id: uuid.UUID, change: Mapping[str, Any]) -> dict[str, Any]:
+    """One audited weight change of the packet's memory, now of the memory it became."""
+    return dict(change) | {
+        "id": uuid7(),
+        "entity_id": scope.entity_id,
+        "namespace": scope.namespace,
+        "memory_id": memory_id,
+    }
+
+
+async def _store_reading(
+    conn: psycopg.AsyncConnection,
+    rt: Runtime,
+    scope: Scope,
+    reading: Mapping[uuid.UUID, tuple[TokenVectors | None, list[np.ndarray]]],
+) -> None:
+    """The token embeddings and passages of the memories embedded here (as the write path keeps them)."""
+    slug = str(rt.slug)
+    tokens = {i: read for i, (read, _) in reading.items() if read is not None}
+    await token_rows.write(conn, scope.entity_id, scope.namespace, slug, tokens)
+    rows = [(i, "memory", n, v) for i, (_, vs) in reading.items() for n, v in enumerate(vs, start=1)]
+    await passage_rows.write(conn, scope.entity_id, scope.namespace, slug, rows)
+
+
+async def _reinforce(conn: psycopg.AsyncConnection, rt: Runtime, scope: Scope, same: Mapping[str, uuid.UUID]) -> None:
+    """A packet of a memory the scope already held reinforces it (audited), as remembering it again does."""
+    gain = rt.settings.gate_reinforce_gain
+    requests = [
+        dynamics.WeightRequest(m, "reinforce", gain, "remembered again", {"packet_id": k}) for k, m in same.items()
+    ]
+    if requests:
+        await dynamics.change_weights(conn, rt.settings, scope, requests)
+
+
+async def _link(
+    conn: psycopg.AsyncConnection, scope: Scope, packets: Sequence[PacketIn], made: Mapping[str, uuid.UUID]
+) -> int:
+    """The packets' references as links between the items they became (unknown targets dropped).
+    Written last: they need every item's new id."""
+    links: list[tuple[uuid.UUID, uuid.UUID, str]] = []
+    for p in packets:
+        source = made.get(p.packet_id)
+        refs = p.references
+        targets = [(c, "cites") for c in refs.citations] + [(d, "derived_from") for d in refs.derived_from]
+        if refs.continues_from:
+            targets.append((refs.continues_from, "continues"))
+        links += [(source, made[t], kind) for t, kind in targets if source is not None and t in made]
+    await packet_rows.add_links(conn, scope.entity_id, scope.namespace, links)
+    return len(links)
