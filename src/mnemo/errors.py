@@ -30,6 +30,15 @@ before anything is written, so a failed call leaves the archive unchanged.
     ├── AuthenticationError         a missing, malformed, unknown or revoked bearer token
     └── AccessDeniedError           a cross-entity read without a grant
 
+An error a user can fix with one call carries that call as data, a :class:`Remedy` (``exc.remedy``):
+``str(exc)`` says it in Python (the library's words: ``grant(Scope('alice', 'default'), 'bob')``),
+and each interface says it in its own (:mod:`mnemo.interfaces._remedies`: ``mnemo grant bob -e alice
+-n default`` on the command line, ``POST /v1/grants ...`` over HTTP). ``exc.problem`` is the message
+without it. For example::
+
+    raise AccessDeniedError(f"{reader!r} may not read scope {scope}",
+                            remedy=Remedy("its owner can grant access with", "grant", (scope, reader)))
+
 ``DatabaseError`` is also what any unexpected driver error becomes: the store
 converts every ``psycopg`` error in the one place it hands out connections
 (``store.pool.Store.connection``/``transaction``), so a lost connection or a
@@ -38,6 +47,10 @@ else as ``DatabaseError``, both raised ``from`` the driver's exception.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
     "AccessDeniedError",
@@ -60,14 +73,52 @@ __all__ = [
     "MigrationError",
     "MnemoError",
     "NotFoundError",
+    "Remedy",
     "UnknownItemError",
     "UnknownScopeError",
     "WorkerError",
 ]
 
 
+@dataclass(frozen=True, slots=True)
+class Remedy:
+    """What a user can do about an error, as data: ``lead`` (the words before the call: "its owner
+    can grant access with"), then ``action``, a method of :class:`~mnemo.AsyncArchive`, called with
+    ``args`` and ``options`` (keyword arguments). ``str()`` is the lead and the call in Python."""
+
+    lead: str
+    action: str
+    args: tuple[Any, ...] = ()
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        shown = [_python(a) for a in self.args] + [f"{k}={_python(v)}" for k, v in self.options.items()]
+        return f"{self.lead} {self.action}({', '.join(shown)})"
+
+
+def _python(value: Any) -> str:
+    """A value as Python source: a scope as ``Scope('alice', 'default')``, anything else its repr."""
+    from mnemo.models import Scope  # here: mnemo.models imports this module
+
+    if isinstance(value, Scope):
+        return f"Scope({value.entity_id!r}, {value.namespace!r})"
+    return repr(value)
+
+
 class MnemoError(Exception):
-    """Root of every error mnemo raises on purpose."""
+    """Root of every error mnemo raises on purpose; ``remedy``: the call that fixes it, if one does."""
+
+    def __init__(self, *args: object, remedy: Remedy | None = None) -> None:
+        super().__init__(*args)
+        self.remedy = remedy
+
+    @property
+    def problem(self) -> str:
+        """What went wrong, without the remedy."""
+        return super().__str__()
+
+    def __str__(self) -> str:
+        return self.problem if self.remedy is None else f"{self.problem}; {self.remedy}"
 
 
 class ConfigurationError(MnemoError):

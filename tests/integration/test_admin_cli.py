@@ -8,6 +8,7 @@ import asyncio
 import base64
 import json
 import secrets
+import shlex
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -174,6 +175,26 @@ def test_cli_grant_grants_revoke(env: dict[str, str], sync_archive: Archive, dat
     assert snapshot(database_url) == before
     code, out, err = run(env, "grants", "-e", "cli", "-n", "default")  # MNEMO_ENTITY; scope not created yet
     assert code == 1 and "cli/default does not exist" in err
+
+
+def test_cli_errors_name_the_command_that_fixes_them_and_that_command_works(
+    env: dict[str, str], sync_archive: Archive
+) -> None:
+    sync_archive.remember(ALICE, "Alice keeps the spare key under the mat")
+    read = ("recall", "spare key", "-e", "alice", "-n", "private", "--as-entity", "bob")
+    for args, fix in (
+        (read, "mnemo grant bob -e alice -n private"),
+        (("export", "alice/private", "--as", "bob"), "mnemo grant bob -e alice -n private --export"),
+    ):
+        code, _, err = run(env, *args)
+        assert code == 1 and f"`{fix}`" in err, err
+        assert "grant(" not in err and "Scope(" not in err and "=True" not in err and "POST" not in err
+        code, out, err = run(env, *shlex.split(fix)[1:])
+        assert code == 0 and "granted bob" in out, err
+        code, _, err = run(env, *args)
+        assert code == 0, err
+    code, _, err = run(env, "facts", "Nobody", "-e", "alice", "-n", "private")
+    assert code == 1 and "`mnemo night -e alice -n private`" in err and "night_cycle(" not in err
 
 
 def test_cli_grants_of_a_scope_without_any(env: dict[str, str], sync_archive: Archive) -> None:

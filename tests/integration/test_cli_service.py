@@ -87,6 +87,8 @@ def test_commands_go_through_the_running_service_and_print_the_same(
 
     bad = _run(env, "recall", "x", "--entity", "ana", "--as-entity", "bob")  # no grant: refused as usual
     assert bad.returncode == 1 and "may not read scope" in bad.stderr
+    # the service's answer to the command line names the command, not the HTTP request or the Python call
+    assert "`mnemo grant bob -e ana -n default`" in bad.stderr and "POST" not in bad.stderr, bad.stderr
 
 
 def test_the_local_credential_is_for_this_machines_commands_only(

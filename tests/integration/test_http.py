@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import socket
 import threading
 import time
@@ -10,6 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 import uvicorn
 from fastapi import FastAPI
@@ -106,11 +109,15 @@ def test_tokens_scopes_and_grants(server: str, tokens: dict[str, Any], database_
         denied = c.post("/v1/recall", json={"query": "passport", "owner": "alice"}, headers=auth(tokens["bob"]))
         assert denied.status_code == 403 and denied.json()["error"]["code"] == "forbidden"
         assert snapshot(database_url) == before
+        said = denied.json()["error"]["message"]  # the request that fixes it, not the Python call
+        assert "grant(" not in said and "Scope(" not in said and "mnemo grant" not in said
+        fix = re.search(r"POST /v1/grants (\{.*\}) with alice's token", said)
+        assert fix is not None and json.loads(fix[1]) == {"grantee": "bob", "namespace": "default"}
         # a namespace-limited token cannot name another namespace
         wrong = c.post("/v1/memories", json={"content": "x", "namespace": "home"}, headers=auth(tokens["alice_work"]))
         assert wrong.status_code == 403
-        # only the owner grants; then bob reads, and still cannot write there
-        assert c.post("/v1/grants", json={"grantee": "bob"}, headers=auth(tokens["alice"])).status_code == 201
+        # only the owner grants (with the request the refusal named); then bob reads, and still cannot write there
+        assert c.post("/v1/grants", json=json.loads(fix[1]), headers=auth(tokens["alice"])).status_code == 201
         allowed = c.post("/v1/recall", json={"query": "passport", "owner": "alice"}, headers=auth(tokens["bob"]))
         assert allowed.status_code == 200 and "X1234" in allowed.json()["hits"][0]["content"]
         own = c.post("/v1/memories", json={"content": "Bob's note"}, headers=auth(tokens["bob"])).json()
@@ -118,6 +125,13 @@ def test_tokens_scopes_and_grants(server: str, tokens: dict[str, Any], database_
         assert c.delete("/v1/grants/bob", headers=auth(tokens["alice"])).json()["revoked"] is True
         again = c.post("/v1/recall", json={"query": "passport", "owner": "alice"}, headers=auth(tokens["bob"]))
         assert again.status_code == 403
+        exporter = c.post("/v1/grants", json={"grantee": "carol", "export": True}, headers=auth(tokens["alice"]))
+        assert exporter.status_code == 201 and exporter.json()["created"] is True
+        unknown = c.get("/v1/facts/Nobody", headers=auth(tokens["alice"]))  # no night ran: no command to quote
+        said = unknown.json()["error"]["message"]
+        assert unknown.status_code == 404 and "night cycle" in said and "mnemo night" not in said and "(" not in said
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT grantee, export FROM mnemo.grants").fetchall() == [("carol", True)]
 
 
 def test_bad_input_and_abuse(server: str, tokens: dict[str, Any], database_url: str) -> None:

@@ -58,6 +58,7 @@ from mnemo.errors import (
 )
 from mnemo.interfaces import auth as tokens
 from mnemo.interfaces import local
+from mnemo.interfaces._remedies import say
 from mnemo.models import (
     Belief,
     ContextBlock,
@@ -126,7 +127,13 @@ def _local_principal(request: Request) -> tokens.Principal:
     entity = request.headers.get(local.ENTITY_HEADER)
     if not entity:
         raise AuthenticationError(f"the local credential needs the entity in the {local.ENTITY_HEADER} header")
+    request.state.face = "cli"  # the command line asks: its errors say the command, not the request
     return tokens.Principal(Scope(entity).entity_id, None, LOCAL)
+
+
+def _said(request: Request, exc: MnemoError) -> str:
+    """``exc``'s message in the words of whoever asked: the request, or the command line's command."""
+    return say(exc, "cli" if getattr(request.state, "face", None) == "cli" else "http")
 
 
 def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -251,6 +258,7 @@ class ImportIn(_In):
 class GrantIn(_In):
     grantee: Name = Field(description="The entity that may read the scope (not yourself).")
     namespace: Name | None = None
+    export: bool = Field(default=False, description="Also let it export the scope's packets (`mnemo export --as`).")
 
 
 class ErrorDetail(BaseModel):
@@ -479,7 +487,8 @@ def _install_guards(app: FastAPI) -> None:
         for kind, status, code in _STATUS:
             if isinstance(exc, kind):
                 _log_failure(request, status, exc)
-                return _error(status, code, str(exc), {"WWW-Authenticate": "Bearer"} if status == 401 else None)
+                challenge = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+                return _error(status, code, _said(request, exc), challenge)
         return _error(500, "internal", str(exc))  # pragma: no cover
 
     @app.exception_handler(RequestValidationError)
@@ -753,7 +762,7 @@ def create_app(
     @app.post("/v1/grants", status_code=201, responses=_WRITE)
     async def grant(body: GrantIn, who: Who) -> GrantOut:
         """Let ``grantee`` read one of your scopes (one that holds something: else 404)."""
-        created = await archive().grant(own_scope(who, body.namespace), body.grantee)
+        created = await archive().grant(own_scope(who, body.namespace), body.grantee, export=body.export)
         return GrantOut(grantee=body.grantee, created=created)
 
     @app.delete("/v1/grants/{grantee}", responses=_errors(401, 403, 422, 503))

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from mnemo._runtime import Runtime
 from mnemo._validate import check_content, check_id
 from mnemo.cognition.extraction import normalise
-from mnemo.errors import InvalidContentError, UnknownItemError, UnknownScopeError
+from mnemo.errors import InvalidContentError, Remedy, UnknownItemError, UnknownScopeError
 from mnemo.models import Belief, Curation, EntityFacts, Fact, Scope
 from mnemo.night import curator
 from mnemo.store import curation as curation_rows
@@ -91,7 +91,10 @@ async def facts(rt: Runtime, scope: Scope, entity: object) -> EntityFacts:
             conn, scope.entity_id, scope.namespace, normalise(name) or name.casefold()
         )
     if found is None:
-        raise UnknownItemError(f"no entity {name!r} in scope {scope}; run `mnemo night` to extract facts first")
+        raise UnknownItemError(
+            f"no entity {name!r} in scope {scope}: the night cycle finds entities and facts in the turns",
+            remedy=Remedy("if it has not run since they were written, run it with", "night_cycle", (scope,)),
+        )
     return EntityFacts(
         name=found["name"],
         mention_count=found["mention_count"],

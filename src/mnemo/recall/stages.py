@@ -57,7 +57,7 @@ from mnemo.cognition.timeframe import in_window, query_window
 from mnemo.cognition.weights import DEFAULT
 from mnemo.config import Settings
 from mnemo.cortex import search as cortex_search
-from mnemo.errors import AccessDeniedError, InvalidContentError
+from mnemo.errors import AccessDeniedError, InvalidContentError, Remedy
 from mnemo.models import Hit, ItemKind, RecallResult, Refusal, Scope, uuid7
 from mnemo.recall.backfill import item_text
 from mnemo.store import dynamics as dynamic_rows
@@ -472,8 +472,8 @@ async def _facts(
     facts = await scope_rows.recall_facts(conn, scope.entity_id, scope.namespace, reader, names or ())
     if not facts.allowed:
         raise AccessDeniedError(
-            f"{reader!r} may not read scope {scope}; its owner can grant access with "
-            f"grant(Scope({scope.entity_id!r}, {scope.namespace!r}), {reader!r})"
+            f"{reader!r} may not read scope {scope}",
+            remedy=Remedy("its owner can grant access with", "grant", (scope, reader)),
         )
     return facts
 

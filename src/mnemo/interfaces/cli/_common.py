@@ -32,6 +32,7 @@ from rich.text import Text
 
 from mnemo.config import Settings, load_settings
 from mnemo.errors import MnemoError
+from mnemo.interfaces._remedies import say
 from mnemo.models import RecallResult, Refusal, to_jsonable
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ def fail_cleanly(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except MnemoError as exc:
-            err.print(Text.assemble(("error:", "bold red"), f" {exc}"), highlight=False, soft_wrap=True)
+            err.print(Text.assemble(("error:", "bold red"), f" {say(exc, 'cli')}"), highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]

@@ -188,6 +188,9 @@ def grant(
     grantee: GranteeArg,
     entity: EntityOpt = "default",
     namespace: NamespaceOpt = "default",
+    export: Annotated[
+        bool, typer.Option("--export", help="Also let it export the scope's packets (mnemo export --as).")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Let another entity read a scope (-e, -n: the scope, which must exist). --json prints grantee
@@ -195,11 +198,13 @@ def grant(
     scope = Scope(entity, namespace)
     Scope(grantee)
     with open_archive() as archive:
-        added = archive.grant(scope, grantee)
+        added = archive.grant(scope, grantee, export=export)
     if as_json:
         print_json({"grantee": grantee, "created": added})
         return
-    out.print(Text(f"granted {grantee} read access to {scope}" if added else f"{grantee} could already read {scope}"))
+    right = "read and export" if export else "read"
+    said = f"granted {grantee} {right} access to {scope}" if added else f"{grantee} could already {right} {scope}"
+    out.print(Text(said))
 
 
 @fail_cleanly
