@@ -745,9 +745,11 @@ class NightReport:
     arrived more than ``raw_cycles`` cycles of ``cycle_hours`` ago: normal, meso, elder tier);
     ``turns_kept`` more are covered but stay for now, and a night from ``retention_next`` on
     removes them (unless ``retention_enabled`` is false). A dry run fills ``plan`` with the work
-    of the stages that only running can count exactly (``turns_to_cut``, ``sessions_to_cut``,
-    ``turns_to_mine``, ``sessions_to_mine``, ``memories_to_judge``); its insight, curation and
-    decay counts are over the memories that exist before the night.
+    of the stages whose results only running can report (``turns_to_cut``, ``sessions_to_cut``,
+    ``turns_to_mine``, ``sessions_to_mine``, ``memories_to_judge``, ``blocks_to_migrate``,
+    ``reflexes_to_prune``). Its counts are what the run then does: each scope-wide stage is planned
+    with the run's own function over what the stages before it leave (:mod:`mnemo.night.plan`);
+    the blocks, facts and insights the night itself makes are not in the counts after them.
     """
 
     scope: Scope

@@ -9,8 +9,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
+import pytest
 
-from mnemo import AsyncArchive, Scope
+from mnemo import AsyncArchive, NightReport, Scope, Settings
+from mnemo.embed import Embeddings
 from tests.integration.test_cli import env, run  # noqa: F401  # the env fixture
 from tests.night_data import arc_conversation, record
 
@@ -150,3 +152,52 @@ def test_cli_dry_run_shows_the_plan_and_writes_nothing(
     code, out, _ = run(env, "night", "--as-of", later, "--json")
     assert code == 0 and json.loads(out)["turns_removed"] == n
     assert count(database_url, "SELECT count(*) FROM mnemo.turns") == 0
+
+
+def planned_and_done(plan: NightReport, run: NightReport) -> tuple[dict[str, object], dict[str, object]]:
+    """Every count a plan reports, beside what the run did for it."""
+    same = ("turns", "turns_scored", "insights", "narratives", "verdicts", "decayed_light", "decayed_deep",
+            "turns_removed", "blocks_archived", "turns_kept", "retention_next")  # fmt: skip
+    planned = {name: getattr(plan, name) for name in same} | {
+        "sessions cut": plan.plan["sessions_to_cut"],
+        "judged": plan.plan["memories_to_judge"],
+        "migrated": plan.plan.get("blocks_to_migrate", 0),  # not planned with the cortex off
+        "reflexes pruned": plan.plan["reflexes_to_prune"],
+    }
+    done = {name: getattr(run, name) for name in same} | {
+        "sessions cut": run.sessions,
+        "judged": sum(run.verdicts.values()),
+        "migrated": run.blocks_migrated,
+        "reflexes pruned": run.reflexes_pruned,
+    }
+    return planned, done
+
+
+@pytest.mark.parametrize(("days", "cortex"), [(2, True), (60, True), (2, False)])
+async def test_the_plan_is_what_the_run_then_does(
+    settings: Settings, embeddings: Embeddings, database_url: str, days: int, cortex: bool
+) -> None:
+    """Issue 27: ``night --dry-run`` planned "5 blocks would be archived" and the run archived none:
+    the plan counted each stage over the database before the night, while the run's stages follow
+    one another (curation archives memories, migration takes the blocks past their hot retention to
+    the cortex, and only then does retention archive what is left)."""
+    async with await AsyncArchive.open(settings.model_copy(update={"cortex": cortex}), embeddings=embeddings) as arch:
+        await record(arch, ME, "s1", arc_conversation(), LONG_AGO)
+        # a first night makes blocks and facts: its plan counts the turn stages and retention exactly
+        plan = await arch.night_cycle(ME, dry_run=True)
+        first = await arch.night_cycle(ME, as_of=plan.as_of)
+        assert first.blocks >= 2
+        exact = ("turns", "turns_scored", "turns_removed", "blocks_archived")
+        assert [getattr(plan, name) for name in exact] == [getattr(first, name) for name in exact]
+        assert plan.plan["sessions_to_cut"] == first.sessions == 1
+        later = first.as_of + timedelta(days=days)
+        before = contents(database_url)
+        plan = await arch.night_cycle(ME, as_of=later, dry_run=True)
+        assert contents(database_url) == before  # the plan wrote nothing
+        run = await arch.night_cycle(ME, as_of=later)
+    planned, done = planned_and_done(plan, run)
+    assert planned == done
+    # the scenarios are the ones that can differ: blocks leave the hippocampus (curation archives
+    # them, migration moves them, or retention archives them) and raw turns go
+    assert run.verdicts.get("archive", 0) + run.blocks_migrated + run.blocks_archived > 0
+    assert run.turns_removed > 0 and sum(run.verdicts.values()) > 0

@@ -35,7 +35,7 @@ from mnemo.night.retention import policy_from
 from mnemo.store import tiers
 from mnemo.store import vectors as vector_rows
 
-__all__ = ["MigrationStats", "migrate", "migration_plan", "reconcile"]
+__all__ = ["MigrationStats", "migrate", "migration_plan", "plan_migration", "reconcile"]
 
 BATCH = 2_000
 
@@ -57,7 +57,7 @@ async def migrate(
     hippocampus side together with the stage's mark."""
     stats = MigrationStats()
     cortex = rt.cortex
-    if cortex is None or not rt.settings.cortex:
+    if cortex is None or not _enabled(rt):
         return stats
     stats.removed = await reconcile(rt, conn, scope)
     while True:
@@ -70,6 +70,30 @@ async def migrate(
     stats.versions = await cortex.versions()
     await tiers.record_versions(conn, scope.entity_id, run_id, stats.versions)
     return stats
+
+
+async def plan_migration(rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, now: datetime) -> int:
+    """The hippocampus side of :func:`migrate` without the cortex side, for a dry run: the blocks it
+    would move are marked as moved in the caller's transaction, which the caller rolls back, so the
+    stages planned after it see what the run's would. Returns how many."""
+    if not _enabled(rt):
+        return 0
+    ready, _ = await _movable(rt, conn, scope, await migration_plan(rt, conn, scope, now))
+    await tiers.mark_migrated(conn, scope.entity_id, scope.namespace, [(b["id"], b["memory_id"]) for b in ready], now)
+    return len(ready)
+
+
+def _enabled(rt: Runtime) -> bool:
+    return rt.cortex is not None and rt.settings.cortex
+
+
+async def _movable(
+    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, blocks: Sequence[Mapping[str, Any]]
+) -> tuple[list[Mapping[str, Any]], dict[uuid.UUID, np.ndarray]]:
+    """Those of ``blocks`` that move (the ones with a vector of the active model; the rest wait for
+    ``mnemo reembed``), and their vectors."""
+    vectors = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, [b["memory_id"] for b in blocks])
+    return [b for b in blocks if b["memory_id"] in vectors], vectors
 
 
 async def migration_plan(
@@ -97,12 +121,10 @@ async def _move(
     now: datetime,
 ) -> tuple[int, int]:
     """Upsert ``blocks`` (those with a vector of the active model) and their lines, then mark them."""
-    memory_ids = [b["memory_id"] for b in blocks]
-    vectors = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, memory_ids)
-    extra = await _extra_vectors(rt, conn, scope, memory_ids)
-    ready = [b for b in blocks if b["memory_id"] in vectors]  # the rest wait for `mnemo reembed`
+    ready, vectors = await _movable(rt, conn, scope, blocks)
     if not ready:
         return 0, 0
+    extra = await _extra_vectors(rt, conn, scope, [b["memory_id"] for b in ready])
     lines = await tiers.block_lines(conn, scope.entity_id, scope.namespace, [b["id"] for b in ready])
     dim = rt.embeddings.dim
     words = rt.settings.night_compressed_tokens

@@ -10,7 +10,8 @@ weight increase through ``reinforce``).
 
 :func:`plan` computes the verdicts without writing anything (``mnemo curate
 --dry-run``); :func:`stage` writes them as a new version; :func:`apply` moves
-each memory to its new status and reinforces the promoted ones, audited.
+each memory to its new status and reinforces the promoted ones, audited;
+:func:`night_stage` is the night cycle's curation: the three in a row.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from mnemo.models import MemoryStatus, Scope, Verdict
 from mnemo.store import curation as curation_rows
 from mnemo.store import vectors as vector_rows
 
-__all__ = ["PROMOTE_GAIN", "Verdict", "apply", "plan", "stage"]
+__all__ = ["PROMOTE_GAIN", "Verdict", "apply", "night_stage", "plan", "stage"]
 
 PROMOTE_GAIN = 2.0  # cognitive-plan §4.3: a pattern seen often gets reinforce(2.0)
 _TARGET: dict[str, MemoryStatus] = {
@@ -188,3 +189,16 @@ async def apply(rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, versio
             ],
         )
     return changed
+
+
+async def night_stage(
+    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, as_of: datetime, run_id: uuid.UUID | None
+) -> dict[str, Any]:
+    """The night's curation in the caller's transaction: plan the verdicts, stage them as a version,
+    and apply it when ``curator_apply`` is set (a dry run does this too, and rolls it back)."""
+    verdicts = await plan(rt, conn, scope, as_of)
+    version = await stage(conn, scope, verdicts, as_of=as_of, run_id=run_id)
+    applied = False
+    if rt.settings.curator_apply and version is not None:
+        applied = await apply(rt, conn, scope, version) is not None
+    return {"version": version, "verdicts": counts(verdicts), "applied": applied}

@@ -231,7 +231,7 @@ async def _scope_stages(run: _Run) -> None:
     rt, scope, as_of, report = run.rt, run.scope, run.as_of, run.report
     i = await run.scope_stage("insights", lambda conn: derive_insights(rt, conn, scope, run.run_id))
     report.insights, report.narratives = i.get("insights", 0), i.get("narratives", 0)
-    c = await run.scope_stage("curate", lambda conn: _curate(run, conn))
+    c = await run.scope_stage("curate", lambda conn: curator.night_stage(rt, conn, scope, as_of, run.run_id))
     report.curation_version, report.verdicts = c.get("version"), c.get("verdicts", {})
     report.curation_applied = bool(c.get("applied"))
     d = await run.scope_stage("decay", lambda conn: decay(rt, conn, scope, as_of))
@@ -264,14 +264,3 @@ async def _read_tokens(rt: Runtime, scope: Scope) -> None:
     if missing:
         rt.backfill.request(rt, (scope.entity_id, scope.namespace, slug), missing, item_text)
         await rt.backfill.wait()
-
-
-async def _curate(run: _Run, conn: psycopg.AsyncConnection) -> dict[str, Any]:
-    """Plan the curator's verdicts, stage them as a version, and apply it when ``curator_apply`` is set."""
-    rt, scope, as_of = run.rt, run.scope, run.as_of
-    verdicts = await curator.plan(rt, conn, scope, as_of)
-    version = await curator.stage(conn, scope, verdicts, as_of=as_of, run_id=run.run_id)
-    applied = False
-    if rt.settings.curator_apply and version is not None:
-        applied = await curator.apply(rt, conn, scope, version) is not None
-    return {"version": version, "verdicts": curator.counts(verdicts), "applied": applied}

@@ -131,7 +131,8 @@ def report_table(report: NightReport) -> Table:
     if report.dry_run:
         table.caption = (
             f"{report.turns} turns to consolidate, as of {report.as_of:%Y-%m-%d %H:%M} UTC; nothing written "
-            "(insight, curation and decay counts are over the memories there are before the night)"
+            "(each stage planned over what the stages before it leave, as the night runs them; the blocks, facts "
+            "and insights this night makes are not in the counts after them)"
         )
     else:
         table.caption = (
