@@ -12,6 +12,7 @@ owner's and each one is written to the audit trail.
 
 from __future__ import annotations
 
+import inspect
 import json
 import uuid
 from collections.abc import Awaitable, Callable
@@ -74,7 +75,7 @@ async def _checked(request: Request, found: Annotated[Session, Depends(_session)
 
 Who = Annotated[Session, Depends(_session)]
 Acting = Annotated[Session, Depends(_checked)]
-Handler = Callable[[Request, Any], Awaitable[Response]]
+Handler = Callable[[Request, Any], Response | Awaitable[Response]]
 
 
 def _in_ui(request: Request) -> bool:
@@ -92,10 +93,11 @@ def _as_pages(app: FastAPI, render: Callable[[Request, int, str], Response]) -> 
 
 def _page_or(answer_json: Handler, render: Callable[[Request, int, str], Response]) -> Handler:
     async def handler(request: Request, exc: Any) -> Response:
-        answer = await answer_json(request, exc)
+        answer = answer_json(request, exc)
+        answer = await answer if inspect.isawaitable(answer) else answer
         if not _in_ui(request) or not isinstance(answer, JSONResponse):
             return answer
-        return render(request, answer.status_code, str(json.loads(answer.body)["error"]["message"]))
+        return render(request, answer.status_code, str(json.loads(bytes(answer.body))["error"]["message"]))
 
     return handler
 
