@@ -30,7 +30,15 @@ import numpy as np
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from mnemo._runtime import Runtime
-from mnemo._validate import check_content, check_kind, check_metadata, check_role, check_session, check_text
+from mnemo._validate import (
+    check_content,
+    check_event_time,
+    check_kind,
+    check_metadata,
+    check_role,
+    check_session,
+    check_text,
+)
 from mnemo.errors import (
     AccessDeniedError,
     DimensionMismatchError,
@@ -294,9 +302,12 @@ def _memory_packet(
 # --- import ---------------------------------------------------------------------------------------
 
 
-def parse_packets(lines: Iterable[str], *, source: str = "packets", max_chars: int = 100_000) -> list[PacketIn]:
+def parse_packets(
+    lines: Iterable[str], *, source: str = "packets", max_chars: int = 100_000, skew_hours: float | None = None
+) -> list[PacketIn]:
     """Parse and check JSON lines (blank lines skipped); every problem is reported with its line
-    number before anything is written."""
+    number before anything is written. ``skew_hours``: refuse times further ahead of the clock
+    (``Settings.clock_skew_hours``, as every write does; a fork copies what its scope holds, unchecked)."""
     packets: list[PacketIn] = []
     seen: set[str] = set()
     for number, line in enumerate(lines, 1):
@@ -313,6 +324,8 @@ def parse_packets(lines: Iterable[str], *, source: str = "packets", max_chars: i
         seen.add(packet.packet_id)
         try:
             _check_packet(packet, max_chars)
+            if skew_hours is not None:
+                _check_times(packet, skew_hours)
         except InvalidInputError as exc:
             raise MalformedImportError(f"{source} line {number}: {exc}") from exc
         packets.append(packet)
@@ -332,6 +345,13 @@ def _check_packet(packet: PacketIn, max_chars: int) -> None:
         _check_memory(packet, max_chars)
     for space, vector in packet.vectors.items():
         decode_vector(space, vector)
+
+
+def _check_times(packet: PacketIn, skew_hours: float) -> None:
+    """A packet's time and a memory's event time, no further ahead of the clock than any write's."""
+    check_event_time(packet.timestamp, label="timestamp", skew_hours=skew_hours)
+    if packet.packet_type == "memory" and (event := memory_meta(packet).event_time) is not None:
+        check_event_time(event, label="event_time", skew_hours=skew_hours)
 
 
 def _check_memory(packet: PacketIn, max_chars: int) -> None:

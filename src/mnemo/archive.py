@@ -597,12 +597,12 @@ class AsyncArchive:
         """Import bifocal packets (a JSONL file, or its lines) into ``scope`` (``mnemo import-packets``).
         Every packet is checked first; packets this scope imported before are skipped (idempotent);
         a packet without a vector of the active model is embedded again, or refused with ``strict``."""
-        limit = self._rt.settings.max_content_chars
+        limit, skew = self._rt.settings.max_content_chars, self._rt.settings.clock_skew_hours
         if isinstance(source, str | Path):
             text = await asyncio.to_thread(_read_text, Path(source))
-            parsed = packets_path.parse_packets(text.splitlines(), source=str(source), max_chars=limit)
+            parsed = packets_path.parse_packets(text.splitlines(), source=str(source), max_chars=limit, skew_hours=skew)
         else:
-            parsed = packets_path.parse_packets(source, max_chars=limit)
+            parsed = packets_path.parse_packets(source, max_chars=limit, skew_hours=skew)
         process = check_process(process)
         return await packet_import.import_packets(self._rt, scope, parsed, strict=strict, process=process)
 

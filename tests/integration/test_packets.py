@@ -354,6 +354,7 @@ async def test_a_scope_after_nights_forks_and_travels_whole_with_statuses_and_hi
         ("access_timestamps", ["yesterday"], "access_timestamps"),
         ("weight_history", [{"at": "2026-01-01T00:00:00Z", "operation": "reinforce"}], "weight_history"),
         ("provenance", ["x" * 2000], "provenance"),
+        ("event_time", "2999-01-01T00:00:00Z", "ahead of this machine's clock"),
     ],
 )
 async def test_a_bad_packet_late_in_a_file_is_refused_before_anything_is_written(
