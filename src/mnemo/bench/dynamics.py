@@ -207,7 +207,12 @@ async def run_dynamics(
             settings = Settings(
                 home=Path(home),
                 database_url=database_url,
-                **({"scoring": "deterministic"} | dict(overrides or {}) | {"mutation": dynamic}),
+                # the simulated days run ahead of the clock: let their event times through
+                **(
+                    {"scoring": "deterministic", "clock_skew_hours": 24.0 * (sessions + 2)}
+                    | dict(overrides or {})
+                    | {"mutation": dynamic}
+                ),
             )
             started = time.perf_counter()
             figures = await _run_once(
