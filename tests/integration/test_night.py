@@ -455,3 +455,26 @@ async def test_a_negation_without_a_value_ends_the_open_fact(archive: AsyncArchi
     (bank,) = alice.past
     assert (bank.attribute, bank.value) == ("works at", "bank")
     assert bank.valid_to is not None and bank.valid_to.date() == (START + timedelta(days=9)).date()  # "yesterday"
+
+
+async def test_a_move_opens_the_new_place_and_closes_only_the_old_one(archive: AsyncArchive, database_url: str) -> None:
+    """ "I moved from Freising to Munich last week" states the new place and ends the old one in one
+    turn: the turn that says Munich never closes Munich (fact and relation), Freising ends when the
+    move happened."""
+    await record(archive, ME, "s1", ["I live in Freising, it is quiet.", "Sounds peaceful."], START)
+    said = START + timedelta(days=20)
+    moved = ["I moved from Freising to Munich city centre last week.", "Congratulations!"]
+    await record(archive, ME, "s2", moved, said)
+    await archive.night_cycle(ME, as_of=said + timedelta(hours=1), stages=("surprisal", "knowledge"))
+    alice = await archive.facts(ME, "Alice")
+    now = {(f.attribute, f.value): f for f in alice.current}
+    past = {(f.attribute, f.value): f for f in alice.past}
+    munich = now[("lives in", "Munich city centre")]
+    assert munich.valid_to is None and munich.valid_from is not None
+    assert munich.valid_from.date() == (said - timedelta(days=7)).date()  # "last week"
+    freising = past[("lives in", "Freising")]
+    assert freising.valid_to is not None and freising.valid_to.date() == munich.valid_from.date()
+    triples = rows(
+        database_url, "SELECT object, valid_to IS NULL FROM mnemo.triples WHERE predicate = 'lives in' ORDER BY 1"
+    )
+    assert ("Munich city centre", True) in triples and ("Munich city centre", False) not in triples

@@ -153,11 +153,15 @@ async def _end_fact(
     rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, fact: FactCandidate, turn: dict[str, Any]
 ) -> int:
     """A negated fact ("no longer ..."): close the open values of its key that it ends (the value it names,
-    any value of a one-value attribute, or every value when it names none); returns how many."""
+    any value of a one-value attribute, or every value when it names none); returns how many. A fact
+    the same turn stated is never among them ("I moved from Freising to Munich" ends Freising, not
+    the Munich it has just said)."""
     at = turn["created_at"]
     closed = 0
     key = fact_key(fact.entity, fact.attribute)
     for old in await knowledge_rows.open_facts_for_key(conn, scope.entity_id, scope.namespace, key):
+        if turn["id"] in (old["provenance"] or ()):
+            continue
         if (
             not fact.value.strip()
             or normalise(old["value"]) == normalise(fact.value)
@@ -270,6 +274,7 @@ async def _record_triple(
             triple.predicate,
             at,
             only_hash=None if functional else digest,
+            not_from=turn["id"],  # never what this very turn states ("moved from X to Y": Y stays)
         )
         return
     object_id = await _entity(conn, scope, obj, at) if obj[:1].isupper() else None

@@ -210,12 +210,16 @@ async def close_triples(
     *,
     keep_hash: str | None = None,
     only_hash: str | None = None,
+    not_from: uuid.UUID | None = None,
 ) -> int:
-    """Close the subject's open triples with ``predicate`` (all but ``keep_hash``, or only ``only_hash``)."""
+    """Close the subject's open triples with ``predicate`` (all but ``keep_hash``, or only ``only_hash``;
+    never those the turn ``not_from`` stated)."""
     cur = await conn.execute(
         """UPDATE mnemo.triples SET valid_to = greatest(%s, coalesce(valid_from, first_seen))
            WHERE entity_id = %s AND namespace = %s AND subject_id = %s AND predicate = %s AND valid_to IS NULL
-             AND (%s::text IS NULL OR hash <> %s) AND (%s::text IS NULL OR hash = %s)""",
-        (at, entity_id, namespace, subject_id, predicate, keep_hash, keep_hash, only_hash, only_hash),
-    )
+             AND (%s::text IS NULL OR hash <> %s) AND (%s::text IS NULL OR hash = %s)
+             AND (%s::uuid IS NULL OR NOT %s::uuid = ANY(provenance))""",
+        (at, entity_id, namespace, subject_id, predicate, keep_hash, keep_hash, only_hash, only_hash, not_from,
+         not_from),
+    )  # fmt: skip
     return max(cur.rowcount, 0)
