@@ -204,16 +204,10 @@ async def run_dynamics(
     }
     for dynamic in (True, False):
         with tempfile.TemporaryDirectory(prefix="mnemo-dynamics-") as home:
-            settings = Settings(
-                home=Path(home),
-                database_url=database_url,
-                # the simulated days run ahead of the clock: let their event times through
-                **(
-                    {"scoring": "deterministic", "clock_skew_hours": 24.0 * (sessions + 2)}
-                    | dict(overrides or {})
-                    | {"mutation": dynamic}
-                ),
-            )
+            # the simulated days run ahead of the clock: let their event times through
+            chosen: dict[str, Any] = {"scoring": "deterministic", "clock_skew_hours": 24.0 * (sessions + 2)}
+            chosen |= dict(overrides or {}) | {"mutation": dynamic}
+            settings = Settings(home=Path(home), database_url=database_url, **chosen)
             started = time.perf_counter()
             figures = await _run_once(
                 settings,
