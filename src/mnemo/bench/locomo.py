@@ -29,6 +29,18 @@ conversation is also asked as many *foreign* questions, drawn (seeded) from the
 other conversations: questions about people and events it never heard of. The
 ``refusal`` figures are the share of own and of foreign questions refused.
 
+Lived (``live=True``, ``--live``): the read-only deterministic pass above is the *lab*
+figure. After it, on the same scopes (so over the same turns and the same nights), the same
+questions are asked as a user lives them: by the scope's owner, mutating (reinforcement,
+access history, co-access links, suppression of near misses), with the archive's default
+scoring (stochastic), each recall's draws seeded from ``seed``, round and question, each
+conversation's questions in their order, then its foreign ones. ``rounds`` asks the whole set
+again on the store the earlier rounds left, each round scored on its own. The lab pass ends
+before the first lived recall, so no use reaches it; with ``night`` the nights run once, before
+both (the lived rounds find what the lab pass found). Only memory hits are reinforced and
+linked: turns and a block's lines carry no weights, so over turns alone a lived round differs
+from the lab by its scoring only. Ablations (``--ablate``) stay lab-only.
+
 Questions are asked now, or with ``ask_at="end"`` (``--ask-at end``) a day after
 each conversation's last turn (recall's ``as_of``): "last week" is then the
 conversation's last week, and recency is measured from its end.
@@ -36,6 +48,7 @@ conversation's last week, and recency is measured from its end.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import tempfile
@@ -64,6 +77,8 @@ __all__ = ["BUDGETS", "CATEGORIES", "KS", "Conversation", "load_locomo", "run_lo
 KS = (1, 5, 10, 25, 50)
 ANY_KS = (5, 10)
 BUDGETS = (500, 1000, 2000)
+# --live: the seed of the lived rounds' stochastic scoring (``--seed``)
+LIVE_SEED = 20260302
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 Progress = Callable[[str, int, int], None]
 
@@ -210,6 +225,16 @@ def foreign_questions(conversations: Sequence[Conversation], seed: int = 0) -> d
     return out
 
 
+@dataclass(frozen=True)
+class Asked:
+    """A conversation ready for questions: its scope, its turns' ids -> dia_ids, when it is asked."""
+
+    conv: Conversation
+    scope: Scope
+    dia: Mapping[str, str]
+    as_of: datetime | None
+
+
 async def run_mnemo(
     conversations: Sequence[Conversation],
     settings: Settings,
@@ -219,14 +244,33 @@ async def run_mnemo(
     night: bool = False,
     name: str = "mnemo",
     ask_at: str = "now",
-) -> SystemRun:
+    lived: Settings | None = None,
+    rounds: int = 1,
+    seed: int = 0,
+) -> tuple[SystemRun, list[SystemRun]]:
+    """The lab pass (read-only, ``settings``), and with ``lived`` settings the lived rounds after it.
+
+    Every conversation is imported (and with ``night`` consolidated) once; the lab pass asks all its
+    questions read-only first, so nothing the lived rounds change reaches it. The lived rounds then
+    ask the same questions, in the conversation's order, on the same scopes through an archive
+    opened with ``lived`` (the archive's default, stochastic scoring, seeded): mutating recall by the
+    scope's owner, so each round finds the store as the rounds before it left it."""
     run = SystemRun(name)
-    archive = await AsyncArchive.open(settings, embeddings=embeddings)
     kinds = ("turn", "memory") if night else ("turn",)
     foreign = foreign_questions(conversations)
+    per_pass = sum(len(c.questions) + len(foreign[c.sample_id]) for c in conversations)
+    total = per_pass * (1 + (rounds if lived is not None else 0))
+    done = 0
+
+    def step() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(name, done, total)
+
+    asked: list[Asked] = []
+    archive = await AsyncArchive.open(settings, embeddings=embeddings)
     try:
-        total = sum(len(c.questions) + len(foreign[c.sample_id]) for c in conversations)
-        done = 0
         for conv in conversations:
             scope = Scope("locomo-night" if night else "locomo", conv.sample_id)
             turns = await import_turns(archive.runtime, scope, conv.turns)
@@ -239,28 +283,93 @@ async def run_mnemo(
                     run.cover[str(memory_id)] = _dia_ids(sources, provenance, dia)
                     run.item_tokens[str(memory_id)] = count
                 run.night["memory_tokens"] = run.night.get("memory_tokens", 0) + sum(c for _, c in provenance.values())
-            as_of = _asked_at(conv, ask_at)
-            for q in conv.questions:
-                started = time.perf_counter()
-                result = await archive.recall(scope, q.text, max(KS), read_only=True, kinds=kinds, as_of=as_of)
-                run.latencies_ms.append((time.perf_counter() - started) * 1000)
-                hits = result.candidates if isinstance(result, Refusal) else result.hits
-                run.rows.append((q.category, q.evidence, [_ranked(run, h, rank, dia) for rank, h in enumerate(hits)]))
-                run.refused_own.append(isinstance(result, Refusal))
-                run.evidence_own.append(_evidence(result))
-                done += 1
-                if progress is not None:
-                    progress("mnemo", done, total)
-            for q in foreign[conv.sample_id]:
-                result = await archive.recall(scope, q.text, max(KS), read_only=True, kinds=kinds, as_of=as_of)
-                run.refused_foreign.append(isinstance(result, Refusal))
-                run.evidence_foreign.append(_evidence(result))
-                done += 1
-                if progress is not None:
-                    progress("mnemo", done, total)
+            asked.append(Asked(conv, scope, dia, _asked_at(conv, ask_at)))
+        provenance_cover = dict(run.cover)
+        for a in asked:
+            await _ask(archive, a, foreign[a.conv.sample_id], run, kinds, step)
     finally:
         await archive.close()
-    return run
+    if lived is None:
+        return run, []
+    lived_runs: list[SystemRun] = []
+    archive = await AsyncArchive.open(lived, embeddings=embeddings)
+    try:
+        for r in range(1, rounds + 1):
+            lived_run = SystemRun(f"{name}, lived round {r}", cover=dict(provenance_cover))
+            lived_run.item_tokens = run.item_tokens
+            for i, a in enumerate(asked):
+                lived_seed = (seed, r, i)
+                await _ask(archive, a, foreign[a.conv.sample_id], lived_run, kinds, step, seed=lived_seed)
+            lived_run.night = await _use(archive, asked)
+            lived_runs.append(lived_run)
+    finally:
+        await archive.close()
+    return run, lived_runs
+
+
+async def _ask(
+    archive: AsyncArchive,
+    a: Asked,
+    foreign: Sequence[Question],
+    run: SystemRun,
+    kinds: tuple[str, ...],
+    step: Callable[[], None],
+    *,
+    seed: tuple[int, int, int] | None = None,
+) -> None:
+    """Ask ``a``'s questions in order, then its foreign ones: read-only, or (``seed`` given) mutating,
+    each recall's stochastic draws seeded from (seed, round, conversation, question)."""
+    read_only = seed is None
+    for j, q in enumerate((*a.conv.questions, *foreign)):
+        own = j < len(a.conv.questions)
+        draw = None if seed is None else random.Random(f"{seed[0]}:{seed[1]}:{seed[2]}:{j}").getrandbits(62)
+        started = time.perf_counter()
+        result = await archive.recall(
+            a.scope, q.text, max(KS), read_only=read_only, kinds=kinds, as_of=a.as_of, seed=draw
+        )
+        if own:
+            run.latencies_ms.append((time.perf_counter() - started) * 1000)
+            hits = result.candidates if isinstance(result, Refusal) else result.hits
+            ranking = [_ranked(run, h, rank, a.dia) for rank, h in enumerate(hits)]
+            run.rows.append((q.category, q.evidence, ranking))
+            run.refused_own.append(isinstance(result, Refusal))
+            run.evidence_own.append(_evidence(result))
+        else:
+            run.refused_foreign.append(isinstance(result, Refusal))
+            run.evidence_foreign.append(_evidence(result))
+        step()
+
+
+async def _use(archive: AsyncArchive, asked: Sequence[Asked]) -> dict[str, Any]:
+    """What use has left in the lived scopes so far: reinforcements by recall, accesses, co-access links."""
+    entity, namespaces = asked[0].scope.entity_id, [a.scope.namespace for a in asked]
+    async with archive.runtime.store.connection() as conn:
+        changes = await (
+            await conn.execute(
+                "SELECT count(*) FILTER (WHERE reason = 'recalled'), count(*) FILTER (WHERE reason = 'near miss') "
+                "FROM traces.weight_changes WHERE entity_id = %s AND namespace = ANY(%s)",
+                (entity, namespaces),
+            )
+        ).fetchone()
+        accesses = await (
+            await conn.execute(
+                "SELECT coalesce(sum(access_count), 0), count(*) FILTER (WHERE access_count > 0) "
+                "FROM mnemo.memories WHERE entity_id = %s AND namespace = ANY(%s)",
+                (entity, namespaces),
+            )
+        ).fetchone()
+    assert changes is not None and accesses is not None
+    return {
+        "weight_changes_recalled": int(changes[0]),
+        "weight_changes_near_miss": int(changes[1]),
+        "accesses": int(accesses[0]),
+        "memories_accessed": int(accesses[1]),
+    }
+
+
+def _lived_round(run: SystemRun, tokens: Mapping[str, Mapping[str, int]], sample_of: Sequence[str]) -> dict[str, Any]:
+    """One lived round's scores, and what use has left in the store by its end."""
+    return {"scores": score(run, tokens, sample_of), "use": run.night}
 
 
 def _asked_at(conv: Conversation, ask_at: str) -> datetime | None:
@@ -299,7 +408,8 @@ def _ranked(run: SystemRun, hit: Any, rank: int, dia: Mapping[str, str]) -> str:
     if hit.item_kind == "turn":
         return str(hit.metadata.get("dia_id"))
     if hit.excerpt:
-        key = f"{hit.id}#{rank}"
+        # the excerpt depends on the question: one key per question and rank
+        key = f"{hit.id}#{len(run.rows)}:{rank}"
         run.cover[key] = tuple(dia[str(line.turn_id)] for line in hit.excerpt if str(line.turn_id) in dia)
         run.quoted.add(key)
         return key
@@ -378,9 +488,21 @@ async def run_locomo(
     progress: Progress | None = None,
     night: bool = False,
     ask_at: str = "now",
+    live: bool = False,
+    rounds: int = 1,
+    seed: int = LIVE_SEED,
+    conversations_limit: int | None = None,
 ) -> dict[str, Any]:
-    """Run the benchmark; returns every figure (what ``--json`` writes)."""
-    conversations = load_locomo(path)
+    """Run the benchmark; returns every figure (what ``--json`` writes).
+
+    ``live``: after the lab pass, ``rounds`` lived rounds on the same scopes (see :func:`run_mnemo`),
+    scored alike under ``result["lived"]``. ``conversations_limit``: only the first that many
+    conversations (foreign questions are drawn from them alone)."""
+    if rounds < 1:
+        raise ValueError("rounds must be >= 1")
+    if conversations_limit is not None and conversations_limit < 1:
+        raise ValueError("conversations_limit must be >= 1")
+    conversations = load_locomo(path)[:conversations_limit]
     tokens = {
         c.sample_id: dict(
             zip(
@@ -397,18 +519,37 @@ async def run_locomo(
         settings = Settings(
             home=Path(home), database_url=database_url, **({"scoring": "deterministic"} | dict(overrides or {}))
         )
-        started = time.perf_counter()
-        mnemo_run = await run_mnemo(conversations, settings, embeddings, progress, night=night, ask_at=ask_at)
-        seconds = time.perf_counter() - started
-        # --night: the turn-only run beside it, in the same invocation (another entity, same database)
-        turn_run = (
-            await run_mnemo(conversations, settings, embeddings, progress, name="mnemo turns", ask_at=ask_at)
-            if night
+        # --live: the archive's default scoring (stochastic), seeded; every other setting as the lab's
+        lived = (
+            Settings(
+                home=Path(home),
+                database_url=database_url,
+                **({"scoring": Settings.model_fields["scoring"].default, "seed": seed} | dict(overrides or {})),
+            )
+            if live
             else None
         )
+        passes = functools.partial(
+            run_mnemo,
+            conversations,
+            settings,
+            embeddings,
+            progress,
+            lived=lived,
+            rounds=rounds,
+            seed=seed,
+            ask_at=ask_at,
+        )
+        started = time.perf_counter()
+        mnemo_run, mnemo_lived = await passes(night=night)
+        seconds = time.perf_counter() - started
+        # --night: the turn-only run beside it, in the same invocation (another entity, same database)
+        turn_run, turn_lived = await passes(name="mnemo turns") if night else (None, [])
     systems = {"mnemo": score(mnemo_run, tokens, sample_of)}
+    lived_systems = {"mnemo": [_lived_round(r, tokens, sample_of) for r in mnemo_lived]}
     if turn_run is not None:
         systems["mnemo turns only"] = score(turn_run, tokens, sample_of)
+        lived_systems["mnemo turns only"] = [_lived_round(r, tokens, sample_of) for r in turn_lived]
     if baselines:
         bm25_run = run_bm25(conversations)
         dense_run = await run_dense(conversations, embeddings)
@@ -428,6 +569,16 @@ async def run_locomo(
         if mnemo_run.night
         else None,
         "systems": systems,
+        "lived": {
+            "rounds": rounds,
+            "seed": seed,
+            "scoring": lived.scoring,
+            "order": "import (and --night's nights) once; the lab pass read-only; then each round asks every "
+            "conversation's questions in order, then its foreign ones, by the owner, mutating, on the same scopes",
+            "systems": lived_systems,
+        }
+        if lived is not None
+        else None,
         "anchor": {
             "name": "LoCoMo paper, DRAGON, dialog, all 10 conversations, all categories",
             "R@5": 56.7,

@@ -20,8 +20,32 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
+def _rows(result: dict[str, Any]) -> dict[str, Any]:
+    """The systems' scores by row label; with ``--live`` each lab row followed by its lived rounds."""
+    lived = (result.get("lived") or {}).get("systems", {})
+    rows: dict[str, Any] = {}
+    for name, scores in result["systems"].items():
+        label = "mnemo after night" if name == "mnemo" and result.get("night") else name
+        rows[f"{label} (lab)" if name in lived else label] = scores
+        for r, lived_round in enumerate(lived.get(name, ()), start=1):
+            rows[f"{label}, lived round {r}"] = lived_round["scores"]
+    return rows
+
+
 def print_locomo(result: dict[str, Any], console: Console) -> None:
-    systems: dict[str, Any] = result["systems"]
+    systems = _rows(result)
+    if lived := result.get("lived"):
+        console.print(
+            f"lived rounds: the owner's mutating recall, {lived['scoring']} scoring seeded {lived['seed']}, "
+            f"{lived['rounds']} round(s) of every question in conversation order, after the lab (read-only, "
+            "deterministic) pass on the same store."
+        )
+        for name, rounds in lived["systems"].items():
+            use = ", ".join(
+                f"{u['weight_changes_recalled']} reinforced / {u['memories_accessed']} memories used"
+                for u in (r["use"] for r in rounds)
+            )
+            console.print(f"  use after each round, {name}: {use}")
     if night := result.get("night"):
         console.print(
             f"night cycle: {night['blocks']} blocks ({night['arcs']} arcs), {night['facts_new']} facts, "
@@ -46,8 +70,6 @@ def print_locomo(result: dict[str, Any], console: Console) -> None:
         table.add_column("p50 ms", justify="right")
         table.add_column("p95 ms", justify="right")
         for name, scores in systems.items():
-            if name == "mnemo" and result.get("night"):
-                name = "mnemo after night"
             row = scores[group]
             lat = scores.get("latency_ms", {})
             table.add_row(
@@ -72,7 +94,7 @@ def print_locomo(result: dict[str, Any], console: Console) -> None:
                 "",
             )
         console.print(table)
-    table = Table(title="per category: R@5 / R@10 / evidence@1000 tokens")
+    table = Table(title="per category: R@1 / R@5 / R@10 / evidence@1000 tokens")
     table.add_column("system")
     for name in CATEGORIES.values():
         table.add_column(name, justify="right")
@@ -80,7 +102,7 @@ def print_locomo(result: dict[str, Any], console: Console) -> None:
         table.add_row(
             name,
             *(
-                f"{scores[c]['R@5']:.1f} / {scores[c]['R@10']:.1f} / {scores[c]['B@1000']:.1f}"
+                f"{scores[c]['R@1']:.1f} / {scores[c]['R@5']:.1f} / {scores[c]['R@10']:.1f} / {scores[c]['B@1000']:.1f}"
                 if scores[c]["n"]
                 else "-"
                 for c in CATEGORIES.values()

@@ -54,11 +54,29 @@ def bench_locomo(
             "as recall's as_of: 'last week' means the conversation's last week).",
         ),
     ] = "now",
+    live: Annotated[
+        bool,
+        typer.Option(
+            "--live",
+            help="After the read-only (lab) pass, ask every question again as a user lives it: the owner's "
+            "mutating recall, the default (stochastic) scoring seeded, in conversation order; rows beside the lab's.",
+        ),
+    ] = False,
+    rounds: Annotated[
+        int | None,
+        typer.Option("--rounds", help="With --live: ask the whole question set this many times (default 1)."),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="With --live: the seed of the lived rounds' stochastic scoring.")
+    ] = None,
+    conversations: Annotated[
+        int | None, typer.Option("--conversations", help="Only the file's first N conversations.")
+    ] = None,
 ) -> None:
     """Retrieval quality on LoCoMo: recall@k per category, evidence within token budgets, latency."""
     import asyncio
 
-    from mnemo.bench.locomo import ABLATIONS, run_locomo
+    from mnemo.bench.locomo import ABLATIONS, LIVE_SEED, run_locomo
     from mnemo.bench.report import print_ablation, print_locomo
     from mnemo.config import load_settings
     from mnemo.embed import load_embedder
@@ -70,11 +88,18 @@ def bench_locomo(
     if ask_at == "end" and night:
         # the nights run now: asked at the conversation's end, recall would leave out all they made
         raise typer.BadParameter("--night runs its nights now; use --ask-at now with it", param_hint="--ask-at")
+    for flag, value in (("--rounds", rounds), ("--seed", seed)):
+        if value is not None and not live:
+            raise typer.BadParameter("only the lived rounds take it; add --live", param_hint=flag)
+    if rounds is not None and rounds < 1:
+        raise typer.BadParameter(f"must be at least 1, not {rounds}", param_hint="--rounds")
+    if conversations is not None and conversations < 1:
+        raise typer.BadParameter(f"must be at least 1, not {conversations}", param_hint="--conversations")
     overrides = _overrides(set_ or [])
     settings = load_settings(**overrides)  # validates the overrides before the long run
     embeddings = load_embedder(settings.embedder, **settings.embedder_options())
 
-    def run(extra: dict[str, object], with_baselines: bool, label: str) -> dict[str, Any]:
+    def run(extra: dict[str, object], with_baselines: bool, label: str, lived: bool = False) -> dict[str, Any]:
         with progress(label) as update:
             return asyncio.run(
                 run_locomo(
@@ -86,10 +111,15 @@ def bench_locomo(
                     progress=lambda _name, done, total: update(done, total),
                     night=night,
                     ask_at=ask_at,
+                    live=lived,
+                    rounds=rounds or 1,
+                    seed=LIVE_SEED if seed is None else seed,
+                    conversations_limit=conversations,
                 )
             )
 
-    result = run({}, baselines, "recall")
+    # the ablations are lab-only: read-only and deterministic, each piece off against all on
+    result = run({}, baselines, "recall", lived=live)
     print_locomo(result, out)
     if ablate:
         rows = [("all pieces on", result["systems"]["mnemo"])]
