@@ -421,7 +421,7 @@ async def _store_blocks(
             status="candidate",
             source_tag="night:block",
             provenance=[str(t["id"]) for t in part],
-            event_time=part[0]["created_at"],
+            event_time=part[-1]["created_at"],  # as old as its newest turn: never newer than what it tells
             metadata={
                 "block_id": str(block_id),
                 "session_id": session.id,

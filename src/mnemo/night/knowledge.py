@@ -241,7 +241,7 @@ async def _fact_memory(
         source_tag="night:fact",
         source_confidence=fact.confidence,
         provenance=[str(turn["id"])],
-        event_time=fact.valid_from or turn["created_at"],
+        event_time=turn["created_at"],  # when it was said; the fact keeps its own validity (valid_from)
         metadata={"fact_id": str(fact_id), "entity": fact.entity, "attribute": fact.attribute},
     )
     await store_memory(conn, rt, scope, row, vector)

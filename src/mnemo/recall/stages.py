@@ -763,9 +763,12 @@ async def blend(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, fo
 
 
 def _after(request: Request, row: Mapping[str, Any]) -> bool:
-    """Whether an item was written after the point in time the recall is made at (``as_of``)."""
-    created = row.get("created_at")
-    return request.as_of is not None and isinstance(created, datetime) and created > request.as_of
+    """Whether an item happened after the point in time the recall is made at (``as_of``), by its event
+    time (DESIGN §2 "Time"): a turn's own time, a memory's ``event_time`` (a derived memory's: its
+    sources'), else when it was written. A night that ran later still leaves its work visible at the
+    time of what it was made from."""
+    when = row.get("event_time") or row.get("created_at")
+    return request.as_of is not None and isinstance(when, datetime) and when > request.as_of
 
 
 def _draws(rt: Runtime, request: Request) -> random.Random | None:

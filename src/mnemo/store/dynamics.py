@@ -104,11 +104,11 @@ async def strongest(
     written_by: datetime | None = None,
 ) -> list[dict[str, Any]]:
     """Active memories by weight centre, strongest first: anchored ones, or the top ``limit`` others
-    (only those written by ``written_by`` when given)."""
+    (only those that happened by ``written_by`` when given: their event time, else when written)."""
     cur = await conn.execute(
         f"SELECT {_STATE_SQL} FROM mnemo.memories "  # noqa: S608
         "WHERE entity_id = %s AND namespace = %s AND status = 'active' AND anchored = %s "
-        "AND (%s::timestamptz IS NULL OR created_at <= %s) "
+        "AND (%s::timestamptz IS NULL OR coalesce(event_time, created_at) <= %s) "
         "ORDER BY alpha / (alpha + beta) DESC, id LIMIT %s",
         (entity_id, namespace, anchored, written_by, written_by, limit),
     )

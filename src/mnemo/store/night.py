@@ -507,10 +507,11 @@ async def insight_candidates(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, limit: int
 ) -> list[dict[str, Any]]:
     """The newest live memories that no insight was derived from yet (insights, narratives and
-    superseded memories excluded)."""
+    superseded memories excluded), each with its event time (when none was given: when it was
+    written, which is then when it happened)."""
     cur = await conn.execute(
         """SELECT m.id, m.kind, m.content, m.metadata ->> 'entity', m.metadata ->> 'attribute', m.provenance,
-                  m.event_time FROM mnemo.memories m
+                  coalesce(m.event_time, m.created_at) FROM mnemo.memories m
            WHERE m.entity_id = %s AND m.namespace = %s AND m.status IN ('candidate', 'active')
              AND m.kind NOT IN ('insight', 'narrative')
              AND coalesce(jsonb_array_length(CASE jsonb_typeof(m.metadata -> 'superseded_by')

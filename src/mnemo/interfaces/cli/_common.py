@@ -202,7 +202,7 @@ def print_recall(result: RecallResult | Refusal | dict[str, Any], as_json: bool)
             f"{hit['weight']:.2f}",
             f"{hit['recency']:.2f}",
             hit.get("memory_kind") or hit["item_kind"],
-            str(hit["created_at"])[:10],
+            str(hit.get("event_time") or hit["created_at"])[:10],  # when it happened, not when mnemo wrote it
             Text(who + hit["content"]),
         )
     out.print(table)
