@@ -42,61 +42,63 @@ def _facts() -> list[str]:
             enumerate(itertools.product(TOPICS, PLACES))]  # fmt: skip
 
 
+_asked = itertools.count()
+
+
 def _queries(rng: random.Random) -> list[str]:
-    return [f"what did Maya say about {rng.choice(TOPICS)} in {rng.choice(PLACES)}?" for _ in range(CLIENTS)]
+    """One round's questions, each unique (numbered), so the books can tie every change to its recall."""
+    return [
+        f"what did Maya say about {rng.choice(TOPICS)} in {rng.choice(PLACES)}? ({next(_asked)})"
+        for _ in range(CLIENTS)
+    ]
 
 
-def _books(url: str) -> tuple[Counter[uuid.UUID], Counter[uuid.UUID], Counter[tuple[uuid.UUID, uuid.UUID]]]:
-    """Per memory its access count and its audited ``recalled`` changes; per linked pair its count."""
+def _rows(url: str, query: str) -> list[tuple[object, ...]]:
     with psycopg.connect(url) as conn:
-        access = Counter(
-            {
-                i: n
-                for i, n in conn.execute(
-                    "SELECT id, access_count FROM mnemo.memories WHERE entity_id = %s AND namespace = %s",
-                    (SCOPE.entity_id, SCOPE.namespace),
-                )
-            }
-        )
-        audited = Counter(
-            {
-                i: n
-                for i, n in conn.execute(
-                    """SELECT memory_id, count(*) FROM traces.weight_changes
-                       WHERE entity_id = %s AND namespace = %s AND reason = 'recalled' GROUP BY memory_id""",
-                    (SCOPE.entity_id, SCOPE.namespace),
-                )
-            }
-        )
-        links = Counter(
-            {
-                (a, b): n
-                for a, b, n in conn.execute(
-                    "SELECT a, b, count FROM mnemo.co_access WHERE entity_id = %s AND namespace = %s",
-                    (SCOPE.entity_id, SCOPE.namespace),
-                )
-            }
-        )
-    return +access, +audited, +links
+        return conn.execute(query, (SCOPE.entity_id, SCOPE.namespace)).fetchall()
 
 
-def _expected(returned: list[list[uuid.UUID]]) -> tuple[Counter[uuid.UUID], Counter[tuple[uuid.UUID, uuid.UUID]]]:
-    per_memory: Counter[uuid.UUID] = Counter(i for hits in returned for i in hits)
-    pairs: Counter[tuple[uuid.UUID, uuid.UUID]] = Counter(
-        tuple(sorted(p, key=lambda u: u.bytes)) for hits in returned for p in itertools.combinations(set(hits), 2)
+def _assert_books(url: str, returned: dict[str, list[uuid.UUID]]) -> None:
+    """Every recall committed exactly once (its trace row, written with its changes), reinforced
+    only what it returned, each at most once; accesses and links add up to the reinforcements."""
+    traced = Counter(
+        str(q) for (q,) in _rows(url, "SELECT query FROM traces.retrievals WHERE entity_id = %s AND namespace = %s")
     )
-    return per_memory, pairs
-
-
-def _assert_books(url: str, returned: list[list[uuid.UUID]]) -> None:
-    access, audited, links = _books(url)
-    per_memory, pairs = _expected(returned)
-    assert sum(per_memory.values()) > CLIENTS * ROUNDS  # the recalls did return memories
-    assert access == per_memory  # one access per recall that returned it, none lost, none twice
-    assert audited == per_memory  # one audited reinforcement each
-    # Pruning may drop weak links; every link left counts each co-retrieval exactly once.
-    assert links, "recalls returning several memories link them"
-    assert {p: links[p] for p in links} == {p: pairs[p] for p in links}
+    assert traced == Counter(list(returned))  # one committed trace per recall: none lost, none twice
+    audits = _rows(
+        url,
+        """SELECT evidence ->> 'query', memory_id FROM traces.weight_changes
+           WHERE entity_id = %s AND namespace = %s AND reason = 'recalled'""",
+    )
+    per_recall: dict[str, list[uuid.UUID]] = {}
+    for query, memory in audits:
+        per_recall.setdefault(str(query), []).append(memory)  # type: ignore[arg-type]
+    assert len(audits) > CLIENTS * ROUNDS // 2  # the recalls did reinforce memories
+    for query, memories in per_recall.items():
+        assert len(memories) == len(set(memories)), f"a memory reinforced twice by {query!r}"
+        assert set(memories) <= set(returned[query]), f"{query!r} reinforced what it did not return"
+    per_memory = Counter(m for memories in per_recall.values() for m in memories)
+    access = Counter(
+        {
+            i: n
+            for i, n in _rows(
+                url, "SELECT id, access_count FROM mnemo.memories WHERE entity_id = %s AND namespace = %s"
+            )
+        }
+    )
+    assert +access == per_memory  # one access per reinforcement
+    pairs = Counter(
+        tuple(sorted(p, key=lambda u: u.bytes))
+        for memories in per_recall.values()
+        for p in itertools.combinations(set(memories), 2)
+    )
+    links = {
+        (a, b): n
+        for a, b, n in _rows(url, "SELECT a, b, count FROM mnemo.co_access WHERE entity_id = %s AND namespace = %s")
+    }
+    # Pruning may drop weak links; every link left counts each co-reinforcement exactly once.
+    assert links, "recalls reinforcing several memories link them"
+    assert links == {p: pairs[p] for p in links}
 
 
 async def _fill(archive: AsyncArchive) -> None:
@@ -110,14 +112,17 @@ async def test_concurrent_mutating_recalls_through_the_api(settings: Settings, e
     rng = random.Random(SEED)
     async with await AsyncArchive.open(settings, embeddings=embeddings) as archive:
         await _fill(archive)
-        returned: list[list[uuid.UUID]] = []
+        returned: dict[str, list[uuid.UUID]] = {}
         for _ in range(ROUNDS):
+            queries = _queries(rng)
             results = await asyncio.gather(
-                *(archive.recall(SCOPE, q, k=6, read_only=False) for q in _queries(rng)), return_exceptions=True
+                *(archive.recall(SCOPE, q, k=6, read_only=False) for q in queries), return_exceptions=True
             )
             errors = [r for r in results if isinstance(r, BaseException)]
             assert not errors, errors[:3]
-            returned += [[h.id for h in r.hits] for r in results if isinstance(r, RecallResult)]
+            returned |= {
+                q: [h.id for h in r.hits] for q, r in zip(queries, results, strict=True) if isinstance(r, RecallResult)
+            }
     _assert_books(settings.database_url or "", returned)
 
 
@@ -134,7 +139,7 @@ def test_concurrent_mutating_recalls_over_http(settings: Settings, embeddings: E
             return token
 
     token = asyncio.run(setup())
-    returned: list[list[uuid.UUID]] = []
+    returned: dict[str, list[uuid.UUID]] = {}
     with serve(create_app(settings, embeddings=embeddings)) as base, httpx.Client(timeout=60) as client:
 
         def ask(query: str) -> httpx.Response:
@@ -143,12 +148,14 @@ def test_concurrent_mutating_recalls_over_http(settings: Settings, embeddings: E
 
         with ThreadPoolExecutor(CLIENTS) as pool:
             for _ in range(ROUNDS):
-                responses = list(pool.map(ask, _queries(rng)))
+                queries = _queries(rng)
+                responses = list(pool.map(ask, queries))
                 failed = [(r.status_code, r.text[:300]) for r in responses if r.status_code != 200]
                 assert not failed, failed
-                returned += [
-                    [uuid.UUID(h["id"]) for h in r.json()["hits"] if h["item_kind"] == "memory"] for r in responses
-                ]
+                returned |= {
+                    q: [uuid.UUID(h["id"]) for h in r.json()["hits"] if h["item_kind"] == "memory"]
+                    for q, r in zip(queries, responses, strict=True)
+                }
     _assert_books(settings.database_url or "", returned)
 
 

@@ -304,3 +304,38 @@ async def test_small_writes_refresh_planner_statistics(archive: AsyncArchive, da
     assert manual_analyze() is None  # autovacuum may have run (last_autoanalyze), a manual ANALYZE not yet
     await archive.remember(ME, "the hundredth thought", embedding=vector)
     assert manual_analyze() is not None
+
+
+async def test_a_memory_lifted_over_a_more_relevant_one_is_not_reinforced(
+    archive: AsyncArchive, database_url: str
+) -> None:
+    """Use strengthens, being returned does not: the blue flowerpot, new and in heavy use, is put
+    first by the blend for a question that is more about the red one (three years old); returned
+    that way it gains nothing, and the red one, as relevant as an answer, is never suppressed."""
+    blue = await archive.remember(ME, "The spare house key is in the blue flowerpot by the door")
+    red = await archive.remember(
+        ME, "The spare house key is in the red flowerpot by the gate", event_time=datetime(2023, 1, 1, tzinfo=UTC)
+    )
+    for text in TOPICS:
+        await archive.remember(ME, text)
+    for _ in range(8):
+        await archive.recall(ME, "blue flowerpot by the door", k=1)
+    lifted = 0
+    for n in range(4):
+        query = f"is the spare house key by the gate? ({n})"
+        (hit,) = (await archive.recall(ME, query, k=1)).hits
+        audited = rows(
+            database_url,
+            "SELECT memory_id FROM traces.weight_changes WHERE reason = 'recalled' AND evidence ->> 'query' = %s",
+            query,
+        )
+        if hit.search < 1.0:  # not the most relevant by search alone: the blend lifted it
+            lifted += 1
+            assert hit.id == blue.id and audited == []
+        else:
+            assert audited == [(hit.id,)]
+    assert lifted > 0, "the scenario must produce a lift to test the rule"
+    suppressed = "SELECT count(*) FROM traces.weight_changes WHERE memory_id = %s AND reason = 'near miss'"
+    assert rows(database_url, suppressed, red.id) == [(0,)]
+    used = "SELECT count(*) FROM traces.weight_changes WHERE memory_id = %s AND reason = 'recalled'"
+    assert rows(database_url, used, blue.id) == [(8,)]  # the 8 uses, not the lifts

@@ -24,9 +24,12 @@ co-retrieved often outrank the answer in ``mnemo bench dynamics``.)
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
+from typing import TypeVar
 
 import numpy as np
+
+K = TypeVar("K", bound=Hashable)
 
 __all__ = [
     "COLD_START_ALPHAS",
@@ -35,7 +38,9 @@ __all__ = [
     "blend",
     "blend_weights",
     "minmax",
+    "most_relevant",
     "recency",
+    "suppressible",
 ]
 
 COMPONENTS = ("search", "activation", "weight", "recency", "coaccess", "noise")
@@ -88,3 +93,21 @@ def minmax(scores: Mapping[object, float]) -> dict[object, float]:
 def blend(components: Mapping[str, float], weights: Mapping[str, float]) -> float:
     """The final score: ``sum_c weight_c * component_c`` (components missing from ``components`` count 0)."""
     return sum(w * components.get(c, 0.0) for c, w in weights.items())
+
+
+# --- use strengthens, being returned does not (cognitive-plan §3.8) ---------------------------------
+def most_relevant(search: Mapping[K, float], k: int) -> frozenset[K]:
+    """The ``k`` candidates with the best search scores: relevance alone, before use, weight, recency,
+    association and noise reorder them (ties broken by ``str`` of the key, as the blend's sort does).
+
+    Recall reinforces a returned memory only when it is among these: a memory the blend lifted into
+    the top k over more relevant ones is not strengthened for it, so a lift never feeds the next."""
+    ranked = sorted(search, key=lambda i: (-search[i], str(i)))
+    return frozenset(ranked[: max(k, 0)])
+
+
+def suppressible(item: K, relevant: frozenset[K], similarity: Mapping[K, float], threshold: float) -> bool:
+    """Whether a near miss may be suppressed: only when it is not relevant, neither among the search
+    ranking's top k nor as similar to the question as recall's refusal line asks of an answer
+    (retrieval-induced forgetting weakens competitors, never what the question is about)."""
+    return item not in relevant and similarity.get(item, 0.0) < threshold

@@ -50,7 +50,15 @@ from mnemo.cognition.fusion import rrf, zscore_fuse
 from mnemo.cognition.late import QUANT, TokenVectors, combine, index_scores, index_tokens, late_scores
 from mnemo.cognition.neighbours import smooth
 from mnemo.cognition.refusal import judge, proper_names
-from mnemo.cognition.relevance import COLD_START_ALPHAS, MATURE_ALPHAS, blend_weights, minmax, recency
+from mnemo.cognition.relevance import (
+    COLD_START_ALPHAS,
+    MATURE_ALPHAS,
+    blend_weights,
+    minmax,
+    most_relevant,
+    recency,
+    suppressible,
+)
 from mnemo.cognition.relevance import blend as blend_score
 from mnemo.cognition.spreading import spread
 from mnemo.cognition.timeframe import in_window, query_window
@@ -194,6 +202,9 @@ class Decision:
     """The next candidates after the top k: they move up when a hit is dropped as a repeat."""
     unknown: tuple[str, ...] = ()
     """The question's names the scope never mentions, when the recall is refused for them."""
+    relevant: frozenset[uuid.UUID] = frozenset()
+    """The k candidates the search ranking alone puts first: a hit among them was returned on its
+    relevance, not lifted by use, weight, recency or association (only such hits are reinforced)."""
 
 
 # --- 1. check ---------------------------------------------------------------------------------
@@ -875,18 +886,24 @@ def decide(rt: Runtime, request: Request, found: Candidates, blended: Blended, s
         _hit(request, found, blended.rows[item_id], item_id, score, parts)
         for score, item_id, parts in blended.scored[request.k : 2 * request.k]
     )
+    relevant = most_relevant({i: parts["search"] for _, i, parts in blended.scored}, request.k)
     near = blended.scored[max(request.k, 5) : rt.settings.near_miss_until]
     sims = [h.similarity for h in hits if h.similarity is not None]
     best = max(sims) if sims else None
     verdict = judge(best, request.threshold, found.names)
     return Decision(
         hits=hits,
-        near_misses=[i for _, i, _ in near if found.kind_of[i] == "memory"],
+        near_misses=[
+            i
+            for _, i, _ in near
+            if found.kind_of[i] == "memory" and suppressible(i, relevant, found.similarity, request.threshold)
+        ],
         best=best,
         refused=verdict.refused,
         latency_ms=(time.perf_counter() - started) * 1000,
         spare=spare,
         unknown=verdict.unknown,
+        relevant=relevant,
     )
 
 
@@ -965,7 +982,9 @@ async def trace_and_mutate(rt: Runtime, conn: psycopg.AsyncConnection, request: 
     it), its statements pipelined. Returns how many memories were reinforced."""
     scope = request.scope
     mutates = not (decision.refused or request.read_only or not rt.settings.mutation or not request.owner_reads)
-    memories = [h.id for h in decision.hits if h.item_kind == "memory"] if mutates else []
+    # Use strengthens, being returned does not: a memory the blend lifted into the top k over more
+    # relevant ones is not reinforced for it (else every lift would feed the next one).
+    memories = [h.id for h in decision.hits if h.item_kind == "memory" and h.id in decision.relevant] if mutates else []
     if not request.trace and not (memories or (mutates and decision.near_misses)):
         return 0
 
