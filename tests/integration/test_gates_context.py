@@ -11,6 +11,7 @@ import sys
 import textwrap
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import cast
 
 import psycopg
 import pytest
@@ -238,6 +239,40 @@ async def test_identity_injection_frequencies_and_anchored_always(archive: Async
         assert tracks[ids["anchored"]] == "anchored"
     # Each roll is Beta(alpha, beta) > 0.6, so about 100%, 27% and 3% of the time; seeds 0-99 give exactly:
     assert present == {"high": 100, "medium": 22, "low": 3, "anchored": 100}
+
+
+NOTES = {
+    "standup": "The team standup moves to 9:30 on Mondays",
+    "printer": "The printer on the third floor needs a new toner cartridge",
+    "falcon": "Project Falcon ships to the first customers in March",
+}
+
+
+async def test_a_burst_of_recalls_never_puts_a_note_under_who_i_am(archive: AsyncArchive, database_url: str) -> None:
+    """Issue 28 item 6: the identity roll holds anchored and identity-level memories only; recall
+    load makes ordinary notes strong, never part of who the agent is."""
+    notes = {name: (await archive.remember(ME, text)).id for name, text in NOTES.items()}
+    value = await archive.remember(ME, "Never share Maya's passwords with anyone", anchored=True)
+    liking = await archive.remember(ME, "Maya prefers vegetarian food", kind="preference")
+    questions = [
+        "when is the team standup on Mondays?",
+        "the third floor printer toner",
+        "when does Project Falcon ship?",
+    ]
+    for n in range(200):
+        result = await archive.recall(ME, questions[n % 3], k=2)  # mutating: what it returns is reinforced
+        assert result.hits[0].id == list(notes.values())[n % 3]
+    weights = rows(database_url, "SELECT id, alpha / (alpha + beta) FROM mnemo.memories")
+    centres = {i: cast(float, c) for i, c in weights}
+    assert max(centres[i] for i in notes.values()) > 0.6  # stronger than the identity roll's threshold
+    for seed in range(40):
+        block = await archive.context(ME, "what should I tell Maya about Monday?", 2000, seed=seed, read_only=True)
+        tracks = {i.id: i.track for i in block.items}
+        assert tracks[value.id] == "anchored"
+        assert not any(tracks.get(i) in ("identity", "anchored") for i in notes.values()), block.text
+        identity = block.text.split("## Who I am and what I value")[1:]
+        assert not any(text in part.split("## Relevant memories")[0] for part in identity for text in NOTES.values())
+        assert {i for i, t in tracks.items() if t == "identity"} <= {liking.id}
 
 
 async def test_context_fits_budget_full_then_compressed(archive: AsyncArchive) -> None:

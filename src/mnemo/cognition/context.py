@@ -6,22 +6,64 @@ injected whole or not at all, never truncated, with its own allocation; and
 situational injection by score until the budget is full, full text for the
 best entries and the compressed form for the rest; immutable memories always
 injected) and §2.10 (token counting, ``fits_budget``).
+
+Who rolls for identity (issue 28 item 6) is decided by what a memory is, not by
+how strong use has made it. The seed's identity track is "the agent's
+strongest beliefs/values" (§3.2), and the kinds it names as being about the
+self are the user's preferences, self-reflections and identity narratives
+(§2.1's prefixes "User preference", "Self-reflection insight", "Identity
+narrative"; §4.2: narratives "carry disproportionate identity-explanatory
+power"). Its path from an experience to identity is promotion of a pattern
+seen many times over weeks (§4.3, §5.3), never retrieval: recall strengthens
+what it returns (§3.8), so a weight centre alone would let a burst of
+recalls of an ordinary note put it under "Who I am". Anchored memories are
+shown in their own section, always. Tensions and corrections are ordinary
+memories (§4.2: "no salience bonus"; §3.7: the System 2 correction bank),
+and so are facts, episodes, procedures and insights, however often used.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from mnemo.cognition.weights import StochasticWeight
 
-__all__ = ["Candidate", "Placed", "estimate_tokens", "fits_budget", "pack_situational", "roll_identity"]
+__all__ = [
+    "IDENTITY_KINDS",
+    "Candidate",
+    "Placed",
+    "estimate_tokens",
+    "fits_budget",
+    "identity_level",
+    "identity_pool",
+    "pack_situational",
+    "roll_identity",
+]
 
 K = TypeVar("K", bound=Hashable)
+R = TypeVar("R", bound=Mapping[str, Any])
 Mode = Literal["full", "compressed"]
+#: The memory kinds about the self (see the module's docstring): what may roll for identity.
+IDENTITY_KINDS: frozenset[str] = frozenset({"preference", "reflection", "narrative"})
+
+
+def identity_level(kind: str, *, anchored: bool = False) -> bool:
+    """Whether a memory belongs under "Who I am and what I value": anchored, or of a kind about the
+    self (:data:`IDENTITY_KINDS`). Its weight, and how often recall returned it, do not count."""
+    return anchored or kind in IDENTITY_KINDS
+
+
+def identity_pool(memories: Sequence[R], top: int) -> list[R]:
+    """Track 2's candidates: the ``top`` strongest memories (by weight centre, then id) that are
+    identity-level and not anchored (anchored ones have their own section, always shown). Each row
+    needs ``id``, ``kind``, ``anchored``, ``alpha`` and ``beta``."""
+    pool = [m for m in memories if not m["anchored"] and identity_level(m["kind"])]
+    pool.sort(key=lambda m: (-(m["alpha"] / (m["alpha"] + m["beta"])), str(m["id"])))
+    return pool[: max(top, 0)]
 
 
 def estimate_tokens(text: str) -> int:

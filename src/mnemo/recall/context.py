@@ -4,11 +4,13 @@ Seed: cognitive-plan §3.2 (dynamic context injection + stochastic identity
 injection) and §2.10 (token counting). Three parts, in this order:
 
 1. **Always**: anchored (immutable) memories, every time, whole.
-2. **Identity**: the ``identity_top`` strongest other memories by weight centre
-   each roll their Beta weight; above ``identity_threshold`` a memory is
-   injected whole, otherwise it is absent this time. Never truncated. This
-   track has its own allocation, ``identity_share`` of what the anchored part
-   leaves.
+2. **Identity**: the ``identity_top`` strongest identity-level memories by
+   weight centre (preferences, reflections, identity narratives: the kinds
+   about the self, :data:`~mnemo.cognition.context.IDENTITY_KINDS`; never an
+   ordinary note, however often recall returned it) each roll their Beta
+   weight; above ``identity_threshold`` a memory is injected whole, otherwise
+   it is absent this time. Never truncated. This track has its own
+   allocation, ``identity_share`` of what the anchored part leaves.
 3. **Situational**: recall for the attention text (hybrid search + cognitive
    blend), best first, until the budget is full (a memory is left out when
    the update that superseded it is there, and an insight is left out when
@@ -38,7 +40,7 @@ from mnemo._dynamics import mutate_after_recall, weight_of
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
 from mnemo._validate import check_query, to_utc
-from mnemo.cognition.context import Candidate, pack_situational, roll_identity
+from mnemo.cognition.context import IDENTITY_KINDS, Candidate, identity_pool, pack_situational, roll_identity
 from mnemo.errors import InvalidContentError
 from mnemo.models import ContextBlock, ContextItem, Hit, Scope
 from mnemo.recall import pipeline as recall_path
@@ -112,7 +114,13 @@ async def assemble(
             conn, scope.entity_id, scope.namespace, 1000, anchored=True, written_by=point
         )
         strongest = await dynamic_rows.strongest(
-            conn, scope.entity_id, scope.namespace, cfg.identity_top, anchored=False, written_by=point
+            conn,
+            scope.entity_id,
+            scope.namespace,
+            cfg.identity_top,
+            anchored=False,
+            kinds=sorted(IDENTITY_KINDS),
+            written_by=point,
         )
     count = rt.embeddings.count_tokens
     header_cost = dict(zip(HEADERS, count(list(HEADERS.values())), strict=True))
@@ -144,7 +152,8 @@ def _anchored_items(anchored: Sequence[Mapping[str, Any]], count: TokenCounter) 
 def _identity_items(
     rt: Runtime, strongest: Sequence[Mapping[str, Any]], count: TokenCounter, rng: random.Random, share: int
 ) -> list[ContextItem]:
-    """The strongest memories, each rolled against its Beta weight, within ``share`` tokens."""
+    """The strongest identity-level memories, each rolled against its Beta weight, within ``share`` tokens."""
+    strongest = identity_pool(strongest, rt.settings.identity_top)
     lines = [_line(m["content"], kind=m["kind"]) for m in strongest]
     tokens = count(lines) if lines else []
     rolled = roll_identity(

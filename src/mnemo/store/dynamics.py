@@ -101,16 +101,20 @@ async def strongest(
     limit: int,
     *,
     anchored: bool,
+    kinds: Sequence[str] | None = None,
     written_by: datetime | None = None,
 ) -> list[dict[str, Any]]:
     """Active memories by weight centre, strongest first: anchored ones, or the top ``limit`` others
-    (only those that happened by ``written_by`` when given: their event time, else when written)."""
+    (only of ``kinds`` when given; only those that happened by ``written_by`` when given: their event
+    time, else when written)."""
+    only = None if kinds is None else list(kinds)
     cur = await conn.execute(
         f"SELECT {_STATE_SQL} FROM mnemo.memories "  # noqa: S608
         "WHERE entity_id = %s AND namespace = %s AND status = 'active' AND anchored = %s "
+        "AND (%s::text[] IS NULL OR kind = ANY(%s::text[])) "
         "AND (%s::timestamptz IS NULL OR coalesce(event_time, created_at) <= %s) "
         "ORDER BY alpha / (alpha + beta) DESC, id LIMIT %s",
-        (entity_id, namespace, anchored, written_by, written_by, limit),
+        (entity_id, namespace, anchored, only, only, written_by, written_by, limit),
     )
     return [dict(zip(STATE_COLUMNS, r, strict=True)) for r in await cur.fetchall()]
 
