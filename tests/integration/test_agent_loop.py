@@ -20,9 +20,10 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
-from mnemo import AsyncArchive, Scope
+from mnemo import AsyncArchive, Scope, Settings
 from mnemo.agent import Agent, DocsTool, Identity
 from mnemo.agent.loop import REFUSAL, price
+from mnemo.embed import Embeddings
 
 ME = Scope("maya", "chat")
 
@@ -51,6 +52,72 @@ async def test_offline_it_answers_from_memory_or_refuses_and_tags_sources(
             "SELECT role, content, metadata->>'source' FROM mnemo.turns WHERE namespace = 'chat' ORDER BY created_at"
         ).fetchall()
     assert [(r, s) for r, _, s in turns] == [("user", "external_user"), ("assistant", "offline")] * 2
+
+
+def _echoes(replies: list[str], questions: list[str]) -> list[str]:
+    """The replies that quote a question of the conversation (or any question at all)."""
+    asked = [q.rstrip("?").strip().lower() for q in questions]
+    return [
+        r for r in replies if "?" in r or "from memory: from memory" in r.lower() or any(q in r.lower() for q in asked)
+    ]
+
+
+async def test_offline_a_statement_is_acknowledged_and_a_question_is_never_its_own_answer(
+    archive: AsyncArchive,
+) -> None:
+    """Issue 28 item 8: told "I am allergic to peanuts.", asked three times, the offline agent
+    answered with the question itself, then with its own earlier reply."""
+    agent = Agent(archive, ME)
+    await agent.start()
+    told = await agent.respond("I am allergic to peanuts.")
+    assert told.text == "Noted: you are allergic to peanuts." and told.outbox == (told.text,)
+    question = "What am I allergic to?"
+    answers = [(await agent.respond(question)).text for _ in range(3)]
+    assert all(a == "From memory: you are allergic to peanuts." for a in answers), answers
+    assert _echoes([told.text, *answers], [question]) == []
+
+
+FACTS = [  # (told, asked, the fact the answer names)
+    ("I am allergic to peanuts.", "What am I allergic to?", "peanuts"),
+    ("My dog is called Pixel.", "What is my dog's name?", "Pixel"),
+    ("I live in Rotterdam.", "Which city do I live in?", "Rotterdam"),
+    ("I work as a nurse at the children's hospital.", "What is my job?", "nurse"),
+    ("My brother is called Tomas.", "what's my brother's name", "Tomas"),
+    ("My birthday is on the 14th of March.", "When is my birthday?", "March"),
+    ("I drive a blue Volvo.", "What car do I drive?", "Volvo"),
+    ("Remember that my favourite food is lasagna.", "What is my favourite food?", "lasagna"),
+    ("My hobby is rock climbing.", "Do you remember my hobby?", "climbing"),
+    ("I speak Portuguese at home.", "Which language do I speak at home?", "Portuguese"),
+]
+
+
+async def test_offline_ten_facts_told_in_two_sessions_are_answered_after_restarts(
+    settings: Settings, embeddings: Embeddings
+) -> None:
+    """Three sessions, each a fresh archive and agent on the same database: facts told in the first
+    two (with a question in the second), asked in the third, some twice; no reply quotes a question."""
+    sessions = [
+        [told for told, _, _ in FACTS[:5]],
+        [told for told, _, _ in FACTS[5:]] + [FACTS[0][1], FACTS[2][1]],
+        [asked for _, asked, _ in FACTS] + [FACTS[1][1], FACTS[6][1], FACTS[0][1]],
+    ]
+    replies: list[list[str]] = []
+    for number, lines in enumerate(sessions, start=1):
+        async with await AsyncArchive.open(settings, embeddings=embeddings) as archive:
+            agent = Agent(archive, ME, session=f"facts-{number}")
+            await agent.start()
+            replies.append([(await agent.respond(line)).text for line in lines])
+            await agent.close()
+    told, second, third = replies
+    assert told[0] == "Noted: you are allergic to peanuts." and told[1] == "Noted: your dog is called Pixel."
+    assert second[2] == "Noted: your favourite food is lasagna."  # "remember that" is not part of the fact
+    assert "peanuts" in second[5] and "Rotterdam" in second[6]  # asked across one restart
+    right = [fact for (_, _, fact), answer in zip(FACTS, third[:10], strict=True) if fact in answer]
+    assert len(right) >= 8, list(zip([f for _, _, f in FACTS], third[:10], strict=True))
+    assert "Pixel" in third[10] and "Volvo" in third[11] and "peanuts" in third[12]  # asked again
+    questions = [line for lines in sessions for line in lines if line in {asked for _, asked, _ in FACTS}]
+    assert _echoes([r for session in replies for r in session], questions) == []
+    print(f"offline: {len(right)} of {len(FACTS)} facts answered after two restarts")
 
 
 async def test_with_a_model_the_prompt_carries_identity_cost_and_memory_and_calls_are_logged(
@@ -106,6 +173,19 @@ def test_mnemo_agent_chat_works_piped(database_url: str, tmp_path: Path) -> None
     # the thought went through the same loop: answered from memory, kept inside (stderr), not sent
     assert "(internal_dmn) From memory: Maya's bike is a red Gazelle." in talk.stderr
     assert lines[-1].startswith("window: 4 messages") and lines[-1].endswith("2 cycles")
+
+
+def test_the_offline_chat_notes_a_fact_and_answers_with_it_after_a_restart(database_url: str, tmp_path: Path) -> None:
+    """The user's transcript (issue 28 item 8), piped through two ``mnemo agent chat`` processes."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") or k == "MNEMO_MODEL_CACHE"}
+    env |= {"MNEMO_HOME": str(tmp_path), "MNEMO_DATABASE_URL": database_url}
+    said = []
+    for script in ("I am allergic to peanuts.\nWhat am I allergic to?\n", "What am I allergic to?\n" * 2):
+        talk = subprocess.run([MNEMO, "agent", "chat", "-e", "maya"], input=script, env=env, capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+        assert talk.returncode == 0, talk.stderr
+        said += talk.stdout.splitlines()
+    assert said == ["Noted: you are allergic to peanuts."] + ["From memory: you are allergic to peanuts."] * 3
 
 
 def test_the_chat_answers_an_unknown_command_with_every_command_it_accepts(database_url: str, tmp_path: Path) -> None:

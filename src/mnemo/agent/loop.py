@@ -22,8 +22,10 @@ One input's way through :meth:`Agent.respond`:
    thought; anything else stays in working memory. Tool uses and escalations become reflexes.
 
 System 1 is the model of ``MNEMO_LLM`` (or ``model=``); without one, System 1 is an offline
-responder that answers from memory (the best recalled evidence, or the refusal sentence), so the
-loop, the gate, attention and the cost report run offline. System 2 is ``MNEMO_SYSTEM2_LLM`` (or
+responder (:mod:`mnemo.cognition.utterances`): it acknowledges what the user tells it ("Noted: you
+are allergic to peanuts.") and answers a question with the best recalled statement, never a question
+and never its own reply ("From memory: you are allergic to peanuts."), or the refusal sentence; so
+the loop, the gate, attention and the cost report run offline. System 2 is ``MNEMO_SYSTEM2_LLM`` (or
 ``system2=``).
 """
 
@@ -44,18 +46,24 @@ from mnemo.agent.docs import DocsTool
 from mnemo.agent.identity import Identity, IdentityItem
 from mnemo.agent.window import ContextWindow, Message
 from mnemo.archive import AsyncArchive
-from mnemo.cognition.actions import USER, ActionCheck, ActionKind, SourceTag, check_action
+from mnemo.cognition.actions import SOURCE_CONFIDENCE, USER, ActionCheck, ActionKind, SourceTag, check_action
 from mnemo.cognition.attention import URGENCY, Candidate, Scored, allocate, state_report
 from mnemo.cognition.confidence import composite, from_logprobs, structural
 from mnemo.cognition.escalation import decide, escalation_threshold
+from mnemo.cognition.utterances import acknowledgement, is_question, recital
 from mnemo.cognition.window import Intensity, RateLimit, intensity, system2_recency, window_share
 from mnemo.errors import InvalidContentError
-from mnemo.models import FlushReport, RecallResult, Refusal, Scope
+from mnemo.models import FlushReport, Hit, RecallResult, Refusal, Scope
 
 __all__ = ["COMMANDS", "REFUSAL", "Agent", "Reply", "price"]
 
 REFUSAL = "I don't know: my memory holds nothing reliable about that."
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+OFFLINE_CANDIDATES = 10
+"""Items the offline responder recalls to find the best statement among (questions and the agent's
+own replies compete for the same places)."""
+OWN_SOURCES = frozenset(SOURCE_CONFIDENCE) - {USER} | {"offline", "system1", "system2", "command"}
+"""Source tags of what the agent said or thought itself (:attr:`Reply.source`, internal inputs)."""
 COMMANDS = {
     "/cost": "model calls, tokens and cost: this session, the last 24 h, lifetime",
     "/readiness": "whether the archive and the models are ready, with the cost and age line",
@@ -78,7 +86,7 @@ class Reply:
     confidence: float | None = None
     """Composite confidence (cognitive-plan §2.11): token probabilities or the answer's structure,
     with the verbalised confidence of a meta-context call, for System 1; the evidence's similarity
-    (feeling of knowing) offline; None for System 2."""
+    (feeling of knowing) offline, 1.0 for an acknowledgement; None for System 2."""
     tag: SourceTag | None = None
     """The attended input's source tag."""
     actions: tuple[ActionCheck, ...] = ()
@@ -292,8 +300,9 @@ class Agent:
         item, said = None, None
         if reply.source in ("system1", "system2"):  # a model's thought; the offline echo of memory is not new
             said = await self.archive.observe(
-                self.scope, reply.text, role="assistant", source_tag=reply.source, attention=run.text
-            )
+                self.scope, reply.text, role="assistant", source_tag=reply.source, attention=run.text,
+                metadata={"source": reply.source},  # its memory, if kept, is known as the agent's own
+            )  # fmt: skip
             item = _kept(said)
         self.window.add(Message("output", reply.text, reply.source, self.window.count(reply.text), item))
         return [o.flushed for o in (seen, said) if o is not None and o.flushed is not None]
@@ -333,12 +342,17 @@ class Agent:
 
     # --- thinking ----------------------------------------------------------------------
     async def _offline(self, run: _Run) -> Reply:
-        found = await self.archive.recall(self.scope, run.text, 1, read_only=False)
-        if isinstance(found, Refusal) or not found.hits:
+        """The offline responder: the user's statement is acknowledged in their words turned to
+        "you"; a question (or an internal input) is answered with the best recalled statement the
+        user made or memory holds, never a question and never the agent's own words; else the refusal."""
+        if run.tag.source == USER and not is_question(run.text):
+            return Reply(acknowledgement(run.text), "offline", confidence=1.0)
+        found = await self.archive.recall(self.scope, run.text, OFFLINE_CANDIDATES, read_only=False)
+        floor = self.archive.settings.refusal_threshold
+        best = next((h for h in found.hits if _answers(h) and (h.similarity or 0.0) >= floor), None)
+        if best is None:
             return Reply(REFUSAL, "offline", found, confidence=composite(None, found.best_similarity, None))
-        best = found.hits[0]
-        confidence = composite(None, best.similarity, None)
-        return Reply(f"From memory: {best.content}", "offline", found, confidence=confidence)
+        return Reply(recital(best.content), "offline", found, confidence=composite(None, best.similarity, None))
 
     async def _system1(self, run: _Run, budget: int, flags: Sequence[str]) -> Reply:
         """System 1 answers; below the escalation threshold it retries once with feedback (§3.5);
@@ -538,6 +552,17 @@ class Agent:
             f"{w.pruned} pruned, {len(w.leaving)} waiting for the exit gate; {len(self.pending)} inputs pending; "
             f"{self.cycles} cycles"
         )
+
+
+def _answers(hit: Hit) -> bool:
+    """Whether a recalled item may answer offline: a statement (not a question) the user made (a user
+    turn) or memory holds, never the agent's own (its replies and thoughts, by role and source tag,
+    and the reflection bank's corrections)."""
+    if hit.item_kind == "turn":
+        theirs = hit.role == "user"
+    else:
+        theirs = hit.memory_kind != "correction" and hit.metadata.get("source") not in OWN_SOURCES
+    return theirs and not is_question(hit.content)
 
 
 def _kept(seen: Any) -> uuid.UUID | None:

@@ -42,10 +42,10 @@ def chat(
         int, typer.Option(min=64, help="Context the agent may fill at full intensity: conversation plus memory.")
     ] = 4000,
 ) -> None:
-    """Talk to an agent whose memory is this archive: System 1 is MNEMO_LLM (offline, it answers from
-    memory), System 2 MNEMO_SYSTEM2_LLM. Each line goes through attention with any thoughts the agent
-    queued; what it tells you is printed, its own thoughts go to stderr. /help lists the commands;
-    Ctrl-D ends."""
+    """Talk to an agent whose memory is this archive: System 1 is MNEMO_LLM (offline, it notes what you
+    tell it and answers questions from memory), System 2 MNEMO_SYSTEM2_LLM. Each line goes through
+    attention with any thoughts the agent queued; what it tells you is printed, its own thoughts go to
+    stderr. /help lists the commands; Ctrl-D ends."""
     asyncio.run(_chat(entity, namespace, name, identity, docs or [], context_tokens))
 
 
