@@ -306,12 +306,8 @@ async def test_small_writes_refresh_planner_statistics(archive: AsyncArchive, da
     assert manual_analyze() is not None
 
 
-async def test_a_memory_lifted_over_a_more_relevant_one_is_not_reinforced(
-    archive: AsyncArchive, database_url: str
-) -> None:
-    """Use strengthens, being returned does not: the blue flowerpot, new and in heavy use, is put
-    first by the blend for a question that is more about the red one (three years old); returned
-    that way it gains nothing, and the red one, as relevant as an answer, is never suppressed."""
+async def _flowerpots(archive: AsyncArchive) -> tuple[uuid.UUID, uuid.UUID]:
+    """Blue: new and in heavy use. Red: three years old, never used."""
     blue = await archive.remember(ME, "The spare house key is in the blue flowerpot by the door")
     red = await archive.remember(
         ME, "The spare house key is in the red flowerpot by the gate", event_time=datetime(2023, 1, 1, tzinfo=UTC)
@@ -320,9 +316,19 @@ async def test_a_memory_lifted_over_a_more_relevant_one_is_not_reinforced(
         await archive.remember(ME, text)
     for _ in range(8):
         await archive.recall(ME, "blue flowerpot by the door", k=1)
+    return blue.id, red.id
+
+
+async def test_a_memory_lifted_over_an_equally_relevant_one_is_not_reinforced(
+    archive: AsyncArchive, database_url: str
+) -> None:
+    """Use strengthens, being returned does not: for a question about both flowerpots (the red one a
+    hair more similar), use and recency put the blue one first; returned that way it gains nothing,
+    and the red one, as relevant as an answer, is never suppressed."""
+    blue, red = await _flowerpots(archive)
     lifted = 0
     for n in range(4):
-        query = f"is the spare house key by the gate? ({n})"
+        query = f"where is the spare house key, by the door or the gate? ({n})"
         (hit,) = (await archive.recall(ME, query, k=1)).hits
         audited = rows(
             database_url,
@@ -331,11 +337,21 @@ async def test_a_memory_lifted_over_a_more_relevant_one_is_not_reinforced(
         )
         if hit.search < 1.0:  # not the most relevant by search alone: the blend lifted it
             lifted += 1
-            assert hit.id == blue.id and audited == []
+            assert hit.id == blue and audited == []
         else:
             assert audited == [(hit.id,)]
     assert lifted > 0, "the scenario must produce a lift to test the rule"
     suppressed = "SELECT count(*) FROM traces.weight_changes WHERE memory_id = %s AND reason = 'near miss'"
-    assert rows(database_url, suppressed, red.id) == [(0,)]
+    assert rows(database_url, suppressed, red) == [(0,)]
     used = "SELECT count(*) FROM traces.weight_changes WHERE memory_id = %s AND reason = 'recalled'"
-    assert rows(database_url, used, blue.id) == [(8,)]  # the 8 uses, not the lifts
+    assert rows(database_url, used, blue) == [(8,)]  # the 8 uses, not the lifts
+
+
+async def test_use_never_lifts_a_clearly_less_relevant_memory(archive: AsyncArchive) -> None:
+    """Relevance first: asked about the gate, the old red flowerpot comes first although the blue one
+    is new and in heavy use (its use would have lifted it before); both are shown."""
+    blue, red = await _flowerpots(archive)
+    for n in range(3):
+        result = await archive.recall(ME, f"is the spare house key by the gate? ({n})", k=2)
+        assert [h.id for h in result] == [red, blue]
+        assert result.hits[1].activation > result.hits[0].activation  # use is there, relevance wins

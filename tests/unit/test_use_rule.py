@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.cognition.relevance import most_relevant, suppressible
+from mnemo.cognition.relevance import most_relevant, relevance_tiers, suppressible
 
 scores = st.dictionaries(st.integers(0, 60), st.floats(0, 1, allow_nan=False), max_size=40)
 
@@ -35,3 +35,28 @@ def test_the_search_order_not_the_blend_decides() -> None:
     # "b" is a little less relevant; the blend may lift it to first place, but only "a" is reinforceable
     assert most_relevant({"a": 1.0, "b": 0.9, "c": 0.1}, 1) == frozenset({"a"})
     assert most_relevant({"a": 0.5, "b": 0.5}, 1) == frozenset({"a"})  # ties: by key, as the blend sorts
+
+
+@given(scores, st.dictionaries(st.integers(0, 60), st.floats(0, 1, allow_nan=False)))
+def test_the_blend_never_lifts_an_item_over_a_better_tier(search: dict[int, float], blend: dict[int, float]) -> None:
+    """Relevance first (issue 28 item 3): whatever the cognitive scores, ordering by (tier, blend)
+    puts every item of a better tier first, and a better tier is always more relevant by search."""
+    tiers = relevance_tiers(search)
+    order = sorted(search, key=lambda i: (tiers[i], -blend.get(i, 0.0)))
+    for n, a in enumerate(order):
+        for b in order[n + 1 :]:
+            assert tiers[a] <= tiers[b]
+            if tiers[a] < tiers[b]:
+                assert search[a] > search[b]
+    same = [(a, b) for a in search for b in search if search[a] == search[b]]
+    assert all(tiers[a] == tiers[b] for a, b in same)
+
+
+def test_a_clear_gap_starts_a_tier_and_near_equals_share_one() -> None:
+    # the flowerpots: red 1.0 and blue 0.854 are far apart for a head whose mean gap is 0.077 ...
+    head = {"red": 1.0, "blue": 0.854, **{f"f{i}": 0.3 - 0.02 * i for i in range(12)}}
+    tiers = relevance_tiers(head)
+    assert tiers["red"] < tiers["blue"]
+    # ... while a hair's difference (0.995 against 1.0) leaves the blend to decide
+    tiers = relevance_tiers(head | {"blue": 0.995})
+    assert tiers["red"] == tiers["blue"]

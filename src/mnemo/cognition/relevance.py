@@ -14,9 +14,10 @@ default for benchmarks and tests) uses the expected weights
 ``alpha_c / sum(alpha)`` and noise 0.5, so one query always ranks the same.
 
 The alphas keep search dominant: the other components together weigh about
-0.4 (cold start) and 0.5 (mature) of the search weight, so use, recency and
-association decide between items about equally relevant to the query but
-cannot lift a clearly less relevant item over the right one. (The seed's
+0.4 (cold start) and 0.5 (mature) of the search weight. That alone still let
+a new, much-used memory pass a clearly more relevant old one (issue 28), so
+:func:`relevance_tiers` now makes it a rule: the blend orders candidates only
+within a tier of about equal relevance. (The seed's
 mature set, with co-access at 5 of 18.5, let memories that were merely
 co-retrieved often outrank the answer in ``mnemo bench dynamics``.)
 """
@@ -40,6 +41,7 @@ __all__ = [
     "minmax",
     "most_relevant",
     "recency",
+    "relevance_tiers",
     "suppressible",
 ]
 
@@ -111,3 +113,25 @@ def suppressible(item: K, relevant: frozenset[K], similarity: Mapping[K, float],
     ranking's top k nor as similar to the question as recall's refusal line asks of an answer
     (retrieval-induced forgetting weakens competitors, never what the question is about)."""
     return item not in relevant and similarity.get(item, 0.0) < threshold
+
+
+# --- relevance first (cognitive-plan §3.1, ACT-R partial matching) -----------------------------------
+def relevance_tiers(search: Mapping[K, float]) -> dict[K, int]:
+    """Group candidates into tiers of about equal relevance: walking down the search scores, a new
+    tier starts at every gap wider than the mean gap over the candidates (the scores' own scale, no
+    constant). Tier 0 is the most relevant; equal scores always share a tier.
+
+    Use, weight, recency, association and noise reorder candidates inside a tier; they never lift an
+    item over one in a better tier: a clearly less relevant memory stays below however active it is,
+    as partial matching keeps a dissimilar chunk out in ACT-R."""
+    ranked = sorted(search, key=lambda i: -search[i])
+    if len(ranked) < 3:
+        return dict.fromkeys(ranked, 0)
+    mean_gap = (search[ranked[0]] - search[ranked[-1]]) / (len(ranked) - 1)
+    tiers: dict[K, int] = {}
+    tier = 0
+    for previous, item in zip([None, *ranked], ranked, strict=False):
+        if previous is not None and search[previous] - search[item] > mean_gap:
+            tier += 1
+        tiers[item] = tier
+    return tiers

@@ -57,6 +57,7 @@ from mnemo.cognition.relevance import (
     minmax,
     most_relevant,
     recency,
+    relevance_tiers,
     suppressible,
 )
 from mnemo.cognition.relevance import blend as blend_score
@@ -769,8 +770,19 @@ async def blend(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, fo
         ) | {"search": searched.get(item_id, 0.0), "coaccess": activated.get(item_id, 0.0)}
         scored.append((blend_score(parts, weights), item_id, parts))
     scored = below_superseders(scored, memory_rows)
-    scored.sort(key=lambda x: (-x[0], str(x[1])))
+    tier_of = _tiers_of(scored, memory_rows)
+    scored.sort(key=lambda x: (tier_of[x[1]], -x[0], str(x[1])))
     return Blended(scored=scored, weights=weights, rows=rows)
+
+
+def _tiers_of(scored: Scored, memory_rows: Mapping[uuid.UUID, Mapping[str, Any]]) -> dict[uuid.UUID, int]:
+    """Relevance first: the candidates' tiers of about equal search relevance
+    (:func:`~mnemo.cognition.relevance.relevance_tiers`), a superseded memory at best in the tier of
+    the memory that superseded it (it never outranks it)."""
+    tier_of = relevance_tiers({i: parts["search"] for _, i, parts in scored})
+    for item_id, newers in _superseders(scored, memory_rows).items():
+        tier_of[item_id] = max([tier_of[item_id], *(tier_of[n] for n in newers)])
+    return tier_of
 
 
 def _after(request: Request, row: Mapping[str, Any]) -> bool:
@@ -814,17 +826,26 @@ async def _spread(
     return activated
 
 
-def below_superseders(scored: Scored, memory_rows: Mapping[uuid.UUID, Mapping[str, Any]]) -> Scored:
-    """A superseded memory never outranks a memory that superseded it when both are candidates
-    (it keeps its own score when its superseder did not come up: still recallable)."""
-    score = {i: sc for sc, i, _ in scored}
+def _superseders(
+    scored: Scored, memory_rows: Mapping[uuid.UUID, Mapping[str, Any]]
+) -> dict[uuid.UUID, list[uuid.UUID]]:
+    """Per superseded candidate, the candidates that superseded it."""
+    present = {i for _, i, _ in scored}
     superseders: dict[uuid.UUID, list[uuid.UUID]] = {}
     for item_id, row in memory_rows.items():
         for text in (row.get("metadata") or {}).get("superseded_by") or ():
             with contextlib.suppress(ValueError, TypeError):
                 newer = uuid.UUID(str(text))
-                if newer in score and item_id in score:
+                if newer in present and item_id in present:
                     superseders.setdefault(item_id, []).append(newer)
+    return superseders
+
+
+def below_superseders(scored: Scored, memory_rows: Mapping[uuid.UUID, Mapping[str, Any]]) -> Scored:
+    """A superseded memory never outranks a memory that superseded it when both are candidates
+    (it keeps its own score when its superseder did not come up: still recallable)."""
+    score = {i: sc for sc, i, _ in scored}
+    superseders = _superseders(scored, memory_rows)
     for _ in range(len(superseders)):  # chains A <- B <- C settle in at most this many passes
         changed = False
         for item_id, newers in superseders.items():
