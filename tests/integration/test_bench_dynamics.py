@@ -13,8 +13,11 @@ async def test_dynamics_beat_a_static_store_on_a_small_world(database_url: str, 
     dyn, static = result["systems"]["dynamics"], result["systems"]["static"]
     assert dyn["pairs"] == static["pairs"] == 8 and dyn["updates"] == 4
     assert dyn["session_recalls"] > 0 and static["session_recalls"] == dyn["session_recalls"]
-    # Used facts rise above their equally similar twins only when recall strengthens what it returns.
-    assert dyn["used_above_unused"] == 100.0
+    # Used facts rise above their twins only when recall strengthens what it returns: always when
+    # the twins are about equally relevant (one relevance tier), and never over a clearly more
+    # relevant twin (relevance first), so the pairs split by a clear gap go by relevance.
+    assert dyn["same_tier_pairs"] > 0 and dyn["used_above_unused_same_tier"] == 100.0
+    assert dyn["used_above_unused"] > static["used_above_unused"]
     assert dyn["mean_rank_used"] < static["mean_rank_used"] or static["mean_rank_used"] == 1.0
     assert static["used_above_unused"] < 100.0
     assert dyn["update_above_superseded"] == 100.0

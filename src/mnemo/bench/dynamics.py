@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemo.archive import AsyncArchive
+from mnemo.cognition.relevance import relevance_tiers
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.models import Scope
@@ -143,7 +144,7 @@ async def _run_once(
             if progress is not None:
                 progress("dynamics" if dynamic else "static", day, sessions)
         at = start + timedelta(days=sessions, hours=1)
-        above = equal_above = equal_n = 0
+        above = equal_above = equal_n = tier_above = tier_n = 0
         used_ranks, unused_ranks = [], []
         for pair, fact in zip(pairs, used, strict=True):
             other = pair[1] if fact is pair[0] else pair[0]
@@ -157,6 +158,10 @@ async def _run_once(
             if abs(sims.get(ids[fact], 0.0) - sims.get(ids[other], 0.0)) < 0.05:
                 equal_n += 1
                 equal_above += r_used < r_other
+            tier = relevance_tiers({h.id: h.search for h in result.hits})  # k = 50: every candidate
+            if ids[fact] in tier and tier.get(ids[fact]) == tier.get(ids[other]):
+                tier_n += 1  # about equally relevant: use may decide (relevance first)
+                tier_above += r_used < r_other
         updated = 0
         for old, new in changes:
             result = await recall(rt, scope, old.question, 50, read_only=True, threshold=-1.0, now=at)
@@ -168,6 +173,8 @@ async def _run_once(
         "used_above_unused": round(100.0 * above / max(len(pairs), 1), 1),
         "equal_similarity_pairs": equal_n,
         "used_above_unused_equal_similarity": round(100.0 * equal_above / max(equal_n, 1), 1),
+        "same_tier_pairs": tier_n,
+        "used_above_unused_same_tier": round(100.0 * tier_above / max(tier_n, 1), 1),
         "mean_rank_used": round(sum(used_ranks) / max(len(used_ranks), 1), 2),
         "mean_rank_unused": round(sum(unused_ranks) / max(len(unused_ranks), 1), 2),
         "update_above_superseded": round(100.0 * updated / max(len(changes), 1), 1),

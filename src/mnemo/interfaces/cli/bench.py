@@ -172,13 +172,16 @@ def bench_dynamics(
             )
         )
     table = Table(title=f"dynamics scenario: {topics} pairs, {updates} updates, {fillers} fillers, {sessions} sessions")
-    for col in ("system", "used > unused", "  (equal sim)", "mean rank used / unused", "update > superseded", "s"):
+    columns: tuple[str, ...] = ("system", "used > unused", "  (equal sim)", "  (same tier)")
+    columns += ("mean rank used / unused", "update > superseded")
+    for col in (*columns, "s"):
         table.add_column(col, justify="right")
     for name, f in result["systems"].items():
         table.add_row(
             name,
             f"{f['used_above_unused']:.1f}%",
             f"{f['used_above_unused_equal_similarity']:.1f}% of {f['equal_similarity_pairs']}",
+            f"{f['used_above_unused_same_tier']:.1f}% of {f['same_tier_pairs']}",
             f"{f['mean_rank_used']:.2f} / {f['mean_rank_unused']:.2f}",
             f"{f['update_above_superseded']:.1f}%",
             f"{f['seconds']:.0f}",
