@@ -99,6 +99,30 @@ def pipeline_of(path: str | Path) -> Pipeline | None:
     return Pipeline(root / modules[0]["path"], mode, int(bert["max_seq_length"]))
 
 
+class _LockedTokenizer:
+    """A tokenizer whose every call (``__call__`` and its methods) holds a lock."""
+
+    def __init__(self, tokenizer: Any, lock: threading.RLock) -> None:
+        self._tokenizer = tokenizer
+        self._lock = lock
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return self._tokenizer(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._tokenizer, name)
+        if not callable(value):
+            return value
+
+        @functools.wraps(value)
+        def locked(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return value(*args, **kwargs)
+
+        return locked
+
+
 class OnnxEncoder:
     """Sentence and token embeddings from an exported transformer under ONNX Runtime.
 
@@ -112,7 +136,14 @@ class OnnxEncoder:
         self.truncate_dim = truncate_dim
         self._special = np.array(sorted(set(tokenizer.all_special_ids)), dtype=np.int64)
         self._inputs = {i.name for i in session.get_inputs()}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+
+    @property
+    def shared_tokenizer(self) -> Any:
+        """The tokenizer for everyone else (token counts, passages): each of its calls runs under
+        this encoder's lock, since a fast tokenizer's padding and truncation are state that every call
+        sets, and a count beside a padded batch would unpad the batch under it."""
+        return _LockedTokenizer(self.tokenizer, self._lock)
 
     def encode(
         self, texts: Sequence[str], batch_size: int, *, tokens: bool = True

@@ -546,7 +546,7 @@ def _onnx_loader(
             _log.warning("running %s on PyTorch: %s", path, exc)
             model = _st_model(path, truncate_dim)
             return _st_embedder(model, batch_size), model.tokenizer
-        return encoder, encoder.tokenizer
+        return encoder, encoder.shared_tokenizer
 
     return loader
 

@@ -3,6 +3,7 @@ giving PyTorch's sentence and token embeddings, exported once and reused, and fa
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -112,3 +113,39 @@ async def test_concurrent_queries_share_forward_passes_and_get_their_own_embeddi
         assert float(vector @ own_vector) > 0.9999  # padding to the batch's longest changes nothing
         assert np.array_equal(tokens.ids, own_tokens.ids)
         assert np.min(np.sum(tokens.vectors * own_tokens.vectors, axis=1)) > 0.9999
+
+
+def test_token_counts_beside_a_padded_batch_never_break_it(embeddings: Embeddings) -> None:
+    """The model's tokenizer is shared: counting tokens (context budgets, quotes, passages) on one
+    thread while another embeds a padded batch must not change the batch's padding under it (the
+    chaos soak saw 'setting an array element with a sequence' from a recall beside writes)."""
+    import threading
+
+    texts = [("word " * n).strip() for n in (3, 40, 7, 120, 1, 60, 15, 90)]
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def count() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            embeddings.count_tokens([f"count these {n} words please"])  # a new text each time: no cache
+
+    def embed() -> None:
+        try:
+            for _ in range(150):
+                vectors = asyncio.run(embeddings.embed_documents(texts))
+                assert vectors.shape == (len(texts), embeddings.dim)
+        except BaseException as exc:
+            errors.append(exc)
+
+    counters = [threading.Thread(target=count) for _ in range(2)]
+    for t in counters:
+        t.start()
+    try:
+        embed()
+    finally:
+        stop.set()
+        for t in counters:
+            t.join()
+    assert not errors, errors[0]
