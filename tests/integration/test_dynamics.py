@@ -345,13 +345,3 @@ async def test_a_memory_lifted_over_an_equally_relevant_one_is_not_reinforced(
     assert rows(database_url, suppressed, red) == [(0,)]
     used = "SELECT count(*) FROM traces.weight_changes WHERE memory_id = %s AND reason = 'recalled'"
     assert rows(database_url, used, blue) == [(8,)]  # the 8 uses, not the lifts
-
-
-async def test_use_never_lifts_a_clearly_less_relevant_memory(archive: AsyncArchive) -> None:
-    """Relevance first: asked about the gate, the old red flowerpot comes first although the blue one
-    is new and in heavy use (its use would have lifted it before); both are shown."""
-    blue, red = await _flowerpots(archive)
-    for n in range(3):
-        result = await archive.recall(ME, f"is the spare house key by the gate? ({n})", k=2)
-        assert [h.id for h in result] == [red, blue]
-        assert result.hits[1].activation > result.hits[0].activation  # use is there, relevance wins

@@ -53,10 +53,13 @@ def test_the_blend_never_lifts_an_item_over_a_better_tier(search: dict[int, floa
 
 
 def test_a_clear_gap_starts_a_tier_and_near_equals_share_one() -> None:
-    # the flowerpots: red 1.0 and blue 0.854 are far apart for a head whose mean gap is 0.077 ...
-    head = {"red": 1.0, "blue": 0.854, **{f"f{i}": 0.3 - 0.02 * i for i in range(12)}}
+    fillers = {f"f{i}": 0.3 - 0.02 * i for i in range(12)}
+    # a wide gap with a dense run below it is clear: "red" alone above the "blue" group
+    head = {"red": 1.0, "blue": 0.854, "blue2": 0.84, "blue3": 0.83, **fillers}
     tiers = relevance_tiers(head)
-    assert tiers["red"] < tiers["blue"]
-    # ... while a hair's difference (0.995 against 1.0) leaves the blend to decide
-    tiers = relevance_tiers(head | {"blue": 0.995})
-    assert tiers["red"] == tiers["blue"]
+    assert tiers["red"] < tiers["blue"] == tiers["blue2"] == tiers["blue3"] < tiers["f0"]
+    # twins that differ in one detail (a gap before a wider one) share a tier: use may decide
+    twins = relevance_tiers({"mint": 1.0, "earl grey": 0.953, "sencha": 0.737, "oolong": 0.659, **fillers})
+    assert twins["mint"] == twins["earl grey"] < twins["sencha"]
+    # ... and a hair's difference always does
+    assert relevance_tiers(head | {"blue": 0.995})["red"] == relevance_tiers(head | {"blue": 0.995})["blue"]

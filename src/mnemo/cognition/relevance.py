@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping
+from itertools import pairwise
 from typing import TypeVar
 
 import numpy as np
@@ -118,8 +119,10 @@ def suppressible(item: K, relevant: frozenset[K], similarity: Mapping[K, float],
 # --- relevance first (cognitive-plan §3.1, ACT-R partial matching) -----------------------------------
 def relevance_tiers(search: Mapping[K, float]) -> dict[K, int]:
     """Group candidates into tiers of about equal relevance: walking down the search scores, a new
-    tier starts at every gap wider than the mean gap over the candidates (the scores' own scale, no
-    constant). Tier 0 is the most relevant; equal scores always share a tier.
+    tier starts at a clear gap, one wider than the mean gap over the candidates (the scores' own
+    scale, no constant) and not followed by a wider one (a gap just before a wider one sits inside
+    a loose cluster, as between two twins that differ in one detail, not at its edge). Tier 0 is
+    the most relevant; equal scores always share a tier.
 
     Use, weight, recency, association and noise reorder candidates inside a tier; they never lift an
     item over one in a better tier: a clearly less relevant memory stays below however active it is,
@@ -127,11 +130,13 @@ def relevance_tiers(search: Mapping[K, float]) -> dict[K, int]:
     ranked = sorted(search, key=lambda i: -search[i])
     if len(ranked) < 3:
         return dict.fromkeys(ranked, 0)
-    mean_gap = (search[ranked[0]] - search[ranked[-1]]) / (len(ranked) - 1)
-    tiers: dict[K, int] = {}
+    gaps = [search[a] - search[b] for a, b in pairwise(ranked)]
+    mean_gap = sum(gaps) / len(gaps)
+    tiers = {ranked[0]: 0}
     tier = 0
-    for previous, item in zip([None, *ranked], ranked, strict=False):
-        if previous is not None and search[previous] - search[item] > mean_gap:
+    for n, item in enumerate(ranked[1:]):
+        following = gaps[n + 1] if n + 1 < len(gaps) else 0.0
+        if gaps[n] > mean_gap and gaps[n] >= following:
             tier += 1
         tiers[item] = tier
     return tiers
