@@ -503,59 +503,24 @@ async def run_locomo(
     if conversations_limit is not None and conversations_limit < 1:
         raise ValueError("conversations_limit must be >= 1")
     conversations = load_locomo(path)[:conversations_limit]
-    tokens = {
-        c.sample_id: dict(
-            zip(
-                (str(t.metadata["dia_id"]) for t in c.turns),
-                embeddings.count_tokens([t.content for t in c.turns]),
-                strict=True,
-            )
-        )
-        for c in conversations
-    }
+    tokens = _turn_tokens(conversations, embeddings)
     sample_of = [c.sample_id for c in conversations for _ in c.questions]
     with tempfile.TemporaryDirectory(prefix="mnemo-locomo-") as home:
-        # Benchmarks rank deterministically (expected blend weights, no noise) unless told otherwise.
-        settings = Settings(
-            home=Path(home), database_url=database_url, **({"scoring": "deterministic"} | dict(overrides or {}))
-        )
-        # --live: the archive's default scoring (stochastic), seeded; every other setting as the lab's
-        lived = (
-            Settings(
-                home=Path(home),
-                database_url=database_url,
-                **({"scoring": Settings.model_fields["scoring"].default, "seed": seed} | dict(overrides or {})),
-            )
-            if live
-            else None
-        )
+        settings, lived = _settings(Path(home), database_url, overrides, live=live, seed=seed)
         passes = functools.partial(
-            run_mnemo,
-            conversations,
-            settings,
-            embeddings,
-            progress,
-            lived=lived,
-            rounds=rounds,
-            seed=seed,
+            run_mnemo, conversations, settings, embeddings, progress, lived=lived, rounds=rounds, seed=seed,
             ask_at=ask_at,
-        )
+        )  # fmt: skip
         started = time.perf_counter()
         mnemo_run, mnemo_lived = await passes(night=night)
         seconds = time.perf_counter() - started
         # --night: the turn-only run beside it, in the same invocation (another entity, same database)
         turn_run, turn_lived = await passes(name="mnemo turns") if night else (None, [])
-    systems = {"mnemo": score(mnemo_run, tokens, sample_of)}
-    lived_systems = {"mnemo": [_lived_round(r, tokens, sample_of) for r in mnemo_lived]}
-    if turn_run is not None:
-        systems["mnemo turns only"] = score(turn_run, tokens, sample_of)
-        lived_systems["mnemo turns only"] = [_lived_round(r, tokens, sample_of) for r in turn_lived]
+    runs = {"mnemo": (mnemo_run, mnemo_lived)} | ({"mnemo turns only": (turn_run, turn_lived)} if turn_run else {})
+    systems = {name: score(run, tokens, sample_of) for name, (run, _) in runs.items()}
+    lived_systems = {name: [_lived_round(r, tokens, sample_of) for r in rs] for name, (_, rs) in runs.items()}
     if baselines:
-        bm25_run = run_bm25(conversations)
-        dense_run = await run_dense(conversations, embeddings)
-        systems["bm25s"] = score(bm25_run, tokens, sample_of)
-        systems["dense"] = score(dense_run, tokens, sample_of)
-        systems["bm25s+dense rrf"] = score(run_fusion(bm25_run, dense_run), tokens, sample_of)
+        systems |= await _baselines(conversations, embeddings, tokens, sample_of)
     return {
         "dataset": str(path),
         "conversations": len(conversations),
@@ -569,21 +534,72 @@ async def run_locomo(
         if mnemo_run.night
         else None,
         "systems": systems,
-        "lived": {
-            "rounds": rounds,
-            "seed": seed,
-            "scoring": lived.scoring,
-            "order": "import (and --night's nights) once; the lab pass read-only; then each round asks every "
-            "conversation's questions in order, then its foreign ones, by the owner, mutating, on the same scopes",
-            "systems": lived_systems,
-        }
-        if lived is not None
-        else None,
-        "anchor": {
-            "name": "LoCoMo paper, DRAGON, dialog, all 10 conversations, all categories",
-            "R@5": 56.7,
-            "R@10": 66.2,
-            "R@25": 76.7,
-            "R@50": 82.7,
-        },
+        "lived": _lived_report(lived, rounds, seed, lived_systems),
+        "anchor": ANCHOR,
+    }
+
+
+ANCHOR = {
+    "name": "LoCoMo paper, DRAGON, dialog, all 10 conversations, all categories",
+    "R@5": 56.7,
+    "R@10": 66.2,
+    "R@25": 76.7,
+    "R@50": 82.7,
+}
+
+
+def _turn_tokens(conversations: Sequence[Conversation], embeddings: Embeddings) -> dict[str, dict[str, int]]:
+    """Per conversation, each turn's token count by its dialogue id."""
+    return {
+        c.sample_id: dict(
+            zip(
+                (str(t.metadata["dia_id"]) for t in c.turns),
+                embeddings.count_tokens([t.content for t in c.turns]),
+                strict=True,
+            )
+        )
+        for c in conversations
+    }
+
+
+def _settings(
+    home: Path, database_url: str | None, overrides: Mapping[str, Any] | None, *, live: bool, seed: int
+) -> tuple[Settings, Settings | None]:
+    """The lab's settings (deterministic unless told otherwise) and, with ``live``, the lived rounds'
+    (the archive's default scoring, stochastic, seeded; every other setting as the lab's)."""
+    lab = Settings(home=home, database_url=database_url, **({"scoring": "deterministic"} | dict(overrides or {})))
+    if not live:
+        return lab, None
+    default = Settings.model_fields["scoring"].default
+    return lab, Settings(
+        home=home, database_url=database_url, **({"scoring": default, "seed": seed} | dict(overrides or {}))
+    )
+
+
+async def _baselines(
+    conversations: Sequence[Conversation],
+    embeddings: Embeddings,
+    tokens: Mapping[str, Mapping[str, int]],
+    sample_of: Sequence[str],
+) -> dict[str, Any]:
+    """BM25, dense cosine and their reciprocal-rank fusion, scored alike."""
+    bm25_run = run_bm25(conversations)
+    dense_run = await run_dense(conversations, embeddings)
+    return {
+        "bm25s": score(bm25_run, tokens, sample_of),
+        "dense": score(dense_run, tokens, sample_of),
+        "bm25s+dense rrf": score(run_fusion(bm25_run, dense_run), tokens, sample_of),
+    }
+
+
+def _lived_report(lived: Settings | None, rounds: int, seed: int, systems: Mapping[str, Any]) -> dict[str, Any] | None:
+    if lived is None:
+        return None
+    return {
+        "rounds": rounds,
+        "seed": seed,
+        "scoring": lived.scoring,
+        "order": "import (and --night's nights) once; the lab pass read-only; then each round asks every "
+        "conversation's questions in order, then its foreign ones, by the owner, mutating, on the same scopes",
+        "systems": dict(systems),
     }
