@@ -93,6 +93,9 @@ BackupProgress = backup_path.Stage
 class AsyncArchive:
     """An open memory archive. Create with ``await AsyncArchive.open(...)``."""
 
+    NIGHT_STAGES: tuple[str, ...] = NIGHT_STAGES
+    """The night cycle's stages, in the order a night runs them."""
+
     def __init__(self, runtime: Runtime, pending_reembed: int) -> None:
         self._rt = runtime
         self.pending_reembed = pending_reembed

@@ -107,7 +107,7 @@ DEMO_CONTEXT = "Help me plan a dinner for Lena's visit"
 @fail_cleanly
 def demo(as_json: JsonOpt = False) -> None:
     """Import the bundled sample conversation and recall from it."""
-    from mnemo.night.cycle import STAGES as NIGHT_STAGES
+    from mnemo.archive import AsyncArchive
 
     scope = Scope("demo", "sample")
     sample = resources.files("mnemo").joinpath("data/sample_conversation.jsonl")
@@ -121,7 +121,7 @@ def demo(as_json: JsonOpt = False) -> None:
                 archive.remember(scope, "Never share Maya's home address with anyone", anchored=True)
                 archive.remember(scope, "Maya prefers short, practical answers", kind="preference")
         # The night cycle (raw turns kept for the demo: no retention stage): blocks, facts, curation.
-        night = archive.night_cycle(scope, stages=tuple(s for s in NIGHT_STAGES if s != "retention"))
+        night = archive.night_cycle(scope, stages=tuple(s for s in AsyncArchive.NIGHT_STAGES if s != "retention"))
         results = [archive.recall(scope, q, 3) for q in DEMO_QUERIES]
         block = archive.context(scope, DEMO_CONTEXT, 160, seed=0)
     if as_json:

@@ -12,10 +12,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mnemo._validate import check_kind, to_utc
+from mnemo.archive import AsyncArchive
 from mnemo.errors import InvalidContentError
 from mnemo.interfaces.ui.charts import activation_series, beta_density, polyline, scale, time_ticks
 from mnemo.models import MEMORY_STATUSES, EntityFacts, Hit, RecallResult, Refusal, TreeNode
-from mnemo.night.cycle import STAGES
 
 __all__ = [
     "activation_chart",
@@ -199,13 +199,13 @@ def fact_timeline(found: EntityFacts | None) -> dict[str, Any] | None:
 
 
 def night_stages(run: Mapping[str, Any]) -> list[tuple[str, float | None]]:
-    """The stages a night run did, in the order the night runs them (:data:`mnemo.night.cycle.STAGES`),
+    """The stages a night run did, in the order the night runs them (:attr:`AsyncArchive.NIGHT_STAGES`),
     each with its seconds: those its summary timed, and those its ``stages_done`` marks (None: done
     by an earlier attempt of a resumed run, or the run has no summary yet)."""
     summary = (run.get("report") or {}).get("summary") or {}
     seconds = summary.get("stage_seconds") or {}
     done = set(run.get("stages_done") or ())
-    return [(stage, seconds.get(stage)) for stage in STAGES if stage in seconds or stage in done]
+    return [(stage, seconds.get(stage)) for stage in AsyncArchive.NIGHT_STAGES if stage in seconds or stage in done]
 
 
 LEVELS = (("utterance_level", "utterance"), ("exchange_level", "exchange"), ("theme_level", "theme"))
