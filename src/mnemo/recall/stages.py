@@ -769,18 +769,19 @@ async def blend(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, fo
             cfg, row, found.kind_of[item_id], found.similarity.get(item_id, 0.0), request.now, request.cues, rng
         ) | {"search": searched.get(item_id, 0.0), "coaccess": activated.get(item_id, 0.0)}
         scored.append((blend_score(parts, weights), item_id, parts))
-    scored = below_superseders(scored, memory_rows)
-    tier_of = _tiers_of(scored, memory_rows)
+    superseders = _superseders(scored, memory_rows)
+    scored = below_superseders(scored, superseders)
+    tier_of = _tiers_of(scored, superseders)
     scored.sort(key=lambda x: (tier_of[x[1]], -x[0], str(x[1])))
     return Blended(scored=scored, weights=weights, rows=rows)
 
 
-def _tiers_of(scored: Scored, memory_rows: Mapping[uuid.UUID, Mapping[str, Any]]) -> dict[uuid.UUID, int]:
+def _tiers_of(scored: Scored, superseders: Mapping[uuid.UUID, Sequence[uuid.UUID]]) -> dict[uuid.UUID, int]:
     """Relevance first: the candidates' tiers of about equal search relevance
     (:func:`~mnemo.cognition.relevance.relevance_tiers`), a superseded memory at best in the tier of
     the memory that superseded it (it never outranks it)."""
     tier_of = relevance_tiers({i: parts["search"] for _, i, parts in scored})
-    for item_id, newers in _superseders(scored, memory_rows).items():
+    for item_id, newers in superseders.items():
         tier_of[item_id] = max([tier_of[item_id], *(tier_of[n] for n in newers)])
     return tier_of
 
@@ -841,11 +842,11 @@ def _superseders(
     return superseders
 
 
-def below_superseders(scored: Scored, memory_rows: Mapping[uuid.UUID, Mapping[str, Any]]) -> Scored:
+def below_superseders(scored: Scored, superseders: Mapping[uuid.UUID, Sequence[uuid.UUID]]) -> Scored:
     """A superseded memory never outranks a memory that superseded it when both are candidates
-    (it keeps its own score when its superseder did not come up: still recallable)."""
+    (it keeps its own score when its superseder did not come up: still recallable);
+    ``superseders``: per superseded candidate, the candidates that superseded it."""
     score = {i: sc for sc, i, _ in scored}
-    superseders = _superseders(scored, memory_rows)
     for _ in range(len(superseders)):  # chains A <- B <- C settle in at most this many passes
         changed = False
         for item_id, newers in superseders.items():
