@@ -50,10 +50,11 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from mnemo.cognition.facts import canonical_value, is_fragment
 from mnemo.cognition.patterns import (
     CLAUSE_START,
     FACT_KINDS,
@@ -194,8 +195,10 @@ def fact_key(entity: str, attribute: str) -> str:
 
 
 def fact_hash(entity: str, attribute: str, value: str) -> str:
-    """sha256 hex of the normalised parts joined by ``\\x1f``: the same fact, however it was written."""
-    return _digest(entity, attribute, value)
+    """sha256 hex of the normalised parts joined by ``\\x1f``, the value in its
+    :func:`~mnemo.cognition.facts.canonical_value` form: the same fact, however it was written
+    ("went to the LGBTQ support groups" = "went to LGBTQ support group"), is counted, not copied."""
+    return _digest(entity, attribute, canonical_value(entity, value) or value)
 
 
 def triple_hash(subject: str, predicate: str, obj: str) -> str:
@@ -283,6 +286,8 @@ def extract(turns: Sequence[TurnText]) -> Extraction:
                 confidence = round(min(1.0, max(0.05, confidence)), 3)
                 valid_from, precision = _timed(hit, text, sentence, turn.at)
                 value = resolve_first_person(hit.value, entity)  # "my paintings" -> "Caroline's paintings"
+                if not hit.negated and is_fragment(hit.attribute, value):
+                    continue  # "works at" with its object cut off says nothing (an ending closes any value)
                 fact = FactCandidate(
                     entity, hit.attribute, value, confidence, index, hit.kind, valid_from, hit.negated, precision
                 )
@@ -294,4 +299,11 @@ def extract(turns: Sequence[TurnText]) -> Extraction:
                     tkey = (index, triple.digest, hit.negated)
                     if tkey not in triples or triples[tkey].confidence < confidence:
                         triples[tkey] = triple
-    return Extraction(tuple(facts.values()), tuple(triples.values()))
+    return Extraction(_without_implied(facts.values()), tuple(triples.values()))
+
+
+def _without_implied(facts: Iterable[FactCandidate]) -> tuple[FactCandidate, ...]:
+    """Less "X has a sister" where the same turn says who the sister is ("my sister Lena")."""
+    kept = list(facts)
+    named = {(f.source, normalise(f.attribute)) for f in kept if f.kind == "relation" and f.attribute != "has"}
+    return tuple(f for f in kept if not (f.attribute == "has" and (f.source, normalise(f.value)) in named))

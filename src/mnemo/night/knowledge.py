@@ -42,6 +42,7 @@ from mnemo.cognition.extraction import (
     normalise,
     triple_hash,
 )
+from mnemo.cognition.facts import sentence
 from mnemo.models import Scope, uuid7
 from mnemo.store import knowledge as knowledge_rows
 from mnemo.store import night as night_rows
@@ -63,8 +64,9 @@ class KnowledgeStats:
 
 
 def fact_text(fact: FactCandidate) -> str:
-    """The sentence a fact is stored and searched as, e.g. ``"Caroline likes painting"``."""
-    text = f"{fact.entity} {fact.attribute} {fact.value}"
+    """The sentence a fact is stored and searched as, e.g. ``"Caroline likes painting"``,
+    ``"Maya's sister is Lena"`` (:func:`mnemo.cognition.facts.sentence`)."""
+    text = sentence(fact.entity, fact.attribute, fact.value)
     if fact.kind == "event" and fact.valid_from is not None:
         text += f" (on {fact.valid_from:%Y-%m-%d})"
     return text

@@ -73,7 +73,10 @@ async def refresh_statistics(conn: psycopg.AsyncConnection, vector_table: str) -
     statistics and the planner picks nested loops over whole scopes. Needs an autocommit
     connection (VACUUM cannot run in a transaction).
     """
-    for table in ("mnemo.memories", "mnemo.turns", "mnemo.co_access", "mnemo.blocks", "mnemo.facts", "mnemo.links"):
+    for table in (
+        *("mnemo.memories", "mnemo.turns", "mnemo.co_access", "mnemo.blocks", "mnemo.facts", "mnemo.links"),
+        *("mnemo.block_lines", "mnemo.token_vectors"),
+    ):
         await conn.execute(f"ANALYZE {table}")
     await conn.execute("VACUUM (ANALYZE) mnemo.postings")
     await conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier("vectors", vector_table)))

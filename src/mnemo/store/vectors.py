@@ -297,22 +297,42 @@ async def other_spaces(
 
 
 _LIVE = """
-      AND (v.item_kind = 'turn' OR EXISTS (
+      AND (v.item_kind IN ('turn', 'line') OR EXISTS (
           SELECT 1 FROM mnemo.memories m
           WHERE m.entity_id = v.entity_id AND m.id = v.item_id AND m.status IN ('candidate', 'active')))"""
-"""A row of the vector table ``v`` whose item is live: a turn, or a candidate or active memory."""
+"""A row of the vector table ``v`` whose item is live: a turn, a block's line whose raw turn retention
+removed, or a candidate or active memory."""
+
+_TOKEN_BYTES = """(SELECT octet_length(tv.vectors) FROM mnemo.token_vectors tv
+      WHERE tv.entity_id = %(e)s AND tv.item_id = {item} AND tv.slug = %(slug)s)"""
+# (a correlated primary-key lookup per item: fresh tables' missing statistics cannot turn it into a
+# nested loop over every pair of rows)
 
 _SCOPE_ITEMS = (
-    "SELECT"
-    + """ v.item_id, v.item_kind, octet_length(tv.vectors) FROM {vectors} v
-    LEFT JOIN mnemo.token_vectors tv ON tv.entity_id = v.entity_id AND tv.item_id = v.item_id AND tv.slug = %(slug)s
-    WHERE v.entity_id = %(e)s AND v.namespace = %(ns)s AND v.slug = %(slug)s
-      AND v.item_kind IN ('turn', 'memory') AND v.item_kind = ANY(%(kinds)s)"""
+    "SELECT v.item_id, v.item_kind, "  # noqa: S608 (composed from module constants; values are parameters)
+    + _TOKEN_BYTES.replace("{item}", "v.item_id")
+    + """ FROM {vectors} v
+    WHERE v.entity_id = %(e)s AND v.namespace = %(ns)s AND v.slug = %(slug)s AND v.item_kind = ANY(%(kinds)s)"""
     + _LIVE
     + """
+    UNION ALL
+    SELECT c.turn_id, 'line', c.size FROM (
+      SELECT l.turn_id, """
+    + _TOKEN_BYTES.replace("{item}", "l.turn_id")
+    + """ AS size
+      FROM (SELECT DISTINCT l.turn_id FROM mnemo.block_lines l
+            WHERE l.entity_id = %(e)s AND l.namespace = %(ns)s AND 'line' = ANY(%(kinds)s)
+              AND EXISTS (SELECT 1 FROM mnemo.blocks b
+                          WHERE b.entity_id = l.entity_id AND b.id = l.block_id AND b.migrated_at IS NOT NULL)) l
+      WHERE NOT EXISTS (SELECT 1 FROM mnemo.turns t WHERE t.entity_id = %(e)s AND t.id = l.turn_id)
+        AND NOT EXISTS (SELECT 1 FROM {vectors} w
+                        WHERE w.entity_id = %(e)s AND w.item_id = l.turn_id AND w.slug = %(slug)s)
+    ) c WHERE c.size IS NOT NULL
     ORDER BY 1
     LIMIT %(n)s"""
 )
+"""What late retrieval scans: the live items of the vector table, and the lines of blocks the cortex
+holds (their vectors live there; their token embeddings stay here)."""
 
 
 _WITHOUT_TOKENS = (
@@ -352,10 +372,12 @@ async def scope_items(
     kinds: Sequence[str],
     limit: int,
 ) -> list[tuple[uuid.UUID, str, int | None]]:
-    """Up to ``limit`` of the scope's live turns and memories (of ``kinds``) that have a vector in
-    ``slug``'s space (what the dense retriever sees, so nothing another model embedded is mixed
-    in), in id order, as ``(item_id, item_kind, bytes)``: how many bytes their token embeddings
-    (``mnemo.token_vectors``) take, None for an item that has none yet. What late retrieval scans."""
+    """Up to ``limit`` of the scope's live turns, lines and memories (of ``kinds``) that have a vector in
+    ``slug``'s space (what the dense retriever sees, so nothing another model embedded is mixed in; a
+    line of a block the cortex holds, whose vector lives there: its token embeddings), in id order,
+    as ``(item_id, item_kind, bytes)``: how many bytes their token embeddings
+    (``mnemo.token_vectors``) take, None for an item that has none yet. What late retrieval
+    scans."""
     stmt = sql.SQL(_SCOPE_ITEMS).format(vectors=_ident(table))
     cur = await conn.execute(stmt, {"e": entity_id, "ns": namespace, "slug": slug, "kinds": list(kinds), "n": limit})
     return [(r[0], r[1], r[2]) for r in await cur.fetchall()]
