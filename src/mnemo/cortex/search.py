@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC
 from typing import Any
 
@@ -314,14 +314,23 @@ def line_hit(hit: Hit, row: Mapping[str, Any]) -> Hit:
     return dataclasses.replace(hit, excerpt=(line,), gist=row.get("gist"), metadata=metadata)
 
 
-def once(hits: Sequence[Hit], count_tokens: Callable[[str], int]) -> list[Hit]:
+def once(
+    hits: Sequence[Hit],
+    count_tokens: Callable[[str], int],
+    stated: Mapping[uuid.UUID, Collection[uuid.UUID]] | None = None,
+) -> list[Hit]:
     """The hits, best first, with no line shown twice: a turn or line hit shows its line; a block
     hit quoting lines keeps those no better hit showed, and is dropped when none is left (an
-    expanded block, shown whole, always stays)."""
+    expanded block, shown whole, always stays). ``stated``: per fact hit, the turns that state it:
+    a fact and the turn it was read from say one thing, so whichever ranks first stands for both."""
     shown: set[uuid.UUID] = set()
     out = []
     for hit in hits:
-        if hit.item_kind in ("turn", "line"):
+        if stated and hit.id in stated:
+            if shown & set(stated[hit.id]):
+                continue
+            shown.update(stated[hit.id])
+        elif hit.item_kind in ("turn", "line"):
             if hit.id in shown:
                 continue
             shown.add(hit.id)

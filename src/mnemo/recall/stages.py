@@ -985,10 +985,20 @@ async def quote(
     ranked = (*decision.hits, *decision.spare)
     quoted = await cortex_search.bifocal(rt, conn, request.scope, found.vector, ranked, expand=request.expand)
     lined = [cortex_search.line_hit(h, rows[h.id]) if h.item_kind == "line" and h.id in rows else h for h in quoted]
-    hits = cortex_search.once(lined, lambda t: rt.embeddings.count_tokens([t])[0])[: request.k]
+    hits = cortex_search.once(lined, lambda t: rt.embeddings.count_tokens([t])[0], _stated(rows))[: request.k]
     counts = iter(rt.embeddings.count_tokens([h.content for h in hits if h.item_kind == "line"]))
     hits = [dataclasses.replace(h, token_count=next(counts)) if h.item_kind == "line" else h for h in hits]
     return dataclasses.replace(decision, hits=tuple(hits), spare=())
+
+
+def _stated(rows: Mapping[uuid.UUID, Mapping[str, Any]]) -> dict[uuid.UUID, set[uuid.UUID]]:
+    """Per fact memory among ``rows``, the turns it was read from (its provenance)."""
+    stated: dict[uuid.UUID, set[uuid.UUID]] = {}
+    for item_id, row in rows.items():
+        if "fact_id" in (row.get("metadata") or {}) and row.get("provenance"):
+            with contextlib.suppress(ValueError, TypeError):
+                stated[item_id] = {uuid.UUID(str(t)) for t in row["provenance"]}
+    return stated
 
 
 def _item_kind(kind: str) -> ItemKind:

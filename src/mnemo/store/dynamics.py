@@ -54,6 +54,7 @@ STATE_COLUMNS = (
     "token_count",
     "metadata",
     "tier",
+    "provenance",
 )
 _STATE_SQL = ", ".join(STATE_COLUMNS)
 
