@@ -137,3 +137,30 @@ async def test_after_retention_late_interaction_still_reads_every_line(archive: 
         found = await stages.retrieve(rt, conn, request, stages.start_embedding(rt, request))
     assert len(lines) >= 20
     assert lines <= set(found.scanned), "every line is scored by MaxSim, as its turn was"
+
+
+async def test_after_retention_a_fact_still_leads_to_the_line_it_was_read_from(
+    archive: AsyncArchive, tmp_path: Path
+) -> None:
+    """The structural step follows a fact's ``derived_from`` link to its turn; once retention removed
+    the turn, the link leads to the block's line that keeps its words."""
+    from mnemo.store import tiers
+
+    await archive.import_file(ME, conversation(tmp_path / "maya.jsonl"))
+    tonight = await archive.night_cycle(ME)
+    await archive.night_cycle(ME, as_of=tonight.as_of + timedelta(days=8))
+    rt = archive.runtime
+    async with rt.store.connection() as conn:
+        cur = await conn.execute(
+            """SELECT m.id, m.provenance[1]::uuid FROM mnemo.memories m
+               WHERE m.entity_id = %s AND m.namespace = %s AND m.content = 'Maya lives in Munich city centre'""",
+            (ME.entity_id, ME.namespace),
+        )
+        fact, turn = await cur.fetchone() or (None, None)
+        assert fact is not None
+        gone = await conn.execute(
+            "SELECT count(*) FROM mnemo.turns WHERE entity_id = %s AND id = %s", (ME.entity_id, turn)
+        )
+        assert (await gone.fetchone() or (1,))[0] == 0, "retention removed the turn that said it"
+        linked = await tiers.linked_items(conn, ME.entity_id, ME.namespace, [fact])
+    assert (turn, "line") in linked

@@ -265,7 +265,9 @@ async def linked_items(
 ) -> list[tuple[uuid.UUID, str]]:
     """Items one structural link away from ``memory_ids`` (memory-architecture §7.4), either
     direction: ``(id, "memory")`` for a linked block's or memory's row, ``(id, "turn")`` for a
-    linked turn. A block's links are followed from its memory row."""
+    linked turn, ``(id, "line")`` for a linked turn that retention removed and a block keeps as its
+    line (a fact still leads to the words it was read from). A block's links are followed from its
+    memory row."""
     if not memory_ids:
         return []
     cur = await conn.execute(
@@ -281,12 +283,17 @@ async def linked_items(
                SELECT l.source_id FROM mnemo.links l JOIN seeds s ON l.target_id = s.id
                WHERE l.entity_id = %(e)s AND l.namespace = %(ns)s AND l.link_type = ANY(%(types)s)
            )
-           SELECT DISTINCT coalesce(b.memory_id, m.id, t.id), CASE WHEN t.id IS NULL THEN 'memory' ELSE 'turn' END
+           SELECT DISTINCT coalesce(b.memory_id, m.id, t.id, ln.turn_id),
+                  CASE WHEN t.id IS NOT NULL THEN 'turn' WHEN b.id IS NULL AND m.id IS NULL THEN 'line'
+                       ELSE 'memory' END
            FROM ends x
            LEFT JOIN mnemo.blocks b ON b.entity_id = %(e)s AND b.namespace = %(ns)s AND b.id = x.other
            LEFT JOIN mnemo.memories m ON m.entity_id = %(e)s AND m.namespace = %(ns)s AND m.id = x.other
            LEFT JOIN mnemo.turns t ON t.entity_id = %(e)s AND t.namespace = %(ns)s AND t.id = x.other
-           WHERE coalesce(b.memory_id, m.id, t.id) IS NOT NULL""",
+           LEFT JOIN LATERAL (SELECT l.turn_id FROM mnemo.block_lines l
+                              WHERE l.entity_id = %(e)s AND l.namespace = %(ns)s AND l.turn_id = x.other
+                              LIMIT 1) ln ON true
+           WHERE coalesce(b.memory_id, m.id, t.id, ln.turn_id) IS NOT NULL""",
         {"e": entity_id, "ns": namespace, "ids": list(memory_ids), "types": list(link_types)},
     )
     return [(r[0], str(r[1])) for r in await cur.fetchall()]
