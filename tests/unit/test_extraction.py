@@ -228,6 +228,9 @@ def test_dislikes_and_ended_facts() -> None:
     assert has(ex.facts, "lives in", "US") is not None
     assert has(ex.facts, "lives in", "Sweden", negated=True) is not None
     assert [t.negated for t in ex.triples if t.object == "Sweden"] == [True]
+    later = extract([TurnText("Maya", "user", "I just moved to Lisbon from Toronto for a new job.", MONDAY)])
+    assert has(later.facts, "lives in", "Lisbon") is not None  # not "Lisbon from Toronto"
+    assert has(later.facts, "lives in", "Toronto", negated=True) is not None
 
 
 # ---------------------------------------------------------------- dates

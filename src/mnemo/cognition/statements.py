@@ -231,10 +231,14 @@ def clause_rules(clause: str, sentence: str) -> list[Hit]:
         return [_negate(h) for h in _predicate("am " + m.group("rest"), 0.75) if h.attribute != "name"]
     we = clause[:2].lower() == "we"
     if m := MOVED.match(clause):
-        value = clean_value(m.group("v"), max_words=5)
+        new_place, old_place = m.group("v"), m.group("old")
+        if old_place is None and (cut := re.match(r"(?P<v>.+?)\s+from\s+(?P<old>.+)", new_place)):
+            new_place, old_place = cut.group("v"), cut.group("old")  # "moved to Lisbon from Toronto"
+            old_place = re.split(r"\s+(?:for|because|with|after|when|since|and|so|but|to)\b", old_place)[0]
+        value = clean_value(new_place, max_words=5)
         hits = _hit("lives in", value, "fact", 0.75, direction="past", triple=is_proper(value), subject_we=we)
-        if m.group("old") and hits:
-            old = clean_value(m.group("old"), max_words=5)
+        if old_place and hits:
+            old = clean_value(old_place, max_words=5)
             hits += [_negate(h) for h in _hit("lives in", old, "fact", 0.6, triple=is_proper(old), subject_we=we)]
         return hits
     if (m := NEW_JOB.match(clause)) or (m := STARTED_WORK.match(clause)):
