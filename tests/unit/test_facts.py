@@ -18,7 +18,7 @@ from mnemo.cognition.extraction import TurnText, extract, fact_hash
 from mnemo.cognition.facts import canonical_value, content_words, is_fragment, reads_as_sentence, sentence
 
 ROOT = Path(__file__).resolve().parents[2]
-DEV = Path(os.environ.get("MNEMO_LOCOMO_DEV", ROOT.parent / "shared" / "bench" / "locomo" / "locomo-dev.json"))
+DEV = Path(os.environ.get("LOCOMO_DEV", ROOT.parent / "shared" / "bench" / "locomo" / "locomo-dev.json"))
 AT = datetime(2024, 9, 21, 10, 0, tzinfo=UTC)
 
 NAME = st.sampled_from(["Maya", "Jon", "Caroline", "Anna Lena"])

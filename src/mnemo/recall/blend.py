@@ -1,0 +1,213 @@
+"""Recall stage 6: the cognitive blend of the head (ACT-R activation, Beta weight, recency,
+co-access spreading, noise), relevance first. Seeds: cognitive-plan §2.7, §3.1, §3.8.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from mnemo import _dynamics as dynamics
+from mnemo._dynamics import history_of, weight_of
+from mnemo._runtime import Runtime
+from mnemo.cognition.activation import (
+    AccessHistory,
+    activation,
+    base_level,
+    logistic_noise,
+    partial_match,
+    retrieval_probability,
+    spreading,
+)
+from mnemo.cognition.relevance import (
+    COLD_START_ALPHAS,
+    MATURE_ALPHAS,
+    blend_weights,
+    minmax,
+    recency,
+    relevance_tiers,
+)
+from mnemo.cognition.relevance import blend as blend_score
+from mnemo.cognition.spreading import spread
+from mnemo.cognition.weights import DEFAULT
+from mnemo.config import Settings
+from mnemo.recall.rank import _head
+from mnemo.recall.records import Blended, Candidates, Request, Scored
+from mnemo.recall.retrieve import _similarities
+from mnemo.store import dynamics as dynamic_rows
+from mnemo.store import search as search_rows
+from mnemo.store import tiers
+
+
+# --- 6. cognitive blend -------------------------------------------------------------------------
+async def blend(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates) -> Blended:
+    """Score the head of the search ranking, plus memories reached by spreading activation, by the
+    blend of search, ACT-R activation, Beta weight, recency, co-access and noise (cognitive-plan §3.1)."""
+    cfg = rt.settings
+    scope = request.scope
+    final = found.final
+    head = _head(rt, request, final)
+    searched = minmax({i: final[i] for i in head})
+    activated = await _spread(rt, conn, request, found, head, searched)
+    await _similarities(rt, conn, request, found, [i for i in head if i not in found.similarity])
+    turn_rows = await search_rows.hydrate_turns(
+        conn, scope.entity_id, scope.namespace, [i for i in head if found.kind_of[i] == "turn"]
+    )
+    memory_rows = await dynamic_rows.memory_states(
+        conn, scope.entity_id, scope.namespace, [i for i in head if found.kind_of[i] == "memory"]
+    )
+    line_rows = await tiers.hydrate_lines(
+        conn, scope.entity_id, scope.namespace, [i for i in head if found.kind_of[i] == "line"]
+    )
+    mature = bool(memory_rows) and await search_rows.has_at_least(
+        conn, scope.entity_id, scope.namespace, cfg.blend_mature_after
+    )
+    rng = _draws(rt, request)
+    weights = blend_weights(
+        MATURE_ALPHAS if mature else COLD_START_ALPHAS,
+        None if rng is None else np.random.default_rng(rng.getrandbits(64)),
+    )
+    rows: dict[uuid.UUID, Mapping[str, Any]] = {**line_rows, **memory_rows, **turn_rows}
+    scored: Scored = []
+    for item_id in head:
+        row = rows.get(item_id)
+        if row is None or _after(request, row):
+            continue
+        parts = components(
+            cfg, row, found.kind_of[item_id], found.similarity.get(item_id, 0.0), request.now, request.cues, rng
+        ) | {"search": searched.get(item_id, 0.0), "coaccess": activated.get(item_id, 0.0)}
+        scored.append((blend_score(parts, weights), item_id, parts))
+    superseders = _superseders(scored, memory_rows)
+    scored = below_superseders(scored, superseders)
+    tier_of = _tiers_of(scored, superseders)
+    scored.sort(key=lambda x: (tier_of[x[1]], -x[0], str(x[1])))
+    return Blended(scored=scored, weights=weights, rows=rows)
+
+
+def _tiers_of(scored: Scored, superseders: Mapping[uuid.UUID, Sequence[uuid.UUID]]) -> dict[uuid.UUID, int]:
+    """Relevance first: the candidates' tiers of about equal search relevance
+    (:func:`~mnemo.cognition.relevance.relevance_tiers`), a superseded memory at best in the tier of
+    the memory that superseded it (it never outranks it)."""
+    tier_of = relevance_tiers({i: parts["search"] for _, i, parts in scored})
+    for item_id, newers in superseders.items():
+        tier_of[item_id] = max([tier_of[item_id], *(tier_of[n] for n in newers)])
+    return tier_of
+
+
+def _after(request: Request, row: Mapping[str, Any]) -> bool:
+    """Whether an item happened after the point in time the recall is made at (``as_of``), by its event
+    time (DESIGN §2 "Time"): a turn's own time, a memory's ``event_time`` (a derived memory's: its
+    sources'), else when it was written. A night that ran later still leaves its work visible at the
+    time of what it was made from."""
+    when = row.get("event_time") or row.get("created_at")
+    return request.as_of is not None and isinstance(when, datetime) and when > request.as_of
+
+
+def _draws(rt: Runtime, request: Request) -> random.Random | None:
+    """This recall's generator (``scoring="stochastic"``), or None for expected values."""
+    if rt.settings.scoring != "stochastic":
+        return None
+    return random.Random(request.seed) if request.seed is not None else rt.child_rng()
+
+
+async def _spread(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    request: Request,
+    found: Candidates,
+    head: list[uuid.UUID],
+    searched: Mapping[Any, float],
+) -> dict[uuid.UUID, float]:
+    """Co-access activation spread from the best memories; memories it reaches join ``head``."""
+    cfg = rt.settings
+    memory_head = [i for i in head if found.kind_of[i] == "memory"]
+    if not memory_head or not cfg.coaccess_seeds:
+        return {}
+    seeds = memory_head[: cfg.coaccess_seeds]
+    links = await dynamics.neighbours(conn, cfg, request.scope, seeds, request.now, hops=request.hops)
+    if not links:
+        return {}
+    activated = spread({i: searched[i] for i in seeds}, links, hops=request.hops)
+    for extra in activated:
+        if extra not in found.kind_of:
+            found.kind_of[extra] = "memory"
+            head.append(extra)
+    return activated
+
+
+def _superseders(
+    scored: Scored, memory_rows: Mapping[uuid.UUID, Mapping[str, Any]]
+) -> dict[uuid.UUID, list[uuid.UUID]]:
+    """Per superseded candidate, the candidates that superseded it."""
+    present = {i for _, i, _ in scored}
+    superseders: dict[uuid.UUID, list[uuid.UUID]] = {}
+    for item_id, row in memory_rows.items():
+        for text in (row.get("metadata") or {}).get("superseded_by") or ():
+            with contextlib.suppress(ValueError, TypeError):
+                newer = uuid.UUID(str(text))
+                if newer in present and item_id in present:
+                    superseders.setdefault(item_id, []).append(newer)
+    return superseders
+
+
+def below_superseders(scored: Scored, superseders: Mapping[uuid.UUID, Sequence[uuid.UUID]]) -> Scored:
+    """A superseded memory never outranks a memory that superseded it when both are candidates
+    (it keeps its own score when its superseder did not come up: still recallable);
+    ``superseders``: per superseded candidate, the candidates that superseded it."""
+    score = {i: sc for sc, i, _ in scored}
+    for _ in range(len(superseders)):  # chains A <- B <- C settle in at most this many passes
+        changed = False
+        for item_id, newers in superseders.items():
+            cap = min(score[n] for n in newers) - 1e-6
+            if score[item_id] > cap:
+                score[item_id], changed = cap, True
+        if not changed:
+            break
+    return [(score[i], i, parts) for _, i, parts in scored]
+
+
+def components(
+    cfg: Settings,
+    row: Mapping[str, Any],
+    item_kind: str,
+    similarity: float,
+    now: datetime,
+    cues: Mapping[str, object] | None,
+    rng: random.Random | None,
+) -> dict[str, float]:
+    """ACT-R activation, weight, recency and noise of one candidate (turns have the prior weight and a
+    single trace at their time)."""
+    if item_kind == "memory":
+        weight = weight_of(row)
+        history = history_of(row)
+        last = row.get("last_accessed") or row.get("event_time") or row["created_at"]
+        attributes: dict[str, object] = {**(row.get("metadata") or {}), "kind": row["kind"]}
+    else:
+        weight = DEFAULT
+        history = AccessHistory(row["created_at"].timestamp())
+        last = row["created_at"]
+        attributes = {
+            **(row.get("metadata") or {}),
+            "kind": "turn",
+            "role": row.get("role"),
+            "speaker": row.get("speaker"),
+        }
+    a = activation(
+        base_level(history, now.timestamp(), cfg.actr_decay),
+        spreading(similarity, cfg.actr_spreading),
+        partial_match(attributes, cues or {}, cfg.actr_mismatch),
+        logistic_noise(rng, cfg.actr_noise) if rng is not None else 0.0,
+    )
+    return {
+        "activation": retrieval_probability(a, cfg.actr_tau, cfg.actr_noise),
+        "weight": weight.observe(rng) if rng is not None else weight.center,
+        "recency": recency((now - last).total_seconds(), cfg.recency_half_life_days * 86400),
+        "noise": rng.random() if rng is not None else 0.5,
+    }
