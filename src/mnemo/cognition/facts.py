@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from mnemo.cognition.patterns import HAS, RELATIONS
 from mnemo.cognition.phrases import word_set
 
 __all__ = ["canonical_value", "content_words", "is_fragment", "sentence"]
@@ -37,14 +38,10 @@ _FUNCTION = word_set(
 _PRONOUN = word_set("it this that them these those one something stuff things thing there here him her")
 _DETERMINERS = word_set("a an the my our your his her their its")
 
-# one-word relations that read "X's <relation> is <name>"; "has" + a bare relation reads "X has a <relation>"
-_RELATIONS = word_set(
-    "mother father parents sister brother sibling son daughter child husband wife partner spouse "
-    "boyfriend girlfriend fiance grandmother grandfather grandson granddaughter grandchild aunt "
-    "uncle cousin niece nephew friend mentor boss manager colleague coworker roommate "
-    "neighbour neighbor pet dog cat puppy kitten horse bird parrot hamster rabbit turtle snake fish "
-    "ex-husband ex-wife ex-boyfriend ex-girlfriend ex-partner"
-) | {"guinea pig", "best friend"}
+# the extractor's relation words (patterns.RELATIONS, HAS; "ex-" ones too) read "X's <relation> is <name>";
+# "has" + a bare relation reads "X has a <relation>"
+_KIN = frozenset(RELATIONS.values()) | HAS | word_set("friend mentor boss manager colleague coworker roommate")
+_RELATIONS = _KIN | {f"ex-{r}" for r in _KIN} | word_set("neighbour neighbor puppy kitten fish") | {"best friend"}
 # predicates that are an adjective or a participle after "is": "Caroline is from Sweden"
 _COPULA = ("from", "interested in", "married to", "allergic to", "afraid of", "engaged to", "into", "part of")
 
