@@ -10,6 +10,7 @@ from mnemo.config import Settings
 from mnemo.cortex.store import Cortex
 from mnemo.embed import Embeddings
 from mnemo.recall.backfill import TokenBackfill
+from mnemo.recall.index import ReadIndexes
 from mnemo.store import Store
 from mnemo.store import token_vectors as token_rows
 
@@ -42,6 +43,7 @@ class Runtime:
     token_cache: token_rows.Cache = field(default_factory=token_rows.Cache)  # late interaction's reads
     reranker: Any = None  # a local cross-encoder (mnemo.rerank.Reranker) when settings.reranker is set
     backfill: TokenBackfill = field(default_factory=TokenBackfill)  # token embeddings read in the background
+    indexes: ReadIndexes = field(default_factory=ReadIndexes)  # scope read indexes (DESIGN §3)
 
     def __post_init__(self) -> None:
         self.token_cache.max_bytes = self.settings.token_cache_mb << 20

@@ -128,6 +128,7 @@ class AsyncArchive:
         """Flush every scratch buffer (graceful shutdown), then disconnect."""
         try:
             await self._rt.backfill.close()
+            await self._rt.indexes.close()
             await gate_path.recover(self._rt)
         except Exception as exc:  # never lose the connection close; the items stay buffered for next time
             _log.warning("could not flush the scratch buffer on close (%s); it will be flushed on next open", exc)

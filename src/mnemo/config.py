@@ -139,6 +139,30 @@ class Settings(BaseSettings):
     )
     max_k: int = Field(default=200, ge=1, le=10_000)
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
+    exact_scan_limit: int = Field(
+        default=5000,
+        ge=0,
+        le=10_000_000,
+        description="Scopes of at most this many items are searched by an exact cosine scan in SQL (as the read "
+        "index always does), larger ones through HNSW. A speed bound, not a quality knob.",
+    )
+    index: bool = Field(
+        default=True,
+        description="Keep an in-memory read index of each hot scope (postings, vectors, token embeddings) in a "
+        "process that serves recall; PostgreSQL stays the truth and re-checks every hit (DESIGN §3).",
+    )
+    index_mb: int = Field(
+        default=1024,
+        ge=0,
+        le=1_048_576,
+        description="Memory for the read indexes (MiB); the least recently used scopes are evicted beyond it.",
+    )
+    index_log_keep: int = Field(
+        default=100_000,
+        ge=1,
+        le=100_000_000,
+        description="Versions of each scope's change log kept; a read index further behind is rebuilt.",
+    )
 
     # --- cognitive dynamics (cognitive-plan §2.3, §2.7, §3.1, §3.8, §3.9) -----
     scoring: Literal["stochastic", "deterministic"] = Field(

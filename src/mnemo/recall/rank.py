@@ -103,7 +103,7 @@ async def smooth_neighbours(rt: Runtime, conn: psycopg.AsyncConnection, request:
     if new:
         found.kind_of |= {i: kinds[i] for i in new}
         await _similarities(rt, conn, request, found, new)
-        found.lexical_score |= await _lexical_scores(rt, conn, scope, request.text, new)
+        found.lexical_score |= await _lexical_scores(rt, found, request.text, new)
         found.base = base = zscore_fuse(
             _sources(found),
             weights={"lexical": cfg.lexical_weight},

@@ -95,6 +95,9 @@ class Candidates:
     (:func:`_late_retrieval`): the fusion's third retriever."""
     facts: scope_rows.RecallFacts | None = None
     """What the recall read of its scope first (which searches it can skip)."""
+    stage: Any = None
+    """Where first-stage scores come from (:class:`mnemo.recall.index.FirstStage`): the scope's warm
+    read index, or SQL."""
 
 
 @dataclass(frozen=True, slots=True)

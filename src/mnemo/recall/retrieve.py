@@ -16,20 +16,20 @@ import psycopg
 
 from mnemo._runtime import Runtime
 from mnemo._validate import check_process, check_query, check_vector, to_utc
-from mnemo.cognition.late import QUANT, TokenVectors, index_scores, index_tokens
+from mnemo.cognition.bm25 import average_length
+from mnemo.cognition.late import TokenVectors, index_scores
 from mnemo.cognition.refusal import proper_names
 from mnemo.config import Settings
 from mnemo.cortex import search as cortex_search
 from mnemo.errors import AccessDeniedError, InvalidContentError, Remedy
 from mnemo.models import Scope
 from mnemo.recall.backfill import item_text
+from mnemo.recall.index import FirstStage, IndexedStage, SqlStage
 from mnemo.recall.records import ITEM_KINDS, Candidates, Request
-from mnemo.store import lexicon, tiers
 from mnemo.store import passages as passage_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import search as search_rows
-from mnemo.store import token_vectors as token_rows
-from mnemo.store import vectors as vector_rows
+from mnemo.store import tiers
 from mnemo.write.embedding import reads_tokens
 
 
@@ -130,9 +130,10 @@ async def retrieve(
     scope = request.scope
     try:
         asked = _names_asked(rt, request)
-        facts = await _facts(conn, scope, request.reader, asked)
+        facts = await _facts(conn, scope, request.reader, asked, request.text)
         deep = rt.settings.cortex and facts.deep
-        lexical = await _lexical(rt, conn, scope, request.text, request.depth, request.kinds)
+        stage = await first_stage(rt, conn, scope, facts)
+        lexical = await _lexical(rt, conn, stage, scope, request.text, request.depth, request.kinds)
         names = facts.known if asked is not None else {}
         embedded, query_tokens = await embedding if embedding is not None else (None, None)
         vector = request.given_vector if request.given_vector is not None else embedded
@@ -152,9 +153,7 @@ async def retrieve(
         else None
     )
     try:
-        dense = await vector_rows.search(
-            conn, rt.table, rt.embeddings.dim, scope.entity_id, scope.namespace, rt.slug, vector, request.depth
-        )
+        dense = await stage.dense(vector, request.depth)
     except BaseException:
         if cortex is not None:
             cortex.cancel()
@@ -168,7 +167,7 @@ async def retrieve(
         dense = _with_cortex(request, dense, *(await cortex))
     if request.blocks_by_lines:
         dense, lexical = await _without_blocks(conn, scope, dense, lexical)
-    scanned, late = await _late_retrieval(rt, conn, request, query_tokens, facts.indexed)
+    scanned, late = await _late_retrieval(rt, conn, stage, request, query_tokens, facts.indexed)
     kind_of = {d[0]: d[1] for d in dense} | {x[0]: x[1] for x in lexical} | late
     return Candidates(
         scanned=scanned,
@@ -184,15 +183,31 @@ async def retrieve(
         query_tokens=query_tokens,
         names=names,
         facts=facts,
+        stage=stage,
     )
 
 
-_NO_TOKENS = TokenVectors(np.zeros(0, np.int32), np.zeros((0, 1), np.int8), 1.0 / QUANT)
-"""An item whose token rows went away between listing and reading them: it scores 0."""
+async def first_stage(
+    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, facts: scope_rows.RecallFacts
+) -> FirstStage:
+    """The scope's warm read index caught up to the version the facts read, else SQL (and the
+    index is built in the background: :class:`mnemo.recall.index.ReadIndexes`)."""
+    e, ns = scope.entity_id, scope.namespace
+    sql = SqlStage(rt, conn, e, ns, exact=facts.indexed <= rt.settings.exact_scan_limit)
+    index = await rt.indexes.warm(rt, conn, (e, ns, rt.slug), facts.version)
+    if index is None:
+        return sql
+    docs, total = facts.indexed, facts.total_len
+    return IndexedStage(index, sql, facts.terms if total is not None else (), docs, average_length(docs, total or 0))
 
 
 async def _late_retrieval(
-    rt: Runtime, conn: psycopg.AsyncConnection, request: Request, query_tokens: TokenVectors | None, indexed: int
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    stage: FirstStage,
+    request: Request,
+    query_tokens: TokenVectors | None,
+    indexed: int,
 ) -> tuple[dict[uuid.UUID, float], dict[uuid.UUID, str]]:
     """Late interaction as a retriever (cognitive-plan §2.6): every turn and memory of the scope
     scored by MaxSim, IDF-weighted over the whole scope, when the scope has at most
@@ -209,9 +224,8 @@ async def _late_retrieval(
         return {}, {}
     scope = request.scope
     e, ns, slug = scope.entity_id, scope.namespace, str(rt.slug)
-    items = await vector_rows.scope_items(conn, rt.table, e, ns, slug, request.kinds, cfg.late_scan_limit + 1)
-    cache = rt.tokens()
-    if not _scannable(cfg, items, cache.max_bytes):
+    items = await stage.scope_items(request.kinds, cfg.late_scan_limit + 1)
+    if not _scannable(cfg, items, rt.tokens().max_bytes):
         return {}, {}
     if missing := [i for i, _, size in items if size is None]:
         rt.backfill.request(rt, (e, ns, slug), missing, item_text)
@@ -219,11 +233,7 @@ async def _late_retrieval(
         if not items:
             return {}, {}
     ids = tuple(i for i, _, _ in items)
-    index = cache.index((e, ns, slug), ids)
-    if index is None:
-        tokens = await token_rows.fetch(conn, e, ns, slug, ids)
-        index = index_tokens([tokens.get(i, _NO_TOKENS) for i in ids])
-        cache.keep_index((e, ns, slug), ids, index)
+    index = await stage.token_index(request.kinds, items)
     scores = index_scores(query_tokens, index)
     scanned = dict(zip(ids, scores.tolist(), strict=True))
     # the best first; ties in id order (the items' order), so the ranking is deterministic
@@ -300,13 +310,13 @@ async def _without_blocks(
 
 
 async def _facts(
-    conn: psycopg.AsyncConnection, scope: Scope, reader: str, names: Sequence[str] | None = None
+    conn: psycopg.AsyncConnection, scope: Scope, reader: str, names: Sequence[str] | None = None, text: str = ""
 ) -> scope_rows.RecallFacts:
     """Refuse a reader who may not read ``scope``, the same way whether or not it exists (a foreign
     entity cannot probe for scopes). The owner's own empty or not-yet-created scope is no error:
     it holds nothing, so recall refuses (archive-adr §7, "The Mentat Refusal"). For a reader who
     may, what the recall needs to know of the scope, in the same round trip."""
-    facts = await scope_rows.recall_facts(conn, scope.entity_id, scope.namespace, reader, names or ())
+    facts = await scope_rows.recall_facts(conn, scope.entity_id, scope.namespace, reader, names or (), text)
     if not facts.allowed:
         raise AccessDeniedError(
             f"{reader!r} may not read scope {scope}",
@@ -316,33 +326,36 @@ async def _facts(
 
 
 async def _lexical(
-    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, text: str, depth: int, kinds: tuple[str, ...]
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    stage: FirstStage,
+    scope: Scope,
+    text: str,
+    depth: int,
+    kinds: tuple[str, ...],
 ) -> list[tuple[uuid.UUID, str, float]]:
     if rt.settings.lexical == "bm25":
-        return await lexicon.bm25(conn, scope.entity_id, scope.namespace, text, depth, kinds=kinds)
+        return await stage.lexical(text, depth, kinds)
     return await search_rows.lexical(
         conn, scope.entity_id, scope.namespace, text, depth, turns="turn" in kinds, memories="memory" in kinds
     )
 
 
-async def _lexical_scores(
-    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, text: str, ids: list[uuid.UUID]
-) -> dict[uuid.UUID, float]:
+async def _lexical_scores(rt: Runtime, found: Candidates, text: str, ids: list[uuid.UUID]) -> dict[uuid.UUID, float]:
     """Exact lexical scores of specific items (0 when no query term matches)."""
-    found: dict[uuid.UUID, float] = dict.fromkeys(ids, 0.0)
+    scores: dict[uuid.UUID, float] = dict.fromkeys(ids, 0.0)
     if ids and rt.settings.lexical == "bm25":
-        found |= {i: s for i, _, s in await lexicon.bm25(conn, scope.entity_id, scope.namespace, text, 0, ids=ids)}
-    return found
+        scores |= await found.stage.lexical_scores(text, ids)
+    return scores
 
 
 async def _score_exactly(
     rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates, ids: list[uuid.UUID]
 ) -> None:
     """Fill in both retrievers' exact scores for ``ids`` (candidates one retriever did not return)."""
-    scope = request.scope
     await _similarities(rt, conn, request, found, [i for i in ids if i not in found.similarity])
     found.lexical_score |= await _lexical_scores(
-        rt, conn, scope, request.text, [i for i in ids if i not in found.lexical_score]
+        rt, found, request.text, [i for i in ids if i not in found.lexical_score]
     )
 
 
@@ -352,7 +365,7 @@ async def _similarities(
     """Exact cosine similarities of ``ids``: from the hippocampus, then from the cortex for the
     memories whose vectors migrated there (the retrieval chain, memory-architecture §1.3)."""
     scope = request.scope
-    found.similarity |= await vector_rows.similarities(conn, rt.table, scope.entity_id, rt.slug, found.vector, ids)
+    found.similarity |= await found.stage.similarities(found.vector, ids)
     if rt.settings.passages and (found.facts is None or found.facts.passages):
         longer = await passage_rows.similarities(conn, scope.entity_id, scope.namespace, rt.slug, found.vector, ids)
         found.similarity |= {i: s for i, s in longer.items() if s > found.similarity.get(i, -2.0)}

@@ -270,6 +270,8 @@ async def purge_scope(conn: psycopg.AsyncConnection, entity_id: str, namespace: 
         ("reflexes", "mnemo", "causal_edges"),
         ("reflexes", "mnemo", "reflexes"),
         ("traces", "traces", "actions"),
+        ("versions", "mnemo", "scope_changes"),  # last: the deletes above log changes
+        ("versions", "mnemo", "scope_versions"),
     ):
         await run(
             label,

@@ -14,10 +14,9 @@ from collections.abc import Sequence
 
 import psycopg
 
-__all__ = ["add_postings", "bm25", "known_words"]
+from mnemo.cognition.bm25 import K1, B
 
-K1 = 1.2
-B = 0.75
+__all__ = ["add_postings", "bm25", "known_words"]
 
 _TABLES = {"turn": "mnemo.turns", "memory": "mnemo.memories"}
 

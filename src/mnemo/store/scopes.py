@@ -68,6 +68,12 @@ class RecallFacts(NamedTuple):
     """Whether any long item of the scope has passage vectors (else their searches are skipped)."""
     lines: bool = True
     """Whether any block of the scope keeps lines (else their look-ups are skipped)."""
+    version: int = 0
+    """The scope's version (migration 0018): a read index behind it catches up first."""
+    total_len: int | None = None
+    """The postings' total document length (``lexical_stats``; None without a row): BM25's average."""
+    terms: tuple[str, ...] = ()
+    """The query's distinct lexemes (english ``tsvector``), as the SQL scorer reads them."""
 
 
 _RECALL_FACTS = """
@@ -82,21 +88,36 @@ _RECALL_FACTS = """
                 FROM unnest(%(words)s::text[]) AS w CROSS JOIN LATERAL unnest(to_tsvector('english', w)) AS l
                 GROUP BY w) AS known),
            EXISTS (SELECT 1 FROM mnemo.passages WHERE entity_id = %(e)s AND namespace = %(ns)s),
-           EXISTS (SELECT 1 FROM mnemo.block_lines WHERE entity_id = %(e)s AND namespace = %(ns)s)"""
+           EXISTS (SELECT 1 FROM mnemo.block_lines WHERE entity_id = %(e)s AND namespace = %(ns)s),
+           coalesce((SELECT version FROM mnemo.scope_versions WHERE entity_id = %(e)s AND namespace = %(ns)s), 0),
+           (SELECT total_len FROM mnemo.lexical_stats WHERE entity_id = %(e)s AND namespace = %(ns)s),
+           (SELECT coalesce(array_agg(DISTINCT lexeme ORDER BY lexeme), '{}')
+            FROM unnest(to_tsvector('english', %(text)s)))"""
 
 
 async def recall_facts(
-    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, reader: str, words: Sequence[str] = ()
+    conn: psycopg.AsyncConnection,
+    entity_id: str,
+    namespace: str,
+    reader: str,
+    words: Sequence[str] = (),
+    text: str = "",
 ) -> RecallFacts:
-    """Read access, the cortex, the postings' size and the known ``words`` of a scope, in one
-    statement instead of four (the facts other than ``allowed`` are only for a reader who may read)."""
-    cur = await conn.execute(_RECALL_FACTS, {"e": entity_id, "ns": namespace, "r": reader, "words": list(words)})
+    """Read access, the cortex, the postings' size and the known ``words`` of a scope, its version
+    and the lexemes of the query ``text``, in one statement instead of six (the facts other than
+    ``allowed`` are only for a reader who may read)."""
+    cur = await conn.execute(
+        _RECALL_FACTS, {"e": entity_id, "ns": namespace, "r": reader, "words": list(words), "text": text}
+    )
     row = await cur.fetchone()
     assert row is not None
     if not row[0]:
         return RecallFacts(False, False, 0, {})
     known = {str(w): bool(k) for w, k in row[3].items()}
-    return RecallFacts(True, bool(row[1]), int(row[2]), {w: known[w] for w in words if w in known}, row[4], row[5])
+    return RecallFacts(
+        True, bool(row[1]), int(row[2]), {w: known[w] for w in words if w in known}, row[4], row[5],
+        version=int(row[6]), total_len=None if row[7] is None else int(row[7]), terms=tuple(row[8]),
+    )  # fmt: skip
 
 
 async def create_grant(

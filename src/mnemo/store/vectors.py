@@ -81,7 +81,15 @@ async def ensure_space(conn: psycopg.AsyncConnection, space: str, dim: int) -> s
         await conn.execute(
             "INSERT INTO vectors.spaces (table_name, space, dim) VALUES (%s, %s, %s)", (table, space, dim)
         )
+        # its writes bump the scopes' versions, as the other item tables' do (migration 0018)
+        await conn.execute(
+            "SELECT mnemo.watch_scope_changes(%s::regclass, 'item_id', %s)", (f"vectors.{table}", _VECTOR_UPDATE)
+        )
     return table
+
+
+_VECTOR_UPDATE = "(o.slug, o.embedding, o.item_kind) IS DISTINCT FROM (n.slug, n.embedding, n.item_kind)"
+"""When an updated vector row changes what a read index holds (the same condition as migration 0018's)."""
 
 
 async def insert_vectors(conn: psycopg.AsyncConnection, table: str, rows: Iterable[VectorRow]) -> int:
@@ -123,30 +131,42 @@ async def search(
     limit: int,
     *,
     item_kind: str | None = None,
+    exact: bool = False,
 ) -> list[tuple[uuid.UUID, str, float]]:
     """Nearest vectors of one scope and slug (of one ``item_kind`` if given):
-    ``(item_id, item_kind, cosine_similarity)``, best first."""
+    ``(item_id, item_kind, cosine_similarity)``, best first. ``exact`` scans the scope's rows (its
+    btree index, then every cosine) instead of walking the HNSW graph: the same ranking as the read
+    index's, ties in id order."""
     q = HalfVector(query)
-    if dim <= HNSW_MAX_DIM:
+    if exact:
         stmt = sql.SQL(
             """SELECT item_id, item_kind, 1 - (embedding <=> %(q)s) AS sim
-               FROM {t}
+               FROM {t} v
                WHERE entity_id = %(e)s AND namespace = %(ns)s AND slug = %(slug)s
-                 AND (%(kind)s::text IS NULL OR item_kind = %(kind)s)
+                 AND (%(kind)s::text IS NULL OR item_kind = %(kind)s) {live}
+               ORDER BY sim DESC, item_id
+               LIMIT %(n)s"""
+        ).format(t=_ident(table), live=sql.SQL(_LIVE))
+    elif dim <= HNSW_MAX_DIM:
+        stmt = sql.SQL(
+            """SELECT item_id, item_kind, 1 - (embedding <=> %(q)s) AS sim
+               FROM {t} v
+               WHERE entity_id = %(e)s AND namespace = %(ns)s AND slug = %(slug)s
+                 AND (%(kind)s::text IS NULL OR item_kind = %(kind)s) {live}
                ORDER BY embedding <=> %(q)s
                LIMIT %(n)s"""
-        ).format(t=_ident(table))
+        ).format(t=_ident(table), live=sql.SQL(_LIVE))
     else:
         stmt = sql.SQL(
             """SELECT item_id, item_kind, 1 - (embedding <=> %(q)s) AS sim FROM (
-                   SELECT item_id, item_kind, embedding FROM {t}
+                   SELECT item_id, item_kind, embedding FROM {t} v
                    WHERE entity_id = %(e)s AND namespace = %(ns)s AND slug = %(slug)s
-                     AND (%(kind)s::text IS NULL OR item_kind = %(kind)s)
+                     AND (%(kind)s::text IS NULL OR item_kind = %(kind)s) {live}
                    ORDER BY binary_quantize(embedding)::bit({dim}) <~> binary_quantize(%(q)s)
                    LIMIT %(n)s * 4) AS shortlist
                ORDER BY embedding <=> %(q)s
                LIMIT %(n)s"""
-        ).format(t=_ident(table), dim=sql.Literal(int(dim)))
+        ).format(t=_ident(table), dim=sql.Literal(int(dim)), live=sql.SQL(_LIVE))
     cur = await conn.execute(
         stmt, {"q": q, "e": entity_id, "ns": namespace, "slug": slug, "n": limit, "kind": item_kind}
     )

@@ -19,6 +19,7 @@ from mnemo.errors import UnknownItemError, UnknownScopeError
 from mnemo.models import Scope
 from mnemo.store import backup as backup_rows
 from mnemo.store import forget as forget_rows
+from mnemo.store import read_index as index_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import tiers
 
@@ -60,7 +61,9 @@ async def _forget(
             items = await forget_rows.derived_items(conn, scope.entity_id, scope.namespace, chosen)
             migrated = await tiers.migrated_blocks_of(conn, scope.entity_id, scope.namespace, items)
             removed = await forget_rows.forget_items(conn, scope.entity_id, scope.namespace, items)
+            await index_rows.forget_changes(conn, scope.entity_id, scope.namespace, items)
         rt.tokens().drop(scope.entity_id, items)
+        rt.indexes.drop(scope.entity_id, scope.namespace)
         if migrated and rt.cortex is not None:
             # After the commit: a crash here leaves cortex rows no hippocampus row names, which no
             # recall can hydrate and the next night's migrate stage removes (cortex.migrate.reconcile).
@@ -78,6 +81,7 @@ async def purge(rt: Runtime, scope: Scope) -> dict[str, int]:
                 raise UnknownScopeError(f"scope {scope} does not exist")
             removed = await forget_rows.purge_scope(conn, scope.entity_id, scope.namespace)
         rt.tokens().drop_scope(scope.entity_id, scope.namespace)
+        rt.indexes.drop(scope.entity_id, scope.namespace)
         await _purge_cortex(rt, [scope])
     return removed
 
@@ -104,5 +108,6 @@ async def purge_entity(rt: Runtime, entity_id: str) -> dict[str, int]:
                 for place, n in (await forget_rows.purge_scope(conn, entity, namespace)).items():
                     removed[place] = removed.get(place, 0) + n
         rt.tokens().drop_scope(entity)
+        rt.indexes.drop(entity)
         await _purge_cortex(rt, [Scope(entity, ns) for ns in namespaces])
     return removed

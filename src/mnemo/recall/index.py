@@ -1,0 +1,507 @@
+"""The scope read index: an in-memory copy of what first-stage retrieval reads, PostgreSQL the truth.
+
+DESIGN §3 ("PostgreSQL is the truth; a read index is a cache"). Seeds: memory-architecture §2.1
+(memory shares the machine with the model: no network round trip per item), cognitive-plan §2.2,
+§2.5 (hybrid candidates), archive-adr §3.1 (pre-filter to the scope, then score a subset).
+
+A process that serves recall keeps, per hot scope, the scope's BM25 postings, its live vectors in
+the active space, and the token embeddings the late-interaction scan reads. It only *proposes*:
+
+- **coherence**: every write bumps the scope's version and logs the items it touched (migration
+  0018's triggers, in the writing transaction). A recall reads the version in its first statement;
+  an index that is behind re-reads the logged items (:meth:`ScopeIndex.catch_up`), or is rebuilt
+  when the log was pruned past it;
+- **safety**: what the index proposes is fetched from PostgreSQL by statements that re-check scope
+  and status, so a stale index can never return a forgotten item; ``forget`` and ``purge`` drop the
+  local copy at once (:meth:`ReadIndexes.drop`);
+- **cold path**: a scope without an index is answered through SQL alone (:class:`SqlStage`) while
+  its index is built in the background; ``index_mb`` evicts the least recently used scopes and
+  ``index=false`` turns the whole thing off.
+
+Both ways answer through one interface (:class:`FirstStage`), so the recall pipeline is the same
+whether the index is warm or not, and every score is the one SQL would give (BM25 over the same
+postings and statistics; cosine over the same halfvec values; MaxSim over the same items).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import psycopg
+
+from mnemo.cognition.bm25 import bm25_weights
+from mnemo.cognition.late import TokenIndex, TokenVectors, index_tokens
+from mnemo.store import lexicon
+from mnemo.store import read_index as index_rows
+from mnemo.store import token_vectors as token_rows
+from mnemo.store import vectors as vector_rows
+
+if TYPE_CHECKING:
+    from mnemo._runtime import Runtime
+
+__all__ = ["FirstStage", "IndexedStage", "ReadIndexes", "ScopeIndex", "SqlStage", "build_index"]
+
+log = logging.getLogger(__name__)
+
+ALL_KINDS = ("turn", "memory", "line")
+"""What the index holds of every scope: every kind a recall can ask for."""
+
+ScopeKey = tuple[str, str, str]  # entity, namespace, slug
+Hit = tuple[uuid.UUID, str, float]
+Item = tuple[uuid.UUID, str, int | None]
+
+
+class FirstStage(Protocol):
+    """First-stage retrieval of one scope, answered from PostgreSQL or from a warm read index."""
+
+    async def lexical(self, text: str, depth: int, kinds: Sequence[str]) -> list[Hit]: ...
+    async def dense(self, vector: np.ndarray, depth: int) -> list[Hit]: ...
+    async def similarities(self, vector: np.ndarray, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, float]: ...
+    async def lexical_scores(self, text: str, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, float]: ...
+    async def scope_items(self, kinds: Sequence[str], limit: int) -> list[Item]: ...
+    async def token_index(self, kinds: Sequence[str], items: Sequence[Item]) -> TokenIndex: ...
+
+
+# --- the SQL path ------------------------------------------------------------------------------
+@dataclass(slots=True)
+class SqlStage:
+    """First-stage retrieval through SQL: the cold path, and the only one with ``index=false``.
+    Below ``exact_scan_limit`` items the dense search is exact (as the index's), above it HNSW."""
+
+    rt: Runtime
+    conn: psycopg.AsyncConnection
+    entity_id: str
+    namespace: str
+    exact: bool
+
+    async def lexical(self, text: str, depth: int, kinds: Sequence[str]) -> list[Hit]:
+        return await lexicon.bm25(self.conn, self.entity_id, self.namespace, text, depth, kinds=kinds)
+
+    async def dense(self, vector: np.ndarray, depth: int) -> list[Hit]:
+        rt = self.rt
+        return await vector_rows.search(
+            self.conn, rt.table, rt.embeddings.dim, self.entity_id, self.namespace, rt.slug, vector, depth,
+            exact=self.exact,
+        )  # fmt: skip
+
+    async def similarities(self, vector: np.ndarray, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, float]:
+        return await vector_rows.similarities(self.conn, self.rt.table, self.entity_id, self.rt.slug, vector, ids)
+
+    async def lexical_scores(self, text: str, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, float]:
+        found = await lexicon.bm25(self.conn, self.entity_id, self.namespace, text, 0, ids=ids)
+        return {i: s for i, _, s in found}
+
+    async def scope_items(self, kinds: Sequence[str], limit: int) -> list[Item]:
+        rt = self.rt
+        return await vector_rows.scope_items(self.conn, rt.table, self.entity_id, self.namespace, rt.slug, kinds, limit)
+
+    async def token_index(self, kinds: Sequence[str], items: Sequence[Item]) -> TokenIndex:
+        """The scanned items' token index, from the process's token cache or PostgreSQL."""
+        key = (self.entity_id, self.namespace, self.rt.slug)
+        ids = tuple(i for i, _, _ in items)
+        cache = self.rt.tokens()
+        index = cache.index(key, ids)
+        if index is None:
+            tokens = await token_rows.fetch(self.conn, self.entity_id, self.namespace, self.rt.slug, ids)
+            index = index_tokens([tokens.get(i, NO_TOKENS) for i in ids])
+            cache.keep_index(key, ids, index)
+        return index
+
+
+NO_TOKENS = TokenVectors(np.zeros(0, np.int32), np.zeros((0, 1), np.int8), 1.0 / 127.0)
+"""An item whose token rows went away between listing and reading them: it scores 0."""
+
+
+# --- the index's parts ---------------------------------------------------------------------------
+class _Slots:
+    """Items numbered in arrival order; a changed item gets a new number and its old one dies."""
+
+    def __init__(self) -> None:
+        self.ids: list[uuid.UUID] = []
+        self.kinds: list[str] = []
+        self.slot: dict[uuid.UUID, int] = {}
+        self.alive = np.zeros(0, dtype=bool)
+
+    def add(self, item: uuid.UUID, kind: str) -> int:
+        n = len(self.ids)
+        self.ids.append(item)
+        self.kinds.append(kind)
+        self.slot[item] = n
+        if n >= len(self.alive):
+            self.alive = np.concatenate([self.alive, np.zeros(max(16, n), dtype=bool)])
+        self.alive[n] = True
+        return n
+
+    def remove(self, item: uuid.UUID) -> None:
+        n = self.slot.pop(item, None)
+        if n is not None:
+            self.alive[n] = False
+
+    @property
+    def dead(self) -> int:
+        return len(self.ids) - len(self.slot)
+
+
+class _Term:
+    """One term's postings: item slots, term frequencies, document lengths (appends buffered)."""
+
+    __slots__ = ("doc_len", "pending", "slots", "tf")
+
+    def __init__(self) -> None:
+        self.slots = np.zeros(0, dtype=np.int64)
+        self.tf = np.zeros(0, dtype=np.float64)
+        self.doc_len = np.zeros(0, dtype=np.float64)
+        self.pending: list[tuple[int, float, float]] = []
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.pending:
+            more = np.array(self.pending, dtype=np.float64)
+            self.slots = np.concatenate([self.slots, more[:, 0].astype(np.int64)])
+            self.tf = np.concatenate([self.tf, more[:, 1]])
+            self.doc_len = np.concatenate([self.doc_len, more[:, 2]])
+            self.pending = []
+        return self.slots, self.tf, self.doc_len
+
+
+class _Lexicon:
+    """The scope's postings (a mirror of ``mnemo.postings``), scored by BM25 as :mod:`lexicon` does."""
+
+    def __init__(self) -> None:
+        self.items = _Slots()
+        self.terms: dict[str, _Term] = {}
+        self.postings = 0
+
+    def load(self, rows: index_rows.Postings) -> None:
+        """Add every row of ``rows`` (items not already held; in (term, item) order)."""
+        for n, (term, item, kind) in enumerate(zip(rows.terms, rows.items, rows.kinds, strict=True)):
+            slot = self.items.slot.get(item)
+            if slot is None:
+                slot = self.items.add(item, kind)
+            entry = self.terms.get(term)
+            if entry is None:
+                entry = self.terms[term] = _Term()
+            entry.pending.append((slot, float(rows.tf[n]), float(rows.doc_len[n])))
+        self.postings += len(rows.terms)
+
+    def _matches(self, terms: Sequence[str], docs: int, avgdl: float) -> tuple[np.ndarray, np.ndarray]:
+        """Every live posting of the query's terms with its BM25 contribution: ``(slots, weights)``."""
+        alive = self.items.alive
+        slots, weights = [], []
+        for term in terms:
+            entry = self.terms.get(term)
+            if entry is None:
+                continue
+            at, tf, doc_len = entry.arrays()
+            live = alive[at]
+            df = int(live.sum())
+            if df == 0:
+                continue
+            slots.append(at[live])
+            weights.append(bm25_weights(tf[live], doc_len[live], df, docs, avgdl))
+        if not slots:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        return np.concatenate(slots), np.concatenate(weights)
+
+    def scores(self, terms: Sequence[str], docs: int, avgdl: float) -> dict[int, float]:
+        at, weights = self._matches(terms, docs, avgdl)
+        if not len(at):
+            return {}
+        total = np.bincount(at, weights=weights, minlength=len(self.items.ids))
+        hit = np.unique(at)
+        return dict(zip(hit.tolist(), total[hit].tolist(), strict=True))
+
+    def top(self, terms: Sequence[str], docs: int, avgdl: float, depth: int, kinds: Sequence[str]) -> list[Hit]:
+        ids, kinds_of = self.items.ids, self.items.kinds
+        found = [(s, v) for s, v in self.scores(terms, docs, avgdl).items() if kinds_of[s] in kinds]
+        found.sort(key=lambda sv: (-sv[1], ids[sv[0]]))
+        return [(ids[s], kinds_of[s], v) for s, v in found[:depth]]
+
+    @property
+    def nbytes(self) -> int:
+        return self.postings * 24 + len(self.items.ids) * 120 + len(self.terms) * 150
+
+
+class _Vectors:
+    """The scope's live vectors in the active space (halfvec values, as float32), scanned exactly."""
+
+    def __init__(self, dim: int) -> None:
+        self.items = _Slots()
+        self.matrix = np.zeros((0, dim), dtype=np.float32)
+        self.norms = np.zeros(0, dtype=np.float64)
+
+    def load(self, ids: Sequence[uuid.UUID], kinds: Sequence[str], vectors: np.ndarray) -> None:
+        start = len(self.items.ids)
+        for item, kind in zip(ids, kinds, strict=True):
+            self.items.add(item, kind)
+        if not len(ids):
+            return
+        need = start + len(ids)
+        if need > len(self.matrix):
+            grown = np.zeros((max(need, 2 * len(self.matrix)), self.matrix.shape[1]), dtype=np.float32)
+            grown[:start] = self.matrix[:start]
+            norms = np.zeros(len(grown))
+            norms[:start] = self.norms[:start]
+            self.matrix, self.norms = grown, norms
+        self.matrix[start:need] = vectors
+        self.norms[start:need] = np.sqrt(np.einsum("ij,ij->i", vectors, vectors, dtype=np.float32), dtype=np.float64)
+
+    def cosines(self, query: np.ndarray) -> np.ndarray:
+        """Cosine of the query, as a halfvec, to every slot (dead slots included)."""
+        n = len(self.items.ids)
+        q = np.asarray(query, dtype=np.float16).astype(np.float32)
+        qnorm = float(np.sqrt(np.dot(q, q, out=None)))
+        dots = self.matrix[:n] @ q
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return dots.astype(np.float64) / (self.norms[:n] * qnorm)
+
+    def nearest(self, query: np.ndarray, depth: int) -> list[Hit]:
+        sims = self.cosines(query)
+        sims[~self.items.alive[: len(sims)]] = -np.inf
+        if depth < len(sims):
+            cut = np.partition(sims, len(sims) - depth)[len(sims) - depth]
+            pool = np.flatnonzero(sims >= cut)
+        else:
+            pool = np.flatnonzero(np.isfinite(sims))
+        ids, kinds = self.items.ids, self.items.kinds
+        best = sorted(((float(sims[s]), ids[s], s) for s in pool if np.isfinite(sims[s])), key=lambda t: (-t[0], t[1]))
+        return [(item, kinds[s], sim) for sim, item, s in best[:depth]]
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.matrix.nbytes + self.norms.nbytes) + len(self.items.ids) * 120
+
+
+@dataclass(slots=True)
+class _Late:
+    """What the late-interaction scan reads: the scope's scannable items (as
+    :func:`mnemo.store.vectors.scope_items` lists them) and one token index per set of kinds."""
+
+    items: list[Item] = field(default_factory=list)
+    token_ids: dict[uuid.UUID, TokenVectors] = field(default_factory=dict)
+    indexes: dict[tuple[str, ...], TokenIndex] = field(default_factory=dict)
+    complete: bool = False  # the listing holds every scannable item (the scope is under the limit)
+
+    @property
+    def nbytes(self) -> int:
+        held = sum(tv.vectors.nbytes + tv.ids.nbytes + 64 for tv in self.token_ids.values())
+        return held + sum(i.nbytes for i in self.indexes.values())
+
+
+# --- one scope's index --------------------------------------------------------------------------
+@dataclass(slots=True)
+class ScopeIndex:
+    """One scope's read index at :attr:`version` (see the module docstring)."""
+
+    key: ScopeKey
+    version: int
+    lexicon: _Lexicon
+    vectors: _Vectors
+    late: _Late
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def nbytes(self) -> int:
+        return self.lexicon.nbytes + self.vectors.nbytes + self.late.nbytes
+
+    @property
+    def size(self) -> int:
+        return len(self.vectors.items.slot)
+
+    async def catch_up(self, rt: Runtime, conn: psycopg.AsyncConnection) -> bool:
+        """Re-read every item the scope's writes touched since :attr:`version`; False when the log no
+        longer reaches back (rebuild instead)."""
+        e, ns, slug = self.key
+        changes = await index_rows.changes_since(conn, e, ns, self.version)
+        if changes is None:
+            return False
+        if changes.version <= self.version:
+            return True
+        touched = changes.items
+        for item in touched:
+            self.lexicon.items.remove(item)
+            self.vectors.items.remove(item)
+        self.lexicon.load(await index_rows.postings(conn, e, ns, touched))
+        self.vectors.load(*await index_rows.dense_rows(conn, rt.table, e, ns, slug, touched))
+        await _load_late(rt, conn, self.key, self.late)
+        self.version = changes.version
+        return True
+
+
+async def build_index(rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey) -> ScopeIndex:
+    """Read a scope's whole index from PostgreSQL, at the version read first (changes committed
+    while it reads are re-read by the next catch-up, so nothing is missed)."""
+    e, ns, slug = key
+    version, _ = await index_rows.scope_version(conn, e, ns)
+    lexicon_ = _Lexicon()
+    lexicon_.load(await index_rows.postings(conn, e, ns))
+    vectors = _Vectors(rt.embeddings.dim)
+    vectors.load(*await index_rows.dense_rows(conn, rt.table, e, ns, slug))
+    late = _Late()
+    await _load_late(rt, conn, key, late)
+    return ScopeIndex(key, version, lexicon_, vectors, late)
+
+
+async def _load_late(rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey, late: _Late) -> None:
+    """List the scope's scannable items again and read the token embeddings of those new to it."""
+    e, ns, slug = key
+    limit = rt.settings.late_scan_limit
+    items = await vector_rows.scope_items(conn, rt.table, e, ns, slug, ALL_KINDS, limit + 1)
+    late.indexes.clear()
+    late.items = items
+    late.complete = len(items) <= limit and rt.settings.late_retrieval
+    if not late.complete:
+        late.token_ids.clear()
+        return
+    listed = {i for i, _, size in items if size is not None}
+    for gone in [i for i in late.token_ids if i not in listed]:
+        del late.token_ids[gone]
+    new = [i for i in listed if i not in late.token_ids]
+    late.token_ids.update(await token_rows.fetch(conn, e, ns, slug, new))
+
+
+@dataclass(slots=True)
+class IndexedStage:
+    """First-stage retrieval from a warm :class:`ScopeIndex`; what it cannot answer alone (an item
+    the index does not hold) goes to the SQL path, so every answer is SQL's."""
+
+    index: ScopeIndex
+    sql: SqlStage
+    terms: Sequence[str]
+    docs: int
+    avgdl: float
+
+    async def lexical(self, text: str, depth: int, kinds: Sequence[str]) -> list[Hit]:
+        return self.index.lexicon.top(self.terms, self.docs, self.avgdl, depth, kinds)
+
+    async def dense(self, vector: np.ndarray, depth: int) -> list[Hit]:
+        return self.index.vectors.nearest(vector, depth)
+
+    async def similarities(self, vector: np.ndarray, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, float]:
+        held = self.index.vectors.items.slot
+        have = [i for i in ids if i in held]
+        found: dict[uuid.UUID, float] = {}
+        if have:
+            sims = self.index.vectors.cosines(vector)
+            found = {i: float(sims[held[i]]) for i in have}
+        rest = [i for i in ids if i not in held]
+        return found | (await self.sql.similarities(vector, rest) if rest else {})
+
+    async def lexical_scores(self, text: str, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, float]:
+        lex = self.index.lexicon
+        scores = lex.scores(self.terms, self.docs, self.avgdl) if ids else {}
+        slot = lex.items.slot
+        return {i: scores[slot[i]] for i in ids if i in slot and slot[i] in scores}
+
+    async def scope_items(self, kinds: Sequence[str], limit: int) -> list[Item]:
+        late = self.index.late
+        if not late.complete:
+            return await self.sql.scope_items(kinds, limit)
+        return [item for item in late.items if item[1] in kinds][:limit]
+
+    async def token_index(self, kinds: Sequence[str], items: Sequence[Item]) -> TokenIndex:
+        late = self.index.late
+        if not late.complete:
+            return await self.sql.token_index(kinds, items)
+        key = tuple(kinds)
+        index = late.indexes.get(key)
+        if index is None:
+            index = late.indexes[key] = index_tokens([late.token_ids.get(i, NO_TOKENS) for i, _, _ in items])
+        return index
+
+
+# --- the process's indexes ------------------------------------------------------------------------
+class ReadIndexes:
+    """This process's scope read indexes, least recently used first, within ``index_mb``."""
+
+    def __init__(self) -> None:
+        self._scopes: OrderedDict[ScopeKey, ScopeIndex] = OrderedDict()
+        self._building: dict[ScopeKey, asyncio.Task[None]] = {}
+        self.builds = 0
+
+    def __len__(self) -> int:
+        return len(self._scopes)
+
+    def held(self, key: ScopeKey) -> ScopeIndex | None:
+        return self._scopes.get(key)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(i.nbytes for i in self._scopes.values())
+
+    async def warm(self, rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey, version: int) -> ScopeIndex | None:
+        """The scope's index, caught up to at least ``version``; None when there is none yet (one is
+        then built in the background) or indexing is off."""
+        if not rt.settings.index:
+            return None
+        index = self._scopes.get(key)
+        if index is None:
+            self._build_later(rt, key)
+            return None
+        if index.version < version:
+            async with index.lock:
+                if index.version < version and not await index.catch_up(rt, conn):
+                    self._scopes.pop(key, None)
+                    self._build_later(rt, key)
+                    return None
+        self._scopes.move_to_end(key)
+        return index
+
+    async def ensure(self, rt: Runtime, key: ScopeKey) -> ScopeIndex | None:
+        """Build the scope's index now, if indexing is on (benchmarks, tests, a service warming up)."""
+        if not rt.settings.index:
+            return None
+        if key not in self._scopes:
+            async with rt.store.connection() as conn:
+                self._keep(rt, key, await build_index(rt, conn, key))
+        return self._scopes.get(key)
+
+    def _build_later(self, rt: Runtime, key: ScopeKey) -> None:
+        if key in self._building:
+            return
+        self._building[key] = asyncio.get_running_loop().create_task(self._build(rt, key))
+
+    async def _build(self, rt: Runtime, key: ScopeKey) -> None:
+        try:
+            async with rt.store.connection() as conn:
+                index = await build_index(rt, conn, key)
+            self._keep(rt, key, index)
+        except Exception:  # the SQL path keeps answering; the next recall tries again
+            log.exception("building the read index of %s/%s failed", key[0], key[1])
+        finally:
+            self._building.pop(key, None)
+
+    def _keep(self, rt: Runtime, key: ScopeKey, index: ScopeIndex) -> None:
+        self.builds += 1
+        budget = rt.settings.index_mb << 20
+        if index.nbytes > budget:
+            return
+        self._scopes[key] = index
+        self._scopes.move_to_end(key)
+        while self.nbytes > budget and len(self._scopes) > 1:
+            self._scopes.popitem(last=False)
+
+    def drop(self, entity_id: str, namespace: str | None = None) -> None:
+        """Forget every index of the entity (of one namespace): ``forget`` and ``purge`` call this."""
+        for key in [k for k in (*self._scopes, *self._building) if k[0] == entity_id and namespace in (None, k[1])]:
+            self._scopes.pop(key, None)
+            task = self._building.pop(key, None)
+            if task is not None:
+                task.cancel()
+
+    async def close(self) -> None:
+        tasks = list(self._building.values())
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        self._building.clear()
+        self._scopes.clear()
