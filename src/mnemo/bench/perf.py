@@ -283,35 +283,42 @@ async def _backends(
 
 
 async def _mutation(
-    archive: AsyncArchive, turns: list[TurnInput], questions: list[str], queries: int
+    archive: AsyncArchive, sql: AsyncArchive, turns: list[TurnInput], questions: list[str], queries: int
 ) -> dict[str, Any]:
     """A mutating recall (reinforcement, co-access links, near-miss suppression, the audit rows)
-    against a read-only one, on a scope of memories, each question asked both ways in turn."""
+    against a read-only one, on a scope of memories with use histories (the warm-up recalls are
+    the owner's), each question asked both ways in turn through the read index, and read-only
+    through SQL alone (``sql``: the same database with ``index=false``) beside them."""
     scope = Scope("perf", "mutation")
     for turn in turns:
         await archive.remember(scope, turn.content)
     await archive.runtime.backfill.wait()
+    await archive.runtime.indexes.ensure(archive.runtime, (scope.entity_id, scope.namespace, archive.runtime.slug))
     qs = (questions * (queries // max(1, len(questions)) + 1))[:queries]
-    for q in qs[:10]:
+    for q in qs[:50]:
         await archive.recall(scope, q, 10, threshold=-1.0)
-    times: dict[bool, list[float]] = {True: [], False: []}
+        await sql.recall(scope, q, 10, read_only=True, threshold=-1.0)
+    times: dict[str, list[float]] = {"read_only": [], "mutating": [], "sql": []}
     for n, q in enumerate(qs):
-        for read_only in (True, False) if n % 2 else (False, True):
+        order = ("read_only", "mutating", "sql") if n % 2 else ("mutating", "sql", "read_only")
+        for way in order:
             t0 = time.perf_counter()
-            await archive.recall(scope, q, 10, read_only=read_only, threshold=-1.0)
-            times[read_only].append((time.perf_counter() - t0) * 1000)
+            await (sql if way == "sql" else archive).recall(scope, q, 10, read_only=way != "mutating", threshold=-1.0)
+            times[way].append((time.perf_counter() - t0) * 1000)
     return {
         "memories": len(turns),
         "queries": len(qs),
-        "read_only_ms": _lat(times[True]),
-        "mutating_ms": _lat(times[False]),
-        "mutating_extra_ms_p50": round(float(np.median(times[False]) - np.median(times[True])), 2),
-        "mutating_extra_ms_p95": round(percentile(times[False], 95) - percentile(times[True], 95), 2),
+        "read_only_ms": _lat(times["read_only"]),
+        "mutating_ms": _lat(times["mutating"]),
+        "sql_read_only_ms": _lat(times["sql"]),
+        "mutating_extra_ms_p50": round(float(np.median(times["mutating"]) - np.median(times["read_only"])), 2),
+        "mutating_extra_ms_p95": round(percentile(times["mutating"], 95) - percentile(times["read_only"], 95), 2),
     }
 
 
 async def _scale(
     archive: AsyncArchive,
+    sql: AsyncArchive,
     turns: list[TurnInput],
     vectors: np.ndarray,
     tokens: list[TokenVectors | None],
@@ -340,18 +347,25 @@ async def _scale(
         rt, rare, [turns[int(i)] for i in pick], vectors=vectors[pick], token_vectors=[tokens[int(i)] for i in pick]
     )
 
+    indexes = rt.indexes
+    t0 = time.perf_counter()
+    index = await indexes.ensure(rt, (main.entity_id, main.namespace, rt.slug))
+    build_s = time.perf_counter() - t0
     qs = (questions * (queries // max(1, len(questions)) + 1))[:queries]
     qvecs = np.stack([await archive.embeddings.embed_query(q) for q in qs])
     for q in qs[:20]:  # warm-up: caches, plans
         await archive.recall(main, q, 10, read_only=True, threshold=-1.0)
-    full, warm = [], []
-    for q, v in zip(qs, qvecs, strict=True):
-        t0 = time.perf_counter()
-        await archive.recall(main, q, 10, read_only=True, threshold=-1.0)
-        full.append((time.perf_counter() - t0) * 1000)
-        t0 = time.perf_counter()
-        await archive.recall(main, q, 10, read_only=True, threshold=-1.0, query_vector=v)
-        warm.append((time.perf_counter() - t0) * 1000)
+        await sql.recall(main, q, 10, read_only=True, threshold=-1.0)
+    full: list[float] = []
+    warm: list[float] = []
+    sql_full: list[float] = []
+    sql_warm: list[float] = []
+    for q, v in zip(qs, qvecs, strict=True):  # interleaved: the same load on both ways
+        ways = ((archive, full, None), (sql, sql_full, None), (archive, warm, v), (sql, sql_warm, v))
+        for way, times, vector in ways:
+            t0 = time.perf_counter()
+            await way.recall(main, q, 10, read_only=True, threshold=-1.0, query_vector=vector)
+            times.append((time.perf_counter() - t0) * 1000)
     stored = vectors.astype(np.float16).astype(np.float32)  # what halfvec holds
     numpy_ms = []
     for v in qvecs:
@@ -381,6 +395,10 @@ async def _scale(
         "queries": len(qs),
         "recall_ms_with_embedding": _lat(full),
         "recall_ms_without_embedding": _lat(warm),
+        "sql_recall_ms_with_embedding": _lat(sql_full),
+        "sql_recall_ms_without_embedding": _lat(sql_warm),
+        "index_build_s": round(build_s, 2),
+        "index_mb": round((index.nbytes if index is not None else 0) / 2**20, 1),
         "numpy_exact_scan_ms": _lat(numpy_ms),
         "ann_recall_at_10": round(ann, 4),
         "ann_recall_at_10_filtered_1pct": round(ann_filtered, 4),
@@ -414,15 +432,21 @@ async def run_perf(
                 texts = [embeddings.turn_text(t.content, t.speaker) for t in turns[:ingest_turns]]
                 result["embedding"] = await _backends(embeddings, baseline, texts, questions)
             if mutation_memories:
-                result["mutation"] = await _mutation(archive, turns[:mutation_memories], questions, min(queries, 500))
+                sql = await AsyncArchive.open(Settings(home=Path(home) / "ingest", index=False), embeddings=embeddings)
+                try:
+                    memories = turns[:mutation_memories]
+                    result["mutation"] = await _mutation(archive, sql, memories, questions, min(queries, 500))
+                finally:
+                    await sql.close()
         finally:
             await archive.close()
         for size in sorted(scales):
             archive = await AsyncArchive.open(Settings(home=Path(home) / f"s{size}"), embeddings=embeddings)
+            sql = await AsyncArchive.open(Settings(home=Path(home) / f"s{size}", index=False), embeddings=embeddings)
             try:
-                result["scales"].append(
-                    await _scale(archive, turns[:size], vectors[:size], tokens[:size], questions, queries, progress)
-                )
+                part = (turns[:size], vectors[:size], tokens[:size])
+                result["scales"].append(await _scale(archive, sql, *part, questions, queries, progress))
             finally:
+                await sql.close()
                 await archive.close()
     return result

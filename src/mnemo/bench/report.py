@@ -196,20 +196,23 @@ def print_perf(result: dict[str, Any], console: Console) -> None:
             title=f"mutating recall against read-only ({mut['memories']:,} memories, "
             f"{mut['queries']} queries each, interleaved)"
         )
-        for col in ("read-only p50/p95/p99", "mutating p50/p95/p99", "extra p50", "extra p95"):
+        for col in ("read-only p50/p95/p99", "mutating p50/p95/p99", "extra p50", "extra p95", "SQL path read-only"):
             table.add_column(col, justify="right")
         table.add_row(
             _lat3(mut["read_only_ms"]),
             _lat3(mut["mutating_ms"]),
             f"{mut['mutating_extra_ms_p50']:.1f}",
             f"{mut['mutating_extra_ms_p95']:.1f}",
+            _lat3(mut["sql_read_only_ms"]) if "sql_read_only_ms" in mut else "-",
         )
         console.print(table)
-    table = Table(title=f"recall latency, ms ({cores} cores; k=10; ef_search from settings)")
+    table = Table(title=f"recall latency, ms ({cores} cores; k=10; read index warm, SQL path beside it)")
     for col in (
         "memories",
         "with embedding p50/p95/p99",
         "without embedding p50/p95/p99",
+        "SQL path, with / without embedding p95",
+        "index build s / MiB",
         "numpy exact p50/p95/p99",
         "ANN R@10",
         "ANN R@10, 1% filter",
@@ -225,6 +228,10 @@ def print_perf(result: dict[str, Any], console: Console) -> None:
             f"{s['memories']:,}",
             fmt(s["recall_ms_with_embedding"]),
             fmt(s["recall_ms_without_embedding"]),
+            f"{s['sql_recall_ms_with_embedding']['p95']:.1f} / {s['sql_recall_ms_without_embedding']['p95']:.1f}"
+            if "sql_recall_ms_with_embedding" in s
+            else "-",
+            f"{s['index_build_s']:.2f} / {s['index_mb']:.1f}" if "index_build_s" in s else "-",
             fmt(s["numpy_exact_scan_ms"]),
             f"{s['ann_recall_at_10']:.3f}",
             f"{s['ann_recall_at_10_filtered_1pct']:.3f}",

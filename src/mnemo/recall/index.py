@@ -41,6 +41,7 @@ from mnemo.cognition.bm25 import bm25_weights
 from mnemo.cognition.late import TokenIndex, TokenVectors, index_tokens
 from mnemo.store import lexicon
 from mnemo.store import read_index as index_rows
+from mnemo.store import search as search_rows
 from mnemo.store import token_vectors as token_rows
 from mnemo.store import vectors as vector_rows
 
@@ -68,6 +69,9 @@ class FirstStage(Protocol):
     async def lexical_scores(self, text: str, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, float]: ...
     async def scope_items(self, kinds: Sequence[str], limit: int) -> list[Item]: ...
     async def token_index(self, kinds: Sequence[str], items: Sequence[Item]) -> TokenIndex: ...
+    async def positions(
+        self, ids: Sequence[uuid.UUID], anchors: Sequence[uuid.UUID], distance: int, *, lines: bool
+    ) -> Positions: ...
 
 
 # --- the SQL path ------------------------------------------------------------------------------
@@ -114,6 +118,13 @@ class SqlStage:
             index = index_tokens([tokens.get(i, NO_TOKENS) for i in ids])
             cache.keep_index(key, ids, index)
         return index
+
+    async def positions(
+        self, ids: Sequence[uuid.UUID], anchors: Sequence[uuid.UUID], distance: int, *, lines: bool
+    ) -> Positions:
+        return await search_rows.positions(
+            self.conn, self.entity_id, self.namespace, ids, anchors, distance, lines=lines
+        )
 
 
 NO_TOKENS = TokenVectors(np.zeros(0, np.int32), np.zeros((0, 1), np.int8), 1.0 / 127.0)
@@ -279,6 +290,77 @@ class _Vectors:
         return int(self.matrix.nbytes + self.norms.nbytes) + len(self.items.ids) * 120
 
 
+Place = tuple[str, int]  # session, turn number
+Positions = tuple[dict[uuid.UUID, Place], dict[str, tuple[int, int]], dict[uuid.UUID, str]]
+
+
+class _Utterances:
+    """Where each raw turn and each block line sits in its session, as
+    :func:`mnemo.store.search.positions` reads it (a line whose raw turn is still there is only
+    an anchor; a raw turn wins over its line)."""
+
+    def __init__(self) -> None:
+        self.at: dict[str, dict[uuid.UUID, set[Place]]] = {"turn": {}, "line": {}}
+        self.sessions: dict[str, dict[str, dict[int, set[uuid.UUID]]]] = {"turn": {}, "line": {}}
+
+    def load(self, rows: Sequence[tuple[str, uuid.UUID, str, int]]) -> None:
+        for kind, item, session, number in rows:
+            self.at[kind].setdefault(item, set()).add((session, number))
+            self.sessions[kind].setdefault(session, {}).setdefault(number, set()).add(item)
+
+    def remove(self, item: uuid.UUID) -> None:
+        for kind in ("turn", "line"):
+            for session, number in self.at[kind].pop(item, ()):
+                numbers = self.sessions[kind][session]
+                numbers[number].discard(item)
+                if not numbers[number]:
+                    del numbers[number]
+                if not numbers:
+                    del self.sessions[kind][session]
+
+    def positions(
+        self, ids: Sequence[uuid.UUID], anchors: Sequence[uuid.UUID], distance: int, *, lines: bool
+    ) -> Positions:
+        where: dict[uuid.UUID, Place] = {}
+        bounds: dict[str, tuple[int, int]] = {}
+        kinds: dict[uuid.UUID, str] = {}
+        turns = self.at["turn"]
+        for kind in ("line", "turn") if lines else ("turn",):  # a raw turn wins
+            found = self._near(kind, ids, anchors, distance)
+            if kind == "line":
+                found = [(item, place) for item, place in found if item not in turns]
+            for item, (session, number) in found:
+                where[item] = (session, number)
+                kinds[item] = kind
+                numbers = self.sessions[kind][session]
+                lo, hi = min(numbers), max(numbers)
+                old = bounds.get(session, (lo, hi))
+                bounds[session] = (min(old[0], lo), max(old[1], hi))
+        return where, bounds, kinds
+
+    def _near(
+        self, kind: str, ids: Sequence[uuid.UUID], anchors: Sequence[uuid.UUID], distance: int
+    ) -> list[tuple[uuid.UUID, Place]]:
+        """The ``kind`` utterances among ``ids``, and those within ``distance`` of an anchor's place
+        (an anchor placed by its raw turn or by any line of it, for turns; by its lines, for lines)."""
+        at, sessions = self.at[kind], self.sessions[kind]
+        found = [(item, place) for item in dict.fromkeys(ids) for place in sorted(at.get(item, ()))]
+        places: set[Place] = set()
+        for anchor in anchors:
+            places |= at.get(anchor, set())
+            if kind == "turn":
+                places |= self.at["line"].get(anchor, set())
+        for session, number in sorted(places):
+            numbers = sessions.get(session, {})
+            for n in range(number - distance, number + distance + 1):
+                found.extend((item, (session, n)) for item in sorted(numbers.get(n, ())))
+        return found
+
+    @property
+    def nbytes(self) -> int:
+        return sum(len(at) for at in self.at.values()) * 400
+
+
 @dataclass(slots=True)
 class _Late:
     """What the late-interaction scan reads: the scope's scannable items (as
@@ -305,11 +387,12 @@ class ScopeIndex:
     lexicon: _Lexicon
     vectors: _Vectors
     late: _Late
+    utterances: _Utterances
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
     def nbytes(self) -> int:
-        return self.lexicon.nbytes + self.vectors.nbytes + self.late.nbytes
+        return self.lexicon.nbytes + self.vectors.nbytes + self.late.nbytes + self.utterances.nbytes
 
     @property
     def size(self) -> int:
@@ -328,7 +411,9 @@ class ScopeIndex:
         for item in touched:
             self.lexicon.items.remove(item)
             self.vectors.items.remove(item)
+            self.utterances.remove(item)
         self.lexicon.load(await index_rows.postings(conn, e, ns, touched))
+        self.utterances.load(await index_rows.utterances(conn, e, ns, touched))
         self.vectors.load(*await index_rows.dense_rows(conn, rt.table, e, ns, slug, touched))
         await _load_late(rt, conn, self.key, self.late)
         self.version = changes.version
@@ -346,7 +431,9 @@ async def build_index(rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey)
     vectors.load(*await index_rows.dense_rows(conn, rt.table, e, ns, slug))
     late = _Late()
     await _load_late(rt, conn, key, late)
-    return ScopeIndex(key, version, lexicon_, vectors, late)
+    utterances = _Utterances()
+    utterances.load(await index_rows.utterances(conn, e, ns))
+    return ScopeIndex(key, version, lexicon_, vectors, late, utterances)
 
 
 async def _load_late(rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey, late: _Late) -> None:
@@ -416,6 +503,11 @@ class IndexedStage:
             index = late.indexes[key] = index_tokens([late.token_ids.get(i, NO_TOKENS) for i, _, _ in items])
         return index
 
+    async def positions(
+        self, ids: Sequence[uuid.UUID], anchors: Sequence[uuid.UUID], distance: int, *, lines: bool
+    ) -> Positions:
+        return self.index.utterances.positions(ids, anchors, distance, lines=lines)
+
 
 # --- the process's indexes ------------------------------------------------------------------------
 class ReadIndexes:
@@ -425,6 +517,8 @@ class ReadIndexes:
         self._scopes: OrderedDict[ScopeKey, ScopeIndex] = OrderedDict()
         self._building: dict[ScopeKey, asyncio.Task[None]] = {}
         self.builds = 0
+        self.max_bytes: int | None = None
+        """A budget in bytes instead of the settings' ``index_mb`` (tests, benchmarks)."""
 
     def __len__(self) -> int:
         return len(self._scopes)
@@ -480,7 +574,7 @@ class ReadIndexes:
 
     def _keep(self, rt: Runtime, key: ScopeKey, index: ScopeIndex) -> None:
         self.builds += 1
-        budget = rt.settings.index_mb << 20
+        budget = self.max_bytes if self.max_bytes is not None else rt.settings.index_mb << 20
         if index.nbytes > budget:
             return
         self._scopes[key] = index

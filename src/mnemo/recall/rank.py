@@ -87,13 +87,9 @@ async def smooth_neighbours(rt: Runtime, conn: psycopg.AsyncConnection, request:
     base = found.base
     if not cfg.neighbour_weights or "turn" not in request.kinds or not base:
         return
-    scope = request.scope
     ranked = sorted(base, key=lambda i: -base[i])
     said = [i for i in ranked if found.kind_of[i] in ("turn", "line")]
-    where, bounds, kinds = await search_rows.positions(
-        conn,
-        scope.entity_id,
-        scope.namespace,
+    where, bounds, kinds = await found.stage.positions(
         said,
         said[: cfg.neighbour_anchors] if cfg.fusion == "zscore" else [],
         len(cfg.neighbour_weights),

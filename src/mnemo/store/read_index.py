@@ -26,6 +26,7 @@ __all__ = [
     "postings",
     "prune_changes",
     "scope_version",
+    "utterances",
 ]
 
 
@@ -163,3 +164,24 @@ async def dense_rows(
         return [], [], np.zeros((0, 0), dtype=np.float32)
     vectors = np.stack([np.asarray(r[2].to_numpy(), dtype=np.float32) for r in rows])
     return [r[0] for r in rows], [r[1] for r in rows], vectors
+
+
+_UTTERANCES = """SELECT 'turn', id, session_id, turn_number FROM mnemo.turns
+    WHERE entity_id = %(e)s AND namespace = %(ns)s {turns}
+    UNION ALL
+    SELECT DISTINCT 'line', turn_id, session_id, turn_number FROM mnemo.block_lines
+    WHERE entity_id = %(e)s AND namespace = %(ns)s {lines}"""
+
+
+async def utterances(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID] | None = None
+) -> list[tuple[str, uuid.UUID, str, int]]:
+    """``(kind, id, session, turn number)`` of the scope's raw turns and block lines (or of ``ids``):
+    where neighbour smoothing finds an utterance's session neighbours
+    (:func:`mnemo.store.search.positions`)."""
+    stmt = _UTTERANCES.format(
+        turns="" if ids is None else "AND id = ANY(%(ids)s)",
+        lines="" if ids is None else "AND turn_id = ANY(%(ids)s)",
+    )
+    cur = await conn.execute(stmt, {"e": entity_id, "ns": namespace, "ids": list(ids or [])}, binary=True)
+    return [(r[0], r[1], r[2], int(r[3])) for r in await cur.fetchall()]
