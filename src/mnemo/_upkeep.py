@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 
 from mnemo._runtime import Runtime
+from mnemo.store import read_index as index_rows
 from mnemo.store import status as status_rows
 
 __all__ = ["note_writes"]
@@ -33,5 +34,6 @@ async def note_writes(rt: Runtime, rows: int) -> None:
     try:
         async with rt.store.connection() as conn:
             await status_rows.refresh_statistics(conn, rt.table)
+            await index_rows.prune_changes(conn, rt.settings.index_log_keep)
     except Exception as exc:  # statistics are an optimisation: never fail the write that triggered them
         _log.warning("could not refresh planner statistics (%s); autovacuum will", exc)

@@ -29,6 +29,7 @@ from mnemo.embed import Embeddings
 from mnemo.models import Refusal
 from mnemo.recall import index as read_index
 from mnemo.recall.index import ScopeIndex
+from mnemo.store import read_index as index_rows
 from mnemo.write.importer import import_turns
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -178,6 +179,26 @@ async def test_an_index_caught_up_from_the_log_equals_one_built_from_nothing(
     await archive.runtime.backfill.wait()
     await caught_up(other, index)
     assert contents(index) == contents(await fresh(other, ME))
+
+
+async def test_a_pruned_log_makes_an_index_too_far_behind_rebuild(archive: AsyncArchive) -> None:
+    early = await fresh(archive, ME)  # an empty scope, version 0
+    for text in SENTENCES[:3]:
+        await archive.remember(ME, text)
+    recent = await fresh(archive, ME)
+    for text in SENTENCES[3:6]:
+        await archive.remember(ME, text)
+    await archive.runtime.backfill.wait()
+    async with archive.runtime.store.connection() as conn:
+        cur = await conn.execute(
+            "SELECT count(DISTINCT version) FROM mnemo.scope_changes WHERE entity_id = %s AND version > %s",
+            (ME.entity_id, recent.version),
+        )
+        since_recent = (await cur.fetchone() or [0])[0]
+        assert await index_rows.prune_changes(conn, keep=since_recent) > 0
+        assert not await early.catch_up(archive.runtime, conn)  # the log no longer reaches back
+        assert await recent.catch_up(archive.runtime, conn)  # every version after it is still there
+    assert contents(recent) == contents(await fresh(archive, ME))
 
 
 async def test_the_budget_evicts_the_least_recently_used_scope(archive: AsyncArchive) -> None:

@@ -72,6 +72,7 @@ class FirstStage(Protocol):
     async def positions(
         self, ids: Sequence[uuid.UUID], anchors: Sequence[uuid.UUID], distance: int, *, lines: bool
     ) -> Positions: ...
+    def held_tokens(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, TokenVectors]: ...
 
 
 # --- the SQL path ------------------------------------------------------------------------------
@@ -125,6 +126,10 @@ class SqlStage:
         return await search_rows.positions(
             self.conn, self.entity_id, self.namespace, ids, anchors, distance, lines=lines
         )
+
+    def held_tokens(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, TokenVectors]:
+        """Nothing is held in memory on this path (the token cache is asked next)."""
+        return {}
 
 
 NO_TOKENS = TokenVectors(np.zeros(0, np.int32), np.zeros((0, 1), np.int8), 1.0 / 127.0)
@@ -507,6 +512,10 @@ class IndexedStage:
         self, ids: Sequence[uuid.UUID], anchors: Sequence[uuid.UUID], distance: int, *, lines: bool
     ) -> Positions:
         return self.index.utterances.positions(ids, anchors, distance, lines=lines)
+
+    def held_tokens(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, TokenVectors]:
+        held = self.index.late.token_ids
+        return {i: held[i] for i in ids if i in held}
 
 
 # --- the process's indexes ------------------------------------------------------------------------

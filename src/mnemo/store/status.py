@@ -75,7 +75,7 @@ async def refresh_statistics(conn: psycopg.AsyncConnection, vector_table: str) -
     """
     for table in (
         *("mnemo.memories", "mnemo.turns", "mnemo.co_access", "mnemo.blocks", "mnemo.facts", "mnemo.links"),
-        *("mnemo.block_lines", "mnemo.token_vectors"),
+        *("mnemo.block_lines", "mnemo.token_vectors", "mnemo.scope_versions", "mnemo.scope_changes"),
     ):
         await conn.execute(f"ANALYZE {table}")
     await conn.execute("VACUUM (ANALYZE) mnemo.postings")
