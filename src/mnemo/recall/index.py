@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import uuid
 from collections import OrderedDict
@@ -196,16 +197,32 @@ class _Lexicon:
         self.postings = 0
 
     def load(self, rows: index_rows.Postings) -> None:
-        """Add every row of ``rows`` (items not already held; in (term, item) order)."""
-        for n, (term, item, kind) in enumerate(zip(rows.terms, rows.items, rows.kinds, strict=True)):
-            slot = self.items.slot.get(item)
-            if slot is None:
-                slot = self.items.add(item, kind)
-            entry = self.terms.get(term)
+        """Add every row of ``rows`` (items not already held; in (term, item) order): a few rows
+        are buffered per term, a whole scope's are laid out as arrays term by term."""
+        slot_of, add = self.items.slot, self.items.add
+        slots: list[int] = []
+        for item, kind in zip(rows.items, rows.kinds, strict=True):
+            slot = slot_of.get(item)
+            slots.append(add(item, kind) if slot is None else slot)
+        self.postings += len(slots)
+        if len(slots) < 1024:
+            for n, term in enumerate(rows.terms):
+                entry = self.terms.get(term)
+                if entry is None:
+                    entry = self.terms[term] = _Term()
+                entry.pending.append((slots[n], float(rows.tf[n]), float(rows.doc_len[n])))
+            return
+        at = np.asarray(slots, dtype=np.int64)
+        terms = rows.terms
+        bounds = [0, *(n for n in range(1, len(terms)) if terms[n] != terms[n - 1]), len(terms)]
+        for start, end in itertools.pairwise(bounds):
+            entry = self.terms.get(terms[start])
             if entry is None:
-                entry = self.terms[term] = _Term()
-            entry.pending.append((slot, float(rows.tf[n]), float(rows.doc_len[n])))
-        self.postings += len(rows.terms)
+                entry = self.terms[terms[start]] = _Term()
+            entry.arrays()
+            entry.slots = np.concatenate([entry.slots, at[start:end]])
+            entry.tf = np.concatenate([entry.tf, rows.tf[start:end]])
+            entry.doc_len = np.concatenate([entry.doc_len, rows.doc_len[start:end]])
 
     def _matches(self, terms: Sequence[str], docs: int, avgdl: float) -> tuple[np.ndarray, np.ndarray]:
         """Every live posting of the query's terms with its BM25 contribution: ``(slots, weights)``."""
