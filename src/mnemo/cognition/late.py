@@ -31,6 +31,7 @@ import numpy as np
 
 __all__ = [
     "QUANT",
+    "GrowingIndex",
     "TokenIndex",
     "TokenVectors",
     "combine",
@@ -154,6 +155,73 @@ def index_tokens(candidates: Sequence[TokenVectors]) -> TokenIndex:
         vocabulary=vocabulary,
         df=df,
     )
+
+
+class GrowingIndex:
+    """A :class:`TokenIndex` that items can be appended to without copying the rows it holds (a
+    scope's index, as its new items arrive): the same index :func:`index_tokens` would build from
+    all of them, in their order."""
+
+    def __init__(self, candidates: Sequence[TokenVectors]) -> None:
+        first = index_tokens(candidates)
+        self._rows = first.rows
+        self._used = len(first.rows)
+        self._sizes = [len(c.ids) for c in candidates]
+        self._counts = np.zeros(0, dtype=np.int64)
+        self._count(candidates)
+        self.index = first
+
+    def _count(self, candidates: Sequence[TokenVectors]) -> None:
+        """Add each candidate's distinct tokens to the per-token-id document counts."""
+        for c in candidates:
+            if not len(c.ids):
+                continue
+            distinct = np.unique(c.ids).astype(np.int64)
+            if distinct[-1] >= len(self._counts):
+                grown = np.zeros(max(int(distinct[-1]) + 1, 2 * len(self._counts)), dtype=np.int64)
+                grown[: len(self._counts)] = self._counts
+                self._counts = grown
+            self._counts[distinct] += 1
+
+    def extend(self, more: Sequence[TokenVectors]) -> TokenIndex | None:
+        """Append ``more`` (after every item already held) and return the index of them all; None
+        when their rows cannot join these (another width or type, or nothing held had any): lay
+        everything out again with a new :class:`GrowingIndex`."""
+        present = [c for c in more if len(c.ids)]
+        if present and (
+            not self._used or any(c.vectors.shape[1:] != self._rows.shape[1:] or c.vectors.dtype != self._rows.dtype
+                                  for c in present)
+        ):  # fmt: skip
+            return None
+        base, rows = self._used, sum(len(c.ids) for c in present)
+        if base + rows > len(self._rows):
+            grown = np.empty((max(base + rows, 2 * len(self._rows)), self._rows.shape[1]), self._rows.dtype)
+            grown[:base] = self._rows[:base]
+            self._rows = grown
+        for c in present:
+            self._rows[self._used : self._used + len(c.ids)] = c.vectors
+            self._used += len(c.ids)
+        start = len(self._sizes)
+        self._sizes.extend(len(c.ids) for c in more)
+        self._count(more)
+        old = self.index
+        added = np.array([start + n for n, c in enumerate(more) if len(c.ids)], dtype=np.int64)
+        offsets = base + np.cumsum([0, *(len(c.ids) for c in present)])[:-1]
+        vocabulary = np.flatnonzero(self._counts)
+        self.index = TokenIndex(
+            size=len(self._sizes),
+            rows=self._rows[: self._used],
+            filled=np.concatenate([old.filled, added]).astype(np.int64),
+            starts=np.concatenate([old.starts, offsets]).astype(np.int64),
+            scales=np.concatenate([old.scales, np.array([c.scale for c in present], dtype=np.float32)]),
+            vocabulary=vocabulary,
+            df=self._counts[vocabulary],
+        )
+        return self.index
+
+    @property
+    def nbytes(self) -> int:
+        return self.index.nbytes - self.index.rows.nbytes + self._rows.nbytes + self._counts.nbytes
 
 
 def index_scores(query: TokenVectors, index: TokenIndex) -> np.ndarray:

@@ -39,7 +39,7 @@ import numpy as np
 import psycopg
 
 from mnemo.cognition.bm25 import bm25_weights
-from mnemo.cognition.late import TokenIndex, TokenVectors, index_tokens
+from mnemo.cognition.late import GrowingIndex, TokenIndex, TokenVectors, index_tokens
 from mnemo.store import lexicon
 from mnemo.store import read_index as index_rows
 from mnemo.store import search as search_rows
@@ -390,13 +390,38 @@ class _Late:
 
     items: list[Item] = field(default_factory=list)
     token_ids: dict[uuid.UUID, TokenVectors] = field(default_factory=dict)
-    indexes: dict[tuple[str, ...], TokenIndex] = field(default_factory=dict)
+    indexes: dict[tuple[str, ...], tuple[tuple[uuid.UUID, ...], GrowingIndex]] = field(default_factory=dict)
+    """Per set of kinds asked for: the items (in order) the token index was laid out from."""
     complete: bool = False  # the listing holds every scannable item (the scope is under the limit)
 
     @property
     def nbytes(self) -> int:
         held = sum(tv.vectors.nbytes + tv.ids.nbytes + 64 for tv in self.token_ids.values())
-        return held + sum(i.nbytes for i in self.indexes.values())
+        return held + sum(i.nbytes for _, i in self.indexes.values())
+
+    def index(self, kinds: tuple[str, ...], items: Sequence[Item]) -> TokenIndex:
+        """The token index of ``items`` (of ``kinds``): the one kept if they are the same, the kept
+        one extended when they only add items after it (new items sort last: ids are time-ordered),
+        else laid out again."""
+        ids = tuple(i for i, _, _ in items)
+        kept = self.indexes.get(kinds)
+        if kept is not None and kept[0] == ids:
+            return kept[1].index
+        tokens = [self.token_ids.get(i, NO_TOKENS) for i in ids]
+        if kept is not None and ids[: len(kept[0])] == kept[0]:
+            grown = kept[1].extend(tokens[len(kept[0]) :])
+            if grown is not None:
+                self.indexes[kinds] = (ids, kept[1])
+                return grown
+        growing = GrowingIndex(tokens)
+        self.indexes[kinds] = (ids, growing)
+        return growing.index
+
+    def forget(self, items: Sequence[uuid.UUID]) -> None:
+        """Drop the kept token indexes that hold any of ``items`` (changed or gone)."""
+        gone = set(items)
+        for kinds in [k for k, (ids, _) in self.indexes.items() if gone.intersection(ids)]:
+            del self.indexes[kinds]
 
 
 # --- one scope's index --------------------------------------------------------------------------
@@ -434,6 +459,8 @@ class ScopeIndex:
             self.lexicon.items.remove(item)
             self.vectors.items.remove(item)
             self.utterances.remove(item)
+            self.late.token_ids.pop(item, None)  # read again if it is still listed
+        self.late.forget(touched)
         self.lexicon.load(await index_rows.postings(conn, e, ns, touched))
         self.utterances.load(await index_rows.utterances(conn, e, ns, touched))
         self.vectors.load(*await index_rows.dense_rows(conn, rt.table, e, ns, slug, touched))
@@ -463,11 +490,11 @@ async def _load_late(rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey, 
     e, ns, slug = key
     limit = rt.settings.late_scan_limit
     items = await vector_rows.scope_items(conn, rt.table, e, ns, slug, ALL_KINDS, limit + 1)
-    late.indexes.clear()
     late.items = items
     late.complete = len(items) <= limit and rt.settings.late_retrieval
     if not late.complete:
         late.token_ids.clear()
+        late.indexes.clear()
         return
     listed = {i for i, _, size in items if size is not None}
     for gone in [i for i in late.token_ids if i not in listed]:
@@ -519,11 +546,7 @@ class IndexedStage:
         late = self.index.late
         if not late.complete:
             return await self.sql.token_index(kinds, items)
-        key = tuple(kinds)
-        index = late.indexes.get(key)
-        if index is None:
-            index = late.indexes[key] = index_tokens([late.token_ids.get(i, NO_TOKENS) for i, _, _ in items])
-        return index
+        return late.index(tuple(kinds), items)
 
     async def positions(
         self, ids: Sequence[uuid.UUID], anchors: Sequence[uuid.UUID], distance: int, *, lines: bool
