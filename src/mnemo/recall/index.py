@@ -445,6 +445,12 @@ class ScopeIndex:
     def size(self) -> int:
         return len(self.vectors.items.slot)
 
+    @property
+    def bloated(self) -> bool:
+        """Whether changed and removed items' old entries outnumber the live ones (then a fresh
+        build in the background replaces it; until then it answers as it is)."""
+        return any(part.dead > max(1024, len(part.slot)) for part in (self.lexicon.items, self.vectors.items))
+
     async def catch_up(self, rt: Runtime, conn: psycopg.AsyncConnection) -> bool:
         """Re-read every item the scope's writes touched since :attr:`version`; False when the log no
         longer reaches back (rebuild instead)."""
@@ -594,6 +600,8 @@ class ReadIndexes:
                     self._scopes.pop(key, None)
                     self._build_later(rt, key)
                     return None
+            if index.bloated:
+                self._build_later(rt, key)
         self._scopes.move_to_end(key)
         return index
 
