@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 
 ALL_KINDS = ("turn", "memory", "line")
 """What the index holds of every scope: every kind a recall can ask for."""
+KIND_CODES = {kind: n for n, kind in enumerate(ALL_KINDS)}
 
 ScopeKey = tuple[str, str, str]  # entity, namespace, slug
 Hit = tuple[uuid.UUID, str, float]
@@ -146,6 +147,7 @@ class _Slots:
         self.kinds: list[str] = []
         self.slot: dict[uuid.UUID, int] = {}
         self.alive = np.zeros(0, dtype=bool)
+        self.codes = np.zeros(0, dtype=np.int8)  # each slot's kind, as KIND_CODES numbers it
 
     def add(self, item: uuid.UUID, kind: str) -> int:
         n = len(self.ids)
@@ -154,7 +156,9 @@ class _Slots:
         self.slot[item] = n
         if n >= len(self.alive):
             self.alive = np.concatenate([self.alive, np.zeros(max(16, n), dtype=bool)])
+            self.codes = np.concatenate([self.codes, np.full(max(16, n), -1, dtype=np.int8)])
         self.alive[n] = True
+        self.codes[n] = KIND_CODES.get(kind, -1)
         return n
 
     def remove(self, item: uuid.UUID) -> None:
@@ -243,19 +247,23 @@ class _Lexicon:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         return np.concatenate(slots), np.concatenate(weights)
 
-    def scores(self, terms: Sequence[str], docs: int, avgdl: float) -> dict[int, float]:
+    def totals(self, terms: Sequence[str], docs: int, avgdl: float) -> tuple[np.ndarray, np.ndarray]:
+        """Every slot's BM25 score and whether any query term matched it."""
         at, weights = self._matches(terms, docs, avgdl)
-        if not len(at):
-            return {}
-        total = np.bincount(at, weights=weights, minlength=len(self.items.ids))
-        hit = np.unique(at)
-        return dict(zip(hit.tolist(), total[hit].tolist(), strict=True))
+        n = len(self.items.ids)
+        return np.bincount(at, weights=weights, minlength=n), np.bincount(at, minlength=n) > 0
+
+    def scores(self, terms: Sequence[str], docs: int, avgdl: float, slots: Sequence[int]) -> list[float | None]:
+        """The BM25 score of each of ``slots`` (None where no query term matches it)."""
+        total, hit = self.totals(terms, docs, avgdl)
+        return [float(total[s]) if hit[s] else None for s in slots]
 
     def top(self, terms: Sequence[str], docs: int, avgdl: float, depth: int, kinds: Sequence[str]) -> list[Hit]:
-        ids, kinds_of = self.items.ids, self.items.kinds
-        found = [(s, v) for s, v in self.scores(terms, docs, avgdl).items() if kinds_of[s] in kinds]
-        found.sort(key=lambda sv: (-sv[1], ids[sv[0]]))
-        return [(ids[s], kinds_of[s], v) for s, v in found[:depth]]
+        total, hit = self.totals(terms, docs, avgdl)
+        found = np.flatnonzero(hit)
+        wanted = [KIND_CODES[k] for k in kinds if k in KIND_CODES]
+        found = found[np.isin(self.items.codes[found], wanted)]
+        return _best(found, total, depth, self.items)
 
     @property
     def nbytes(self) -> int:
@@ -295,21 +303,34 @@ class _Vectors:
         with np.errstate(divide="ignore", invalid="ignore"):
             return dots.astype(np.float64) / (self.norms[:n] * qnorm)
 
+    def similarities(self, query: np.ndarray, slots: Sequence[int]) -> list[float]:
+        """Cosine of the query, as a halfvec, to each of ``slots``."""
+        q = np.asarray(query, dtype=np.float16).astype(np.float32)
+        at = np.asarray(slots, dtype=np.int64)
+        dots = self.matrix[at] @ q
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (dots.astype(np.float64) / (self.norms[at] * float(np.sqrt(np.dot(q, q))))).tolist()
+
     def nearest(self, query: np.ndarray, depth: int) -> list[Hit]:
         sims = self.cosines(query)
-        sims[~self.items.alive[: len(sims)]] = -np.inf
-        if depth < len(sims):
-            cut = np.partition(sims, len(sims) - depth)[len(sims) - depth]
-            pool = np.flatnonzero(sims >= cut)
-        else:
-            pool = np.flatnonzero(np.isfinite(sims))
-        ids, kinds = self.items.ids, self.items.kinds
-        best = sorted(((float(sims[s]), ids[s], s) for s in pool if np.isfinite(sims[s])), key=lambda t: (-t[0], t[1]))
-        return [(item, kinds[s], sim) for sim, item, s in best[:depth]]
+        live = np.flatnonzero(self.items.alive[: len(sims)] & np.isfinite(sims))
+        return _best(live, sims, depth, self.items)
 
     @property
     def nbytes(self) -> int:
         return int(self.matrix.nbytes + self.norms.nbytes) + len(self.items.ids) * 120
+
+
+def _best(found: np.ndarray, scores: np.ndarray, depth: int, items: _Slots) -> list[Hit]:
+    """The ``depth`` best of the ``found`` slots by score, ties in id order (as SQL's ``ORDER BY
+    score DESC, id``): a partition picks the few that can be among them, only those are sorted."""
+    if len(found) > depth > 0:
+        values = scores[found]
+        cut = np.partition(values, len(values) - depth)[len(values) - depth]
+        found = found[values >= cut]
+    ids, kinds = items.ids, items.kinds
+    best = sorted((-float(scores[s]), ids[s], s) for s in found.tolist())[:depth] if depth > 0 else []
+    return [(item, kinds[s], -score) for score, item, s in best]
 
 
 Place = tuple[str, int]  # session, turn number
@@ -531,16 +552,19 @@ class IndexedStage:
         have = [i for i in ids if i in held]
         found: dict[uuid.UUID, float] = {}
         if have:
-            sims = self.index.vectors.cosines(vector)
-            found = {i: float(sims[held[i]]) for i in have}
+            sims = self.index.vectors.similarities(vector, [held[i] for i in have])
+            found = dict(zip(have, sims, strict=True))
         rest = [i for i in ids if i not in held]
         return found | (await self.sql.similarities(vector, rest) if rest else {})
 
     async def lexical_scores(self, text: str, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, float]:
         lex = self.index.lexicon
-        scores = lex.scores(self.terms, self.docs, self.avgdl) if ids else {}
         slot = lex.items.slot
-        return {i: scores[slot[i]] for i in ids if i in slot and slot[i] in scores}
+        have = [i for i in ids if i in slot]
+        if not have:
+            return {}
+        scores = lex.scores(self.terms, self.docs, self.avgdl, [slot[i] for i in have])
+        return {i: score for i, score in zip(have, scores, strict=True) if score is not None}
 
     async def scope_items(self, kinds: Sequence[str], limit: int) -> list[Item]:
         late = self.index.late
