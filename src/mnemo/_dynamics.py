@@ -83,17 +83,22 @@ async def change_weights(
     *,
     at: datetime | None = None,
     missing_ok: bool = False,
+    locked: Mapping[uuid.UUID, Mapping[str, Any]] | None = None,
 ) -> list[Change]:
     """The one way weights change: lock the rows, apply each request under the safety policy,
     store the new weights, and write an audit row per request and a safety event per violation.
 
-    Requests for the same memory apply in order. Must run inside a transaction.
+    Requests for the same memory apply in order. Must run inside a transaction. ``locked``: the
+    rows' states, already read and locked in this transaction (no second read).
     """
     if not requests:
         return []
     when = at or datetime.now(UTC)
     ids = list(dict.fromkeys(r.memory_id for r in requests))
-    states = await rows.memory_states(conn, scope.entity_id, scope.namespace, ids, lock=True, live_only=False)
+    if locked is None:
+        states = await rows.memory_states(conn, scope.entity_id, scope.namespace, ids, lock=True, live_only=False)
+    else:
+        states = {i: dict(locked[i]) for i in ids if i in locked}
     missing = [i for i in ids if i not in states]
     if missing and not missing_ok:
         raise UnknownItemError(f"no memory {missing[0]} in scope {scope}")
@@ -183,14 +188,40 @@ async def neighbours(
     return found
 
 
+def _after_bump(
+    edges: Sequence[tuple[uuid.UUID, uuid.UUID, int, datetime]],
+    ids: Sequence[uuid.UUID],
+    bumped: Sequence[tuple[uuid.UUID, uuid.UUID]],
+    now: datetime,
+) -> list[tuple[uuid.UUID, uuid.UUID, int, datetime]]:
+    """The links touching ``ids`` as :func:`~mnemo.store.dynamics.bump_co_access` leaves them, from
+    the links read before it (under the same locks): each bumped pair one use more, last used
+    ``now`` at the latest."""
+    wanted = set(ids)
+    after = {(a, b): (count, last) for a, b, count, last in edges if a in wanted or b in wanted}
+    for pair in bumped:
+        count, last = after.get(pair, (0, now))
+        after[pair] = (count + 1, max(last, now))
+    return [(a, b, count, last) for (a, b), (count, last) in after.items()]
+
+
 async def _prune_links(
-    conn: psycopg.AsyncConnection, settings: Settings, scope: Scope, ids: Sequence[uuid.UUID], now: datetime
+    conn: psycopg.AsyncConnection,
+    settings: Settings,
+    scope: Scope,
+    ids: Sequence[uuid.UUID],
+    now: datetime,
+    known: Sequence[tuple[uuid.UUID, uuid.UUID, int, datetime]] | None = None,
 ) -> int:
+    """Delete the links of ``ids`` that :func:`~mnemo.cognition.spreading.prune` dooms; ``known``:
+    every link touching them as it stands (else they are read)."""
+    if known is None:
+        known = await rows.co_access_edges(conn, scope.entity_id, scope.namespace, ids)
     edges = {
         (a, b): edge_strength(
             count, (now - last).total_seconds(), half_life_seconds=settings.coaccess_half_life_days * 86400
         )
-        for a, b, count, last in await rows.co_access_edges(conn, scope.entity_id, scope.namespace, ids)
+        for a, b, count, last in known
     }
     # Every edge of ``ids`` was read, so their rankings are complete; a partner outside ``ids`` sees only
     # part of its list, which can only make an edge look stronger there, never doom it wrongly.
@@ -215,9 +246,7 @@ async def mutate_after_recall(
     # Every row this recall changes is locked here, in one statement, in id order: hits and near
     # misses together. Two recalls whose hits are each other's near misses then queue on their
     # first common memory instead of each holding what the other waits for (a deadlock).
-    locked = await rows.memory_states(
-        conn, scope.entity_id, scope.namespace, [*hits, *near_misses], lock=True, live_only=False
-    )
+    locked, edges = await rows.lock_with_edges(conn, scope.entity_id, scope.namespace, [*hits, *near_misses])
     wanted = set(hits)
     states = {i: s for i, s in locked.items() if i in wanted and s["status"] in ("candidate", "active")}
     # A superseded memory is dormant: still recallable, never strengthened by being recalled
@@ -242,8 +271,9 @@ async def mutate_after_recall(
     evidence = {"query": query[:200]}
     requests = [WeightRequest(i, "reinforce", settings.reinforce_gain, "recalled", evidence) for i in hits]
     requests += [WeightRequest(i, "contradict", settings.suppress_gain, "near miss", evidence) for i in near_misses]
-    await change_weights(conn, settings, scope, requests, at=now, missing_ok=True)
+    await change_weights(conn, settings, scope, requests, at=now, missing_ok=True, locked=locked)
     linked = [i for i in hits if i in states]
     if len(linked) > 1:
-        await rows.bump_co_access(conn, scope.entity_id, scope.namespace, pairs(linked), now)
-        await _prune_links(conn, settings, scope, linked, now)
+        bumped = pairs(linked)
+        await rows.bump_co_access(conn, scope.entity_id, scope.namespace, bumped, now)
+        await _prune_links(conn, settings, scope, linked, now, _after_bump(edges, linked, bumped, now))

@@ -265,15 +265,34 @@ async def co_access_edges(
     callers read memories through :func:`memory_states`, which keeps live ones only."""
     if not ids:
         return []
-    cur = await conn.execute(
-        """SELECT a, b, count, last_at FROM mnemo.co_access  -- two index probes, not an OR over both columns
-           WHERE entity_id = %(e)s AND namespace = %(ns)s AND a = ANY(%(ids)s)
-           UNION
-           SELECT a, b, count, last_at FROM mnemo.co_access
-           WHERE entity_id = %(e)s AND namespace = %(ns)s AND b = ANY(%(ids)s)""",
-        {"e": entity_id, "ns": namespace, "ids": list(ids)},
-    )
+    cur = await conn.execute(_EDGES, {"e": entity_id, "ns": namespace, "ids": list(ids)})
     return [(r[0], r[1], int(r[2]), r[3]) for r in await cur.fetchall()]
+
+
+_EDGES = """SELECT a, b, count, last_at FROM mnemo.co_access  -- two index probes, not an OR over both columns
+    WHERE entity_id = %(e)s AND namespace = %(ns)s AND a = ANY(%(ids)s)
+    UNION
+    SELECT a, b, count, last_at FROM mnemo.co_access
+    WHERE entity_id = %(e)s AND namespace = %(ns)s AND b = ANY(%(ids)s)"""
+
+
+async def lock_with_edges(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
+) -> tuple[dict[uuid.UUID, dict[str, Any]], list[tuple[uuid.UUID, uuid.UUID, int, datetime]]]:
+    """:func:`memory_states` of ``ids`` (any status), locked in id order, and then every link
+    touching them (:func:`co_access_edges`), both sent before either is read: one round trip in
+    a pipeline. The links are read after the locks are held, so no other recall changes them
+    before this transaction ends."""
+    if not ids:
+        return {}, []
+    states = await conn.execute(
+        f"SELECT {_STATE_SQL} FROM mnemo.memories "  # noqa: S608  (fixed column list)
+        "WHERE entity_id = %s AND namespace = %s AND id = ANY(%s) ORDER BY id FOR UPDATE",
+        (entity_id, namespace, list(ids)),
+    )
+    edges = await conn.execute(_EDGES, {"e": entity_id, "ns": namespace, "ids": list(ids)})
+    found = {r[0]: dict(zip(STATE_COLUMNS, r, strict=True)) for r in await states.fetchall()}
+    return found, [(r[0], r[1], int(r[2]), r[3]) for r in await edges.fetchall()]
 
 
 async def delete_co_access(

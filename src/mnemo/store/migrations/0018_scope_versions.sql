@@ -56,6 +56,32 @@ BEGIN
     RETURN NULL;
 END $$;
 
+-- A row update that matters (a memory's status, a block's tier) is rare beside the updates that do
+-- not (every mutating recall updates memories' weights and use): those rows are watched one by one,
+-- with a WHEN condition checked before any function runs.
+CREATE FUNCTION mnemo.note_scope_row_change() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    item uuid := (to_jsonb(NEW) ->> TG_ARGV[0])::uuid;
+    place record;
+    v bigint;
+BEGIN
+    IF item IS NULL THEN
+        RETURN NULL;
+    END IF;
+    FOR place IN SELECT DISTINCT e, ns FROM (VALUES (OLD.entity_id, OLD.namespace), (NEW.entity_id, NEW.namespace))
+                 AS s (e, ns) ORDER BY 1, 2
+    LOOP
+        v := nextval('mnemo.scope_version_seq');
+        INSERT INTO mnemo.scope_versions AS sv (entity_id, namespace, version, since)
+        VALUES (place.e, place.ns, v, v - 1)
+        ON CONFLICT (entity_id, namespace) DO UPDATE SET version = nextval('mnemo.scope_version_seq')
+        RETURNING sv.version INTO v;
+        INSERT INTO mnemo.scope_changes (entity_id, namespace, version, item_id)
+        VALUES (place.e, place.ns, v, item) ON CONFLICT DO NOTHING;
+    END LOOP;
+    RETURN NULL;
+END $$;
+
 -- One trigger per (table, operation): transition tables allow one event per trigger.
 CREATE FUNCTION mnemo.watch_scope_changes(target regclass, item text, updated text) RETURNS void
 LANGUAGE plpgsql AS $$
@@ -76,15 +102,20 @@ BEGIN
 END $$;
 
 SELECT mnemo.watch_scope_changes('mnemo.turns', 'id', NULL);
-SELECT mnemo.watch_scope_changes(
-    'mnemo.memories', 'id',
-    '(o.status, o.tier, o.namespace, o.content) IS DISTINCT FROM (n.status, n.tier, n.namespace, n.content)');
+SELECT mnemo.watch_scope_changes('mnemo.memories', 'id', NULL);
+CREATE TRIGGER mnemo_memories_updated AFTER UPDATE ON mnemo.memories FOR EACH ROW
+    WHEN ((OLD.status, OLD.tier, OLD.namespace, OLD.content) IS DISTINCT FROM
+          (NEW.status, NEW.tier, NEW.namespace, NEW.content))
+    EXECUTE FUNCTION mnemo.note_scope_row_change('id');
 SELECT mnemo.watch_scope_changes(
     'mnemo.postings', 'item_id', '(o.item_kind, o.tf, o.doc_len) IS DISTINCT FROM (n.item_kind, n.tf, n.doc_len)');
 SELECT mnemo.watch_scope_changes(
     'mnemo.token_vectors', 'item_id', '(o.token_ids, o.vectors) IS DISTINCT FROM (n.token_ids, n.vectors)');
 SELECT mnemo.watch_scope_changes('mnemo.block_lines', 'turn_id', NULL);
-SELECT mnemo.watch_scope_changes('mnemo.blocks', 'memory_id', 'o.migrated_at IS DISTINCT FROM n.migrated_at');
+SELECT mnemo.watch_scope_changes('mnemo.blocks', 'memory_id', NULL);
+CREATE TRIGGER mnemo_blocks_updated AFTER UPDATE ON mnemo.blocks FOR EACH ROW
+    WHEN (OLD.migrated_at IS DISTINCT FROM NEW.migrated_at)
+    EXECUTE FUNCTION mnemo.note_scope_row_change('memory_id');
 SELECT mnemo.watch_scope_changes(
     format('vectors.%I', table_name)::regclass, 'item_id',
     '(o.slug, o.embedding, o.item_kind) IS DISTINCT FROM (n.slug, n.embedding, n.item_kind)')
