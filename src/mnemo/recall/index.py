@@ -501,15 +501,22 @@ async def build_index(rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey)
     while it reads are re-read by the next catch-up, so nothing is missed)."""
     e, ns, slug = key
     version, _ = await index_rows.scope_version(conn, e, ns)
-    lexicon_ = _Lexicon()
-    lexicon_.load(await index_rows.postings(conn, e, ns))
-    vectors = _Vectors(rt.embeddings.dim)
-    vectors.load(*await index_rows.dense_rows(conn, rt.table, e, ns, slug))
+    postings = await index_rows.postings(conn, e, ns)
+    dense = await index_rows.dense_rows(conn, rt.table, e, ns, slug)
     late = _Late()
     await _load_late(rt, conn, key, late)
-    utterances = _Utterances()
-    utterances.load(await index_rows.utterances(conn, e, ns))
-    return ScopeIndex(key, version, lexicon_, vectors, late, utterances)
+    said = await index_rows.utterances(conn, e, ns)
+
+    def assemble() -> ScopeIndex:  # in a worker thread: a large scope's layout never stalls the event loop
+        lexicon_ = _Lexicon()
+        lexicon_.load(postings)
+        vectors = _Vectors(rt.embeddings.dim)
+        vectors.load(*dense)
+        utterances = _Utterances()
+        utterances.load(said)
+        return ScopeIndex(key, version, lexicon_, vectors, late, utterances)
+
+    return await asyncio.to_thread(assemble)
 
 
 async def _load_late(rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey, late: _Late) -> None:
