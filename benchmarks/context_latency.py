@@ -42,9 +42,7 @@ async def run(path: Path, memories: int, queries: int, budget: int) -> dict[str,
             for turn in turns:
                 await archive.remember(scope, turn.content)
             await archive.runtime.backfill.wait()
-            await archive.runtime.indexes.ensure(
-                archive.runtime, (scope.entity_id, scope.namespace, archive.runtime.slug)
-            )
+            await archive.warm(scope)
             asked = (questions * (queries // len(questions) + 1))[: queries + 50]
             for q in asked[:50]:  # use histories and links, as an agent's recalls leave them
                 await archive.recall(scope, q, 10)

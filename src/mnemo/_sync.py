@@ -132,6 +132,7 @@ class Archive:
     tokens = _blocking(AsyncArchive.tokens)
     # maintenance
     health = _blocking(AsyncArchive.health)
+    warm = _blocking(AsyncArchive.warm)
     status = _blocking(AsyncArchive.status)
     reembed = _blocking(AsyncArchive.reembed)
     defer_reembed = _blocking(AsyncArchive.defer_reembed)

@@ -485,6 +485,14 @@ class AsyncArchive:
         return await access.maturity(self._rt, scope)
 
     # --- maintenance -----------------------------------------------------------
+    async def warm(self, scope: Scope) -> int:
+        """Build ``scope``'s read index now instead of on its first recall (a service warming up,
+        a benchmark); how many items its vectors hold (0 with ``index=false``). PostgreSQL stays
+        the truth: the index is caught up at every recall (DESIGN §3)."""
+        rt = self._rt
+        index = await rt.indexes.ensure(rt, (scope.entity_id, scope.namespace, rt.slug))
+        return 0 if index is None else index.size
+
     async def status(self) -> Status:
         """Counts per chamber, vectors per embedder, pending re-embeds and the background queue."""
         return await status_path.status(self._rt)

@@ -223,6 +223,7 @@ async def test_the_index_only_holds_its_own_scope(archive: AsyncArchive) -> None
     mine, theirs = Scope("reader", "mine"), Scope("stranger", "mine")
     own = [await archive.remember(mine, text) for text in SENTENCES[:3]]
     foreign = [await archive.remember(theirs, text) for text in SENTENCES[:3]]
+    assert await archive.warm(mine) == len(own)  # built at once, its own three items only
     index = await built(archive, mine)
     held = set(index.vectors.items.slot) | set(index.lexicon.items.slot) | {i for i, _, _ in index.late.items}
     assert held == {m.id for m in own}

@@ -293,7 +293,7 @@ async def _mutation(
     for turn in turns:
         await archive.remember(scope, turn.content)
     await archive.runtime.backfill.wait()
-    await archive.runtime.indexes.ensure(archive.runtime, (scope.entity_id, scope.namespace, archive.runtime.slug))
+    await archive.warm(scope)
     qs = (questions * (queries // max(1, len(questions)) + 1))[:queries]
     for q in qs[:50]:
         await archive.recall(scope, q, 10, threshold=-1.0)
