@@ -17,6 +17,8 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from mnemo.store.vectors import LIVE
+
 __all__ = [
     "Changes",
     "Postings",
@@ -134,12 +136,14 @@ async def postings(
     )
 
 
-_DENSE = """SELECT v.item_id, v.item_kind, v.embedding FROM {t} v
-    WHERE v.entity_id = %(e)s AND v.namespace = %(ns)s AND v.slug = %(slug)s {ids}
-      AND (v.item_kind IN ('turn', 'line') OR EXISTS (
-          SELECT 1 FROM mnemo.memories m
-          WHERE m.entity_id = v.entity_id AND m.id = v.item_id AND m.status IN ('candidate', 'active')))
+_DENSE = (
+    "SELECT"
+    + """ v.item_id, v.item_kind, v.embedding FROM {t} v
+    WHERE v.entity_id = %(e)s AND v.namespace = %(ns)s AND v.slug = %(slug)s {ids}"""
+    + LIVE
+    + """
     ORDER BY v.item_id"""
+)
 """The live rows of a scope's vector table (what the dense retriever searches): turns, hot lines,
 candidate and active memories."""
 

@@ -146,7 +146,7 @@ async def search(
                  AND (%(kind)s::text IS NULL OR item_kind = %(kind)s) {live}
                ORDER BY sim DESC, item_id
                LIMIT %(n)s"""
-        ).format(t=_ident(table), live=sql.SQL(_LIVE))
+        ).format(t=_ident(table), live=sql.SQL(LIVE))
     elif dim <= HNSW_MAX_DIM:
         stmt = sql.SQL(
             """SELECT item_id, item_kind, 1 - (embedding <=> %(q)s) AS sim
@@ -155,7 +155,7 @@ async def search(
                  AND (%(kind)s::text IS NULL OR item_kind = %(kind)s) {live}
                ORDER BY embedding <=> %(q)s
                LIMIT %(n)s"""
-        ).format(t=_ident(table), live=sql.SQL(_LIVE))
+        ).format(t=_ident(table), live=sql.SQL(LIVE))
     else:
         stmt = sql.SQL(
             """SELECT item_id, item_kind, 1 - (embedding <=> %(q)s) AS sim FROM (
@@ -166,7 +166,7 @@ async def search(
                    LIMIT %(n)s * 4) AS shortlist
                ORDER BY embedding <=> %(q)s
                LIMIT %(n)s"""
-        ).format(t=_ident(table), dim=sql.Literal(int(dim)), live=sql.SQL(_LIVE))
+        ).format(t=_ident(table), dim=sql.Literal(int(dim)), live=sql.SQL(LIVE))
     cur = await conn.execute(
         stmt, {"q": q, "e": entity_id, "ns": namespace, "slug": slug, "n": limit, "kind": item_kind}
     )
@@ -316,7 +316,7 @@ async def other_spaces(
     return found
 
 
-_LIVE = """
+LIVE = """
       AND (v.item_kind IN ('turn', 'line') OR EXISTS (
           SELECT 1 FROM mnemo.memories m
           WHERE m.entity_id = v.entity_id AND m.id = v.item_id AND m.status IN ('candidate', 'active')))"""
@@ -333,7 +333,7 @@ _SCOPE_ITEMS = (
     + _TOKEN_BYTES.replace("{item}", "v.item_id")
     + """ FROM {vectors} v
     WHERE v.entity_id = %(e)s AND v.namespace = %(ns)s AND v.slug = %(slug)s AND v.item_kind = ANY(%(kinds)s)"""
-    + _LIVE
+    + LIVE
     + """
     UNION ALL
     SELECT c.turn_id, 'line', c.size FROM (
@@ -361,7 +361,7 @@ _WITHOUT_TOKENS = (
     WHERE v.entity_id = %(e)s AND v.namespace = %(ns)s AND v.slug = %(slug)s AND v.item_kind = ANY(%(kinds)s)
       AND NOT EXISTS (SELECT 1 FROM mnemo.token_vectors tv
                       WHERE tv.entity_id = v.entity_id AND tv.item_id = v.item_id AND tv.slug = %(slug)s)"""
-    + _LIVE
+    + LIVE
     + """
     LIMIT %(n)s"""
 )
