@@ -211,12 +211,10 @@ async def _prune_links(
     scope: Scope,
     ids: Sequence[uuid.UUID],
     now: datetime,
-    known: Sequence[tuple[uuid.UUID, uuid.UUID, int, datetime]] | None = None,
+    known: Sequence[tuple[uuid.UUID, uuid.UUID, int, datetime]],
 ) -> int:
     """Delete the links of ``ids`` that :func:`~mnemo.cognition.spreading.prune` dooms; ``known``:
-    every link touching them as it stands (else they are read)."""
-    if known is None:
-        known = await rows.co_access_edges(conn, scope.entity_id, scope.namespace, ids)
+    every link touching them as it stands."""
     edges = {
         (a, b): edge_strength(
             count, (now - last).total_seconds(), half_life_seconds=settings.coaccess_half_life_days * 86400

@@ -39,7 +39,7 @@ import numpy as np
 import psycopg
 
 from mnemo.cognition.bm25 import bm25_weights
-from mnemo.cognition.late import GrowingIndex, TokenIndex, TokenVectors, index_tokens
+from mnemo.cognition.late import QUANT, GrowingIndex, TokenIndex, TokenVectors, index_tokens
 from mnemo.store import lexicon
 from mnemo.store import read_index as index_rows
 from mnemo.store import search as search_rows
@@ -134,7 +134,7 @@ class SqlStage:
         return {}
 
 
-NO_TOKENS = TokenVectors(np.zeros(0, np.int32), np.zeros((0, 1), np.int8), 1.0 / 127.0)
+NO_TOKENS = TokenVectors(np.zeros(0, np.int32), np.zeros((0, 1), np.int8), 1.0 / QUANT)
 """An item whose token rows went away between listing and reading them: it scores 0."""
 
 
@@ -603,6 +603,7 @@ class ReadIndexes:
         self._scopes: OrderedDict[ScopeKey, ScopeIndex] = OrderedDict()
         self._building: dict[ScopeKey, asyncio.Task[None]] = {}
         self.builds = 0
+        self._too_big: set[ScopeKey] = set()  # scopes whose index alone exceeds the budget
         self.max_bytes: int | None = None
         """A budget in bytes instead of the settings' ``index_mb`` (tests, benchmarks)."""
 
@@ -646,7 +647,7 @@ class ReadIndexes:
         return self._scopes.get(key)
 
     def _build_later(self, rt: Runtime, key: ScopeKey) -> None:
-        if key in self._building:
+        if key in self._building or key in self._too_big:
             return
         self._building[key] = asyncio.get_running_loop().create_task(self._build(rt, key))
 
@@ -663,7 +664,8 @@ class ReadIndexes:
     def _keep(self, rt: Runtime, key: ScopeKey, index: ScopeIndex) -> None:
         self.builds += 1
         budget = self.max_bytes if self.max_bytes is not None else rt.settings.index_mb << 20
-        if index.nbytes > budget:
+        if index.nbytes > budget:  # answered through SQL; not built again at every recall
+            self._too_big.add(key)
             return
         self._scopes[key] = index
         self._scopes.move_to_end(key)
@@ -674,6 +676,7 @@ class ReadIndexes:
         """Forget every index of the entity (of one namespace): ``forget`` and ``purge`` call this."""
         for key in [k for k in (*self._scopes, *self._building) if k[0] == entity_id and namespace in (None, k[1])]:
             self._scopes.pop(key, None)
+            self._too_big.discard(key)
             task = self._building.pop(key, None)
             if task is not None:
                 task.cancel()

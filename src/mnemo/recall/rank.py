@@ -17,6 +17,7 @@ from mnemo.cognition.neighbours import smooth
 from mnemo.cognition.timeframe import in_window, query_window
 from mnemo.models import Scope
 from mnemo.recall.backfill import item_text
+from mnemo.recall.index import FirstStage
 from mnemo.recall.records import Candidates, Request
 from mnemo.recall.retrieve import _lexical_scores, _score_exactly, _similarities
 from mnemo.store import search as search_rows
@@ -121,7 +122,7 @@ async def late_interaction(rt: Runtime, conn: psycopg.AsyncConnection, request: 
     if rt.reranker is not None:
         scored = await _cross_scores(rt, conn, request, head)
     elif found.query_tokens is not None and len(found.query_tokens.ids) > 0:
-        tokens = await _token_vectors(rt, conn, found, request.scope, head)
+        tokens = await _token_vectors(rt, conn, found.stage, request.scope, head)
         read = [i for i in head if i in tokens]
         scored = dict(zip(read, late_scores(found.query_tokens, [tokens[i] for i in read]).tolist(), strict=True))
     else:
@@ -189,14 +190,14 @@ def _head(rt: Runtime, request: Request, scores: Mapping[uuid.UUID, float]) -> l
 
 
 async def _token_vectors(
-    rt: Runtime, conn: psycopg.AsyncConnection, found_: Candidates, scope: Scope, ids: Sequence[uuid.UUID]
+    rt: Runtime, conn: psycopg.AsyncConnection, stage: FirstStage | None, scope: Scope, ids: Sequence[uuid.UUID]
 ) -> dict[uuid.UUID, TokenVectors]:
     """``ids``' token embeddings, from the scope's read index, the cache or the store; the items that
     have none are asked for in the background (:mod:`mnemo.recall.backfill`), never embedded
     during a recall."""
     e, ns, slug = scope.entity_id, scope.namespace, str(rt.slug)
     cache = rt.tokens()
-    found = found_.stage.held_tokens(ids) if found_.stage is not None else {}
+    found = stage.held_tokens(ids) if stage is not None else {}
     found |= {k[2]: tv for k, tv in cache.get([(e, ns, i, slug) for i in ids if i not in found]).items()}
     stored = await token_rows.fetch(conn, e, ns, slug, [i for i in ids if i not in found])
     cache.put({(e, ns, i, slug): tv for i, tv in stored.items()})
