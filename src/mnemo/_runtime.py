@@ -1,18 +1,25 @@
-"""What the write and read paths need from an open archive."""
+"""What the write and read paths need from an open archive.
+
+A holder, wired by :func:`mnemo.admin.startup.start`: it imports nothing above the store at run
+time (DESIGN §5), so every layer may use it.
+"""
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mnemo.config import Settings
-from mnemo.cortex.store import Cortex
 from mnemo.embed import Embeddings
-from mnemo.recall.backfill import TokenBackfill
-from mnemo.recall.index import ReadIndexes
 from mnemo.store import Store
+from mnemo.store import search as search_rows
 from mnemo.store import token_vectors as token_rows
+
+if TYPE_CHECKING:
+    from mnemo.cortex.store import Cortex
+    from mnemo.recall.index import ReadIndexes
+    from mnemo.write.backfill import TokenBackfill
 
 __all__ = ["Runtime", "WriteTally"]
 
@@ -35,6 +42,8 @@ class Runtime:
     store: Store
     embeddings: Embeddings
     table: str  # the active vector space table, e.g. "universal_384"
+    backfill: TokenBackfill  # token embeddings read in the background (mnemo.write.backfill)
+    indexes: ReadIndexes  # scope read indexes (DESIGN §3; mnemo.recall.index)
     rng: random.Random = field(default_factory=random.Random)  # seeded from settings.seed by the archive
     llm: Any = None  # a Pydantic AI model (or model name) for the optional LLM steps
     tally: WriteTally = field(default_factory=WriteTally)
@@ -42,8 +51,6 @@ class Runtime:
     cortex: Cortex | None = None  # the long-term tier (LanceDB), connected on first use
     token_cache: token_rows.Cache = field(default_factory=token_rows.Cache)  # late interaction's reads
     reranker: Any = None  # a local cross-encoder (mnemo.rerank.Reranker) when settings.reranker is set
-    backfill: TokenBackfill = field(default_factory=TokenBackfill)  # token embeddings read in the background
-    indexes: ReadIndexes = field(default_factory=ReadIndexes)  # scope read indexes (DESIGN §3)
 
     def __post_init__(self) -> None:
         self.token_cache.max_bytes = self.settings.token_cache_mb << 20
@@ -59,3 +66,14 @@ class Runtime:
     @property
     def slug(self) -> str:
         return str(self.embeddings.slug)
+
+    @property
+    def reads_tokens(self) -> bool:
+        """Whether items' token embeddings are kept: late interaction is on and the embedder gives them."""
+        return self.settings.late_interaction and self.embeddings.reads_tokens
+
+    def item_text(self, item: search_rows.ItemText) -> str:
+        """What the model reads for an item: the text its vector was embedded from."""
+        if item.kind is not None:
+            return self.embeddings.document_text(item.content, item.kind)
+        return self.embeddings.turn_text(item.content, item.speaker if self.settings.turn_context else None)

@@ -30,16 +30,12 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from mnemo import _access as access
-from mnemo import _agents as agents_path
-from mnemo import _backup as backup_path
-from mnemo import _forks as forks_path
-from mnemo import _packets as packets_path
-from mnemo import _reflexes as reflexes_path
-from mnemo import _startup as startup
-from mnemo import _status as status_path
 from mnemo._runtime import Runtime
 from mnemo._validate import check_id, check_process
+from mnemo.admin import access, startup
+from mnemo.admin import agents as agents_path
+from mnemo.admin import backup as backup_path
+from mnemo.admin import status as status_path
 from mnemo.config import Settings
 from mnemo.cortex import tree as cortex_tree
 from mnemo.embed import Embeddings
@@ -77,10 +73,13 @@ from mnemo.recall import history
 from mnemo.recall import pipeline as recall_path
 from mnemo.store.pool import PROCESS
 from mnemo.write import forget as forget_path
+from mnemo.write import forks as forks_path
 from mnemo.write import gates as gate_path
 from mnemo.write import importer as import_path
+from mnemo.write import packet_format as packets_path
 from mnemo.write import packets as packet_import
 from mnemo.write import reembed as reembed_path
+from mnemo.write import reflexes as reflexes_path
 from mnemo.write import remember as write_path
 
 __all__ = ["AsyncArchive"]

@@ -9,6 +9,7 @@ default: the platform's user data directory), never inside a source checkout.
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,6 +17,7 @@ import platformdirs
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from mnemo.cognition.curation import RetentionPolicy
 from mnemo.errors import ConfigurationError
 
 __all__ = ["Settings", "load_settings"]
@@ -398,6 +400,19 @@ class Settings(BaseSettings):
             "backend": self.embed_backend,
             "cache_dir": self.models,
         }
+
+    def retention_policy(self) -> RetentionPolicy:
+        """How long raw turns and blocks stay hot, per tier (the retention and migration stages)."""
+        raw, block = self.retention_raw_cycles, self.retention_block_cycles
+        return RetentionPolicy(
+            cycle=timedelta(hours=self.retention_cycle_hours),
+            normal_raw_cycles=raw[0],
+            meso_raw_cycles=raw[1],
+            elder_raw_cycles=raw[2],
+            normal_block_cycles=block[0],
+            meso_block_cycles=block[1],
+            elder_block_cycles=block[2],
+        )
 
 
 def load_settings(**overrides: Any) -> Settings:

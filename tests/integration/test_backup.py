@@ -29,8 +29,8 @@ import pytest
 from pgvector.psycopg import register_vector
 
 from mnemo import AsyncArchive, BackupError, InvalidInputError, Scope, Settings
-from mnemo._backup import MANIFEST, MANIFEST_DIGEST
-from mnemo._restore_disk import Swap, journal
+from mnemo.admin._restore_disk import Swap, journal
+from mnemo.admin.backup import MANIFEST, MANIFEST_DIGEST
 from mnemo.embed import Embeddings
 from mnemo.store import backup as backup_rows
 from tests.conftest import snapshot

@@ -31,7 +31,6 @@ from mnemo.cognition.bifocal import condense_prose, render_prose
 from mnemo.cognition.curation import TIERS, block_cutoff
 from mnemo.cortex.store import Cortex, dumps
 from mnemo.models import Scope
-from mnemo.night.retention import policy_from
 from mnemo.store import tiers
 from mnemo.store import vectors as vector_rows
 
@@ -107,7 +106,7 @@ async def migration_plan(
         scope.namespace,
         gain=rt.settings.cortex_gain_threshold,
         made_before=now - timedelta(days=rt.settings.cortex_age_days),
-        hot_until={tier: block_cutoff(tier, now, policy_from(rt.settings)) for tier in TIERS},
+        hot_until={tier: block_cutoff(tier, now, rt.settings.retention_policy()) for tier in TIERS},
         limit=limit,
     )
 

@@ -12,8 +12,8 @@ import binascii
 import uuid
 from dataclasses import dataclass
 
-from mnemo._access import PREFIX, token_hash
 from mnemo._runtime import Runtime
+from mnemo.admin.access import PREFIX, token_hash
 from mnemo.errors import AuthenticationError, MnemoError
 from mnemo.models import Scope
 from mnemo.store import tokens as token_rows

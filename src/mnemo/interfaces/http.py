@@ -41,7 +41,6 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from starlette.exceptions import HTTPException
 
-from mnemo._packets import PacketIn
 from mnemo.archive import AsyncArchive
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
@@ -79,6 +78,7 @@ from mnemo.models import (
 from mnemo.recall import listing
 from mnemo.write import importer
 from mnemo.write.formats import Skipped, TurnInput, VectorSpace, parse_jsonl
+from mnemo.write.packet_format import PacketIn
 
 __all__ = ["IMPORT_PATH", "MAX_BODY_BYTES", "MAX_IMPORT_BYTES", "MAX_IMPORT_TURNS", "NAME_PATTERN", "create_app"]
 

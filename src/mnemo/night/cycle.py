@@ -45,13 +45,12 @@ from mnemo.night.logprobs import surprise_factory
 from mnemo.night.plan import plan_night
 from mnemo.night.retention import describe, retain
 from mnemo.night.surprise import score_turns
-from mnemo.recall.backfill import MAX_PENDING, item_text
 from mnemo.store import backup as backup_rows
 from mnemo.store import night as night_rows
 from mnemo.store import reflexes as reflex_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.store.pool import retry_conflicts
-from mnemo.write.embedding import reads_tokens
+from mnemo.write.backfill import MAX_PENDING
 
 __all__ = ["STAGES", "NightReport", "run_night"]
 
@@ -89,17 +88,8 @@ async def run_night(
             "the night cycle needs pool_max_size >= 2: one connection holds the scope's lock while the stages work"
         )
     started = time.perf_counter()
-    async with rt.store.connection() as lock:
-        await lock.execute(
-            "SELECT pg_advisory_lock(hashtext('mnemo.night.' || %s || '/' || %s))", (scope.entity_id, scope.namespace)
-        )
-        try:
-            report = await _run(rt, scope, as_of or datetime.now(UTC), progress, stages)
-        finally:
-            await lock.execute(
-                "SELECT pg_advisory_unlock(hashtext('mnemo.night.' || %s || '/' || %s))",
-                (scope.entity_id, scope.namespace),
-            )
+    async with rt.store.connection() as lock, night_rows.held_scope(lock, scope.entity_id, scope.namespace):
+        report = await _run(rt, scope, as_of or datetime.now(UTC), progress, stages)
     report.seconds = time.perf_counter() - started
     await note_writes(rt, 1000)  # a night rewrites a lot: refresh planner statistics
     return report
@@ -253,8 +243,8 @@ async def _scope_stages(run: _Run) -> None:
 
 async def _read_tokens(rt: Runtime, scope: Scope) -> None:
     """The token embeddings of the memories the night wrote (facts, insights, blocks), read now so
-    that the next recall's late interaction finds them (:mod:`mnemo.recall.backfill`)."""
-    if not reads_tokens(rt):
+    that the next recall's late interaction finds them (:mod:`mnemo.write.backfill`)."""
+    if not rt.reads_tokens:
         return
     slug = str(rt.slug)
     async with rt.store.connection() as conn:
@@ -262,5 +252,5 @@ async def _read_tokens(rt: Runtime, scope: Scope) -> None:
             conn, rt.table, scope.entity_id, scope.namespace, slug, ("memory",), MAX_PENDING
         )
     if missing:
-        rt.backfill.request(rt, (scope.entity_id, scope.namespace, slug), missing, item_text)
+        rt.backfill.request(rt, (scope.entity_id, scope.namespace, slug), missing)
         await rt.backfill.wait()

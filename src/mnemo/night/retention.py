@@ -26,14 +26,14 @@ from datetime import datetime, timedelta
 
 import psycopg
 
-from mnemo.cognition.curation import TIERS, RetentionPolicy, block_cutoff, raw_keep
+from mnemo.cognition.curation import TIERS, block_cutoff, raw_keep
 from mnemo.config import Settings
 from mnemo.models import NightReport, Scope
 from mnemo.store import forget as forget_rows
 from mnemo.store import night as night_rows
 from mnemo.store import tiers
 
-__all__ = ["RetentionStats", "describe", "policy_from", "retain"]
+__all__ = ["RetentionStats", "describe", "retain"]
 
 
 @dataclass(slots=True)
@@ -44,19 +44,6 @@ class RetentionStats:
     blocks_archived: int = 0
     turns_kept: int = 0  # covered by a block, not expired yet: a later night removes them
     next_due: str | None = None  # ISO time from which a later night removes some of them
-
-
-def policy_from(settings: Settings) -> RetentionPolicy:
-    raw, block = settings.retention_raw_cycles, settings.retention_block_cycles
-    return RetentionPolicy(
-        cycle=timedelta(hours=settings.retention_cycle_hours),
-        normal_raw_cycles=raw[0],
-        meso_raw_cycles=raw[1],
-        elder_raw_cycles=raw[2],
-        normal_block_cycles=block[0],
-        meso_block_cycles=block[1],
-        elder_block_cycles=block[2],
-    )
 
 
 def describe(report: NightReport, settings: Settings) -> None:
@@ -81,7 +68,7 @@ async def retain(
     stats = RetentionStats()
     if not settings.retention:
         return stats
-    policy = policy_from(settings)
+    policy = settings.retention_policy()
     keep: dict[str, timedelta] = {tier: raw_keep(tier, policy) for tier in TIERS}
     expired, stats.turns_kept, due = await night_rows.retention_turns(
         conn, scope.entity_id, scope.namespace, now, keep, run_id

@@ -16,7 +16,6 @@ from mnemo.cognition.late import TokenVectors, combine, late_scores
 from mnemo.cognition.neighbours import smooth
 from mnemo.cognition.timeframe import in_window, query_window
 from mnemo.models import Scope
-from mnemo.recall.backfill import item_text
 from mnemo.recall.index import FirstStage
 from mnemo.recall.records import Candidates, Request
 from mnemo.recall.retrieve import _lexical_scores, _score_exactly, _similarities
@@ -180,7 +179,7 @@ async def _cross_scores(
     """The cross-encoder's score of each head item that has text here (turns, lines, memories)."""
     texts = await search_rows.item_texts(conn, request.scope.entity_id, request.scope.namespace, head)
     read = [i for i in head if i in texts]
-    scores = await rt.reranker.scores(request.text, [item_text(rt, texts[i]) for i in read])
+    scores = await rt.reranker.scores(request.text, [rt.item_text(texts[i]) for i in read])
     return dict(zip(read, scores.tolist(), strict=True))
 
 
@@ -193,7 +192,7 @@ async def _token_vectors(
     rt: Runtime, conn: psycopg.AsyncConnection, stage: FirstStage | None, scope: Scope, ids: Sequence[uuid.UUID]
 ) -> dict[uuid.UUID, TokenVectors]:
     """``ids``' token embeddings, from the scope's read index, the cache or the store; the items that
-    have none are asked for in the background (:mod:`mnemo.recall.backfill`), never embedded
+    have none are asked for in the background (:mod:`mnemo.write.backfill`), never embedded
     during a recall."""
     e, ns, slug = scope.entity_id, scope.namespace, str(rt.slug)
     cache = rt.tokens()
@@ -203,5 +202,5 @@ async def _token_vectors(
     cache.put({(e, ns, i, slug): tv for i, tv in stored.items()})
     found |= stored
     if missing := [i for i in ids if i not in found]:
-        rt.backfill.request(rt, (e, ns, slug), missing, item_text)
+        rt.backfill.request(rt, (e, ns, slug), missing)
     return found

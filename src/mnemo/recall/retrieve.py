@@ -23,14 +23,12 @@ from mnemo.config import Settings
 from mnemo.cortex import search as cortex_search
 from mnemo.errors import AccessDeniedError, InvalidContentError, Remedy
 from mnemo.models import Scope
-from mnemo.recall.backfill import item_text
 from mnemo.recall.index import FirstStage, IndexedStage, SqlStage
 from mnemo.recall.records import ITEM_KINDS, Candidates, Request
 from mnemo.store import passages as passage_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import search as search_rows
 from mnemo.store import tiers
-from mnemo.write.embedding import reads_tokens
 
 
 # --- 1. check ---------------------------------------------------------------------------------
@@ -107,7 +105,7 @@ def start_embedding(
 def _late(rt: Runtime) -> bool:
     """Whether the query's token embeddings are needed: items keep theirs and MaxSim, not a
     cross-encoder, re-ranks (and scans)."""
-    return reads_tokens(rt) and rt.reranker is None
+    return rt.reads_tokens and rt.reranker is None
 
 
 async def _embed_query(
@@ -213,7 +211,7 @@ async def _late_retrieval(
     scored by MaxSim, IDF-weighted over the whole scope, when the scope has at most
     ``late_scan_limit`` of them and their index fits the token cache (``token_cache_mb``;
     :func:`_scannable`). Items without token embeddings yet are left out of the scan (the fusion
-    takes them as average on its scale) and read in the background (:mod:`mnemo.recall.backfill`).
+    takes them as average on its scale) and read in the background (:mod:`mnemo.write.backfill`).
     Returns every scanned item's score and the best ``depth`` with their kinds (no blocks when
     their lines answer for them); both empty when off. ``indexed`` (the items the scope's postings
     hold, a lower bound on its size) spares a large scope the listing."""
@@ -228,7 +226,7 @@ async def _late_retrieval(
     if not _scannable(cfg, items, rt.tokens().max_bytes):
         return {}, {}
     if missing := [i for i, _, size in items if size is None]:
-        rt.backfill.request(rt, (e, ns, slug), missing, item_text)
+        rt.backfill.request(rt, (e, ns, slug), missing)
         items = [item for item in items if item[2] is not None]
         if not items:
             return {}, {}

@@ -9,7 +9,8 @@ nothing and a re-run does nothing twice.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -28,6 +29,7 @@ __all__ = [
     "extend_metablock",
     "finish_run",
     "get_state",
+    "held_scope",
     "insert_block",
     "insert_links",
     "insight_candidates",
@@ -648,4 +650,17 @@ async def set_citations(
         await cur.executemany(
             "UPDATE mnemo.blocks SET citations = %s WHERE entity_id = %s AND id = %s",
             [(Jsonb(ids), entity_id, block_id) for block_id, ids in cited],
+        )
+
+
+@asynccontextmanager
+async def held_scope(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> AsyncIterator[None]:
+    """One night per scope at a time: a session-level advisory lock on ``conn``, held until the block
+    ends (released on error too; a killed process's session releases it with the connection)."""
+    await conn.execute("SELECT pg_advisory_lock(hashtext('mnemo.night.' || %s || '/' || %s))", (entity_id, namespace))
+    try:
+        yield
+    finally:
+        await conn.execute(
+            "SELECT pg_advisory_unlock(hashtext('mnemo.night.' || %s || '/' || %s))", (entity_id, namespace)
         )

@@ -12,17 +12,12 @@ import numpy as np
 from mnemo._runtime import Runtime
 from mnemo.cognition.late import TokenVectors
 
-__all__ = ["Embedded", "embed_items", "embed_with_tokens", "reads_tokens"]
-
-
-def reads_tokens(rt: Runtime) -> bool:
-    """Whether items' token embeddings are kept: late interaction is on and the embedder gives them."""
-    return rt.settings.late_interaction and rt.embeddings.reads_tokens
+__all__ = ["Embedded", "embed_items", "embed_with_tokens"]
 
 
 async def embed_with_tokens(rt: Runtime, texts: Sequence[str]) -> tuple[np.ndarray, list[TokenVectors] | None]:
-    """``texts``' document vectors, with their token embeddings when :func:`reads_tokens`."""
-    if reads_tokens(rt):
+    """``texts``' document vectors, with their token embeddings when :attr:`Runtime.reads_tokens`."""
+    if rt.reads_tokens:
         return await rt.embeddings.embed_documents_with_tokens(texts)
     return await rt.embeddings.embed_documents(texts), None
 

@@ -57,7 +57,7 @@ from mnemo.store import token_vectors as token_rows
 from mnemo.store import turns as turn_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.write import ingest
-from mnemo.write.embedding import embed_items, reads_tokens
+from mnemo.write.embedding import embed_items
 from mnemo.write.formats import Skipped, TurnInput, detect_format, parse_file
 from mnemo.write.remember import Progress, ensure_scope
 
@@ -180,7 +180,7 @@ async def prepare_turns(
     # not safe to use from two threads at once.
     tokens = rt.embeddings.count_tokens([t.content for t in turns]) if turns else []
     # the embedded turns' token embeddings (late interaction)
-    given = token_vectors if token_vectors is not None and reads_tokens(rt) else ()
+    given = token_vectors if token_vectors is not None and rt.reads_tokens else ()
     read: dict[int, TokenVectors] = {i: tv for i, tv in enumerate(given) if tv is not None}
     windows: dict[int, list[np.ndarray]] = {}  # long turns' passage vectors
     ready = list(vectors) if vectors is not None else await _embed(rt, turns, deferred, progress, read, windows)

@@ -4,7 +4,7 @@ Seeds: memory-architecture §6 (packets carry prose, vectors, metadata and
 references), archive-adr §8 ("Dimension Lock"), "Logical Domain Isolation"
 (forks) and §4 (attribution: the import's process writes the rows).
 
-Every packet was checked before this runs (:func:`mnemo._packets.parse_packets`),
+Every packet was checked before this runs (:func:`mnemo.write.packet_format.parse_packets`),
 and every vector is ready before the transaction opens: a packet's own when the
 active model made it, else the embedder's (or a refusal with ``strict``: no other
 model's vector is ever stored in the active space). Then one transaction
@@ -32,7 +32,6 @@ import numpy as np
 import psycopg
 
 from mnemo import _dynamics as dynamics
-from mnemo._packets import MemoryMetaIn, PacketIn, decode_vector, memory_meta
 from mnemo._runtime import Runtime
 from mnemo._validate import check_session
 from mnemo.cognition.late import TokenVectors
@@ -49,6 +48,7 @@ from mnemo.store.pool import PROCESS
 from mnemo.write import importer
 from mnemo.write.embedding import embed_items
 from mnemo.write.formats import TurnInput
+from mnemo.write.packet_format import MemoryMetaIn, PacketIn, decode_vector, memory_meta
 from mnemo.write.remember import ensure_scope, memory_row
 
 __all__ = ["import_packets"]

@@ -48,7 +48,7 @@ def backup(
     if file is not None:
         if target != "verify":
             raise typer.BadParameter(f"use `mnemo backup FILE` or `mnemo backup verify FILE`, not {target!r}")
-        from mnemo._backup import verify
+        from mnemo.admin.backup import verify
 
         manifest = verify(file)
         _show(manifest, file, None, as_json, "verified")
@@ -79,7 +79,7 @@ def restore(
     interrupted restore leaves the target as it was, so running it again works."""
     import asyncio
 
-    from mnemo._backup import restore as restore_backup
+    from mnemo.admin.backup import restore as restore_backup
 
     started = time.perf_counter()
     run = restore_backup(file, settings(), force=force, progress=_stage, force_hint="use --force")

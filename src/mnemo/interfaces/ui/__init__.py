@@ -5,7 +5,7 @@ Served by ``mnemo serve`` at ``/ui`` with the same tokens and grants as the API
 is always shown as text, never as markup) and the vendored htmx for partial
 updates (search, filters, paging, recall): no build step, no CDN, nothing
 downloaded. Charts are SVG drawn on the server (:mod:`.charts`). Pages read
-through :class:`mnemo._inspect.Inspector` and the archive's own API; the
+through :class:`mnemo.admin.inspect.Inspector` and the archive's own API; the
 actions (forget, anchor, unanchor, supersede, apply a curation) are the
 owner's and each one is written to the audit trail.
 """
@@ -26,8 +26,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.exceptions import HTTPException
 
-from mnemo._inspect import ENTITIES, Inspector
 from mnemo._validate import to_utc
+from mnemo.admin.inspect import ENTITIES, Inspector
 from mnemo.archive import AsyncArchive
 from mnemo.errors import AccessDeniedError, AuthenticationError, MnemoError, NotFoundError, UnknownItemError
 from mnemo.interfaces import auth as tokens

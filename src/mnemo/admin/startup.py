@@ -18,10 +18,12 @@ from mnemo._runtime import Runtime
 from mnemo.config import Settings, load_settings
 from mnemo.cortex.store import Cortex
 from mnemo.embed import Embeddings, load_embedder
+from mnemo.recall.index import ReadIndexes
 from mnemo.rerank import load_reranker
 from mnemo.store import Store, tiers
 from mnemo.store import vectors as vector_rows
 from mnemo.write import gates, reembed
+from mnemo.write.backfill import TokenBackfill
 
 __all__ = ["settings_of", "start"]
 
@@ -50,6 +52,8 @@ async def start(
             store,
             embeddings,
             table,
+            TokenBackfill(),
+            ReadIndexes(),
             random.Random(settings.seed),
             llm or settings.llm,
             cortex=Cortex(settings.cortex_uri or _cortex_locator(settings, store)),

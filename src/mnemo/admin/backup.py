@@ -18,7 +18,7 @@ still read, had no seal). How the two stores agree is explained in
 transaction that checks every row count against the manifest before it commits;
 the cortex is checked before it is placed, under a name only the restored
 database uses (or, for ``cortex_uri``, with what was there kept aside). What a
-restore does on disk is written down first (:mod:`mnemo._restore_disk`), so a
+restore does on disk is written down first (:mod:`mnemo.admin._restore_disk`), so a
 failed restore is undone at once and one killed half-way is undone (or, if its
 database part committed, finished) by the next attempt.
 """
@@ -42,8 +42,8 @@ from typing import IO, Any
 import psycopg
 from pydantic import TypeAdapter, ValidationError
 
-from mnemo._restore_disk import Swap, journal, plan
 from mnemo._runtime import Runtime
+from mnemo.admin._restore_disk import Swap, journal, plan
 from mnemo.config import Settings
 from mnemo.errors import BackupError, CortexError, InvalidContentError, MnemoError
 from mnemo.models import BackupManifest, to_jsonable

@@ -4,7 +4,7 @@ Seeds: archive-adr "Logical Domain Isolation" (a simulation works in its own
 domain; what it produces reaches the main one only by a deliberate act) and
 §4 (attribution: what the fork wrote is marked with its process). A fork is a
 namespace of the same entity that starts as a copy of its parent, made of the
-parent's bifocal packets (:mod:`mnemo._packets`: same vectors, provenance kept
+parent's bifocal packets (:mod:`mnemo.write.packet_format`: same vectors, provenance kept
 in each item's metadata); everything done in it stays in it. ``discard`` drops
 it; ``merge`` brings chosen memories back to the parent as packets, each
 recording the fork item it came from. A fork and a merge are each written in
@@ -16,7 +16,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from mnemo import _packets
 from mnemo._runtime import Runtime
 from mnemo._validate import check_id
 from mnemo.errors import InvalidContentError, UnknownScopeError
@@ -24,6 +23,7 @@ from mnemo.models import PacketImport, Scope
 from mnemo.store import packets as packet_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.write import forget as forget_path
+from mnemo.write import packet_format as _packets
 from mnemo.write import packets as packet_import
 
 __all__ = ["discard", "fork", "merge"]

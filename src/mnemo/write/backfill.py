@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from mnemo.cognition.late import quantize
@@ -27,7 +27,7 @@ from mnemo.store import token_vectors as token_rows
 if TYPE_CHECKING:
     from mnemo._runtime import Runtime
 
-__all__ = ["TokenBackfill", "item_text"]
+__all__ = ["MAX_PENDING", "TokenBackfill"]
 
 _log = logging.getLogger("mnemo")
 
@@ -51,8 +51,8 @@ class TokenBackfill:
     def pending(self) -> int:
         return sum(len(ids) for ids in self._pending.values())
 
-    def request(self, rt: Runtime, key: Key, ids: Iterable[uuid.UUID], text: Callable[..., str]) -> None:
-        """Ask for ``ids``' token embeddings (``text`` makes what the model reads of an item)."""
+    def request(self, rt: Runtime, key: Key, ids: Iterable[uuid.UUID]) -> None:
+        """Ask for ``ids``' token embeddings (the model reads each item as :meth:`Runtime.item_text`)."""
         room = MAX_PENDING - self.pending
         if room <= 0:
             return
@@ -66,7 +66,7 @@ class TokenBackfill:
         if not waiting:
             del self._pending[key]
         elif self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._run(rt, text), name="mnemo-token-backfill")
+            self._task = asyncio.get_running_loop().create_task(self._run(rt), name="mnemo-token-backfill")
 
     async def wait(self) -> None:
         """Until every requested item has been read (tests, benchmarks, a clean shutdown)."""
@@ -82,7 +82,7 @@ class TokenBackfill:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def _run(self, rt: Runtime, text: Callable[..., str]) -> None:
+    async def _run(self, rt: Runtime) -> None:
         while self._pending:
             key = next(iter(self._pending))
             waiting = self._pending[key]
@@ -92,21 +92,14 @@ class TokenBackfill:
             if not waiting:
                 del self._pending[key]
             try:
-                self.read += await _read(rt, key, batch, text)
+                self.read += await _read(rt, key, batch)
             except Exception as exc:  # a recall asks again; never let the task die on one batch
                 _log.warning(
                     "could not read token embeddings of %d items (%s); later recalls ask again", len(batch), exc
                 )
 
 
-def item_text(rt: Runtime, item: search_rows.ItemText) -> str:
-    """What the model reads for an item: the text its vector was embedded from."""
-    if item.kind is not None:
-        return rt.embeddings.document_text(item.content, item.kind)
-    return rt.embeddings.turn_text(item.content, item.speaker if rt.settings.turn_context else None)
-
-
-async def _read(rt: Runtime, key: Key, batch: list[uuid.UUID], text: Callable[..., str]) -> int:
+async def _read(rt: Runtime, key: Key, batch: list[uuid.UUID]) -> int:
     """Embed and store the token embeddings of ``batch`` that are still there and still have none."""
     e, ns, slug = key
     if slug != str(rt.slug):
@@ -117,7 +110,7 @@ async def _read(rt: Runtime, key: Key, batch: list[uuid.UUID], text: Callable[..
     if not texts:
         return 0
     todo = list(texts)
-    _, fresh = await rt.embeddings.embed_documents_with_tokens([text(rt, texts[i]) for i in todo])
+    _, fresh = await rt.embeddings.embed_documents_with_tokens([rt.item_text(texts[i]) for i in todo])
     made = {i: quantize(tv) for i, tv in zip(todo, fresh, strict=True)}
     async with rt.store.transaction() as conn:
         await token_rows.write(conn, e, ns, slug, made)  # not for an item forgotten meanwhile
