@@ -28,6 +28,7 @@ import typer
 from rich.text import Text
 
 from mnemo.config import Settings, load_settings
+from mnemo.errors import MnemoError
 from mnemo.interfaces.cli._common import (
     JsonOpt,
     err,
@@ -186,5 +187,20 @@ def _finish(home: Path, keep: bool) -> None:
     if embedded_running(home):  # another process attached to it: not ours to delete under it
         _say(f"the embedded PostgreSQL in {home} is still in use by another process: {home} is left")
         return
-    shutil.rmtree(home)
+    _delete(home)
     _say(f"stopped the embedded PostgreSQL and deleted {home}")
+
+
+def _delete(home: Path) -> None:
+    """Delete ``home``. The server's watchdog removes its own record file as it exits, which may be
+    while this runs: a file gone under it is no error, and the next try finds the rest."""
+    for _ in range(3):
+        try:
+            shutil.rmtree(home)
+            return
+        except FileNotFoundError:
+            if not home.exists():
+                return
+        except OSError as exc:
+            raise MnemoError(f"could not delete the temporary home {home}: {exc}") from exc
+    raise MnemoError(f"could not delete the temporary home {home}: files kept going away under it")
