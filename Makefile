@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LOCOMO ?= $(error give the LoCoMo file: LOCOMO=path/to/locomo10.json)
 
-.PHONY: venv demo test browser test-fast lint typecheck bench-locomo bench-perf schema-snapshot clean
+.PHONY: venv demo test wheel-check browser test-fast lint typecheck bench-locomo bench-perf schema-snapshot clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -24,6 +24,11 @@ test: $(STAMP) browser
 	$(BIN)/ruff check src tests examples benchmarks
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+# The wheel stands alone: built, installed into a clean virtualenv outside the checkout (torch
+# first, then the wheel and its dependencies from the registries), `mnemo quickstart` run there.
+wheel-check: $(STAMP)
+	PY=$(CURDIR)/$(BIN)/python BASE_PY=$(PY) .ci/wheel-check
 
 # The inspector's browser tests drive Debian's chromium: installed here when we may (root);
 # otherwise they fail, saying how to install it.

@@ -27,7 +27,7 @@ import psycopg
 
 from mnemo.errors import DatabaseUnavailableError, ExtensionMissingError
 
-__all__ = ["MIN_PGVECTOR", "check_pgvector", "embedded_url", "parse_version", "release_embedded"]
+__all__ = ["MIN_PGVECTOR", "check_pgvector", "embedded_running", "embedded_url", "parse_version", "release_embedded"]
 
 _log = logging.getLogger(__name__)
 MIN_PGVECTOR = (0, 7, 0)
@@ -67,6 +67,11 @@ def release_embedded() -> None:
                 _owners().leave(pgdata)
             except Exception as exc:  # at exit, say what is left behind rather than fail
                 _log.warning("could not stop the embedded PostgreSQL in %s: %s", pgdata, exc)
+
+
+def embedded_running(home: Path) -> bool:
+    """Whether an embedded PostgreSQL runs for ``home`` (whoever started it)."""
+    return bool(_owners().server_running((home / "pgdata").expanduser().resolve()))
 
 
 def embedded_url(home: Path) -> str:

@@ -6,7 +6,7 @@ work only when stderr is a terminal, and turns any :class:`MnemoError` into one
 clear line on stderr and exit status 1.
 
 Commands live in one module per group (:mod:`.memory`, :mod:`.night`,
-:mod:`.admin`, :mod:`.service`, :mod:`.bench`); each has ``register(app)``, and
+:mod:`.admin`, :mod:`.demo`, :mod:`.service`, :mod:`.bench`); each has ``register(app)``, and
 :func:`create_app` calls them. Importing a module registers nothing.
 
 Global options: ``--version``, and ``--home PATH`` (the data directory, as
@@ -26,7 +26,7 @@ from typing import Annotated
 
 import typer
 
-from mnemo.interfaces.cli import admin, agent, bench, cortex, memory, night, portability, service
+from mnemo.interfaces.cli import admin, agent, bench, cortex, demo, memory, night, portability, service
 
 __all__ = ["app", "create_app", "main"]
 
@@ -40,6 +40,7 @@ def _version(value: bool) -> None:
 
 
 def _options(
+    ctx: typer.Context,
     home: Annotated[
         Path | None,
         typer.Option(
@@ -54,7 +55,9 @@ def _options(
 ) -> None:
     """mnemo: local-first long-term memory for agents."""
     if home is not None:
-        os.environ["MNEMO_HOME"] = str(home.expanduser().absolute())
+        home = home.expanduser().absolute()
+        os.environ["MNEMO_HOME"] = str(home)
+        ctx.obj = {"home": home}  # `quickstart` runs in a temporary home unless --home names one
 
 
 def create_app() -> typer.Typer:
@@ -63,7 +66,7 @@ def create_app() -> typer.Typer:
         add_completion=False, no_args_is_help=True, help="mnemo: local-first long-term memory for agents."
     )
     app.callback()(_options)
-    for group in (memory, night, cortex, admin, portability, service, agent, bench):
+    for group in (memory, night, cortex, admin, demo, portability, service, agent, bench):
         group.register(app)
     return app
 

@@ -1,8 +1,7 @@
-"""Administration commands: ``status``, ``reembed``, ``demo``, ``scopes``, ``grant``, ``revoke``, ``grants``."""
+"""Administration commands: ``status``, ``reembed``, ``scopes``, ``grant``, ``revoke``, ``grants``."""
 
 from __future__ import annotations
 
-from importlib import resources
 from typing import Annotated
 
 import typer
@@ -20,12 +19,10 @@ from mnemo.interfaces.cli._common import (
     open_archive,
     out,
     print_json,
-    print_recall,
     progress,
     service,
     settings,
 )
-from mnemo.interfaces.cli.night import report_table
 from mnemo.models import Scope, to_jsonable
 
 __all__ = ["register"]
@@ -35,7 +32,6 @@ def register(app: typer.Typer) -> None:
     """Add the administration commands to ``app``."""
     app.command()(status)
     app.command()(reembed)
-    app.command()(demo)
     app.command()(scopes)
     app.command()(grant)
     app.command()(revoke)
@@ -92,59 +88,6 @@ def reembed(
         print_json({"reembedded": done, "pending": left})
     else:
         out.print(f"re-embedded {done:,} items; {left:,} pending")
-
-
-DEMO_QUERIES = (
-    "What is Maya allergic to?",
-    "How is the dog coping with the noise?",
-    "Why did the battery prototype fail?",
-    "When is Lena visiting and what does she eat?",
-    "What is the capital of Australia?",
-)
-DEMO_CONTEXT = "Help me plan a dinner for Lena's visit"
-
-
-@fail_cleanly
-def demo(as_json: JsonOpt = False) -> None:
-    """Import the bundled sample conversation and recall from it."""
-    from mnemo.archive import AsyncArchive
-
-    scope = Scope("demo", "sample")
-    sample = resources.files("mnemo").joinpath("data/sample_conversation.jsonl")
-    with open_archive() as archive:
-        counts = archive.status().counts
-        with resources.as_file(sample) as path:
-            imported = None
-            if scope not in archive.night_scopes():  # not imported yet
-                with progress("embedding") as update:
-                    imported = archive.import_file(scope, path, progress=update)
-                archive.remember(scope, "Never share Maya's home address with anyone", anchored=True)
-                archive.remember(scope, "Maya prefers short, practical answers", kind="preference")
-        # The night cycle (raw turns kept for the demo: no retention stage): blocks, facts, curation.
-        night = archive.night_cycle(scope, stages=tuple(s for s in AsyncArchive.NIGHT_STAGES if s != "retention"))
-        results = [archive.recall(scope, q, 3) for q in DEMO_QUERIES]
-        block = archive.context(scope, DEMO_CONTEXT, 160, seed=0)
-    if as_json:
-        print_json(
-            {
-                "recalls": [to_jsonable(r) for r in results],
-                "context": to_jsonable(block),
-                "night": to_jsonable(night),
-            }
-        )
-        return
-    if imported is not None:
-        out.print(
-            f"imported {imported.turns} turns of the sample conversation into {scope} "
-            f"in {imported.seconds:.1f}s (database had {counts['turns']} turns before)"
-        )
-    else:
-        out.print(f"the sample conversation is already in {scope}")
-    out.print(report_table(night))
-    for result in results:
-        print_recall(result, as_json=False)
-    out.print(f"\n[bold]context block[/] for {DEMO_CONTEXT!r} ({block.tokens}/{block.budget} tokens):")
-    out.print(block.text, markup=False, highlight=False)
 
 
 @fail_cleanly
