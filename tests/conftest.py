@@ -31,6 +31,8 @@ os.environ["MNEMO_SCORING"] = "deterministic"
 
 from mnemo import Archive, AsyncArchive, Settings  # noqa: E402
 from mnemo.embed import Embeddings, load_embedder  # noqa: E402
+from mnemo.store.pool import Store  # noqa: E402
+from tests.statement_log import LOG, RecordingCursor  # noqa: E402
 
 if TYPE_CHECKING:
     from tests.fake_completions import FakeCompletions
@@ -42,6 +44,34 @@ NO_DURABILITY = {"fsync": "off", "synchronous_commit": "off", "full_page_writes"
 # The archive's random stream (gate noise, identity rolls): the same every run, so a test that
 # depends on it sees one reproducible outcome.
 SEED = 20260302
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every statement the tests' archives send is checked against DESIGN §7's single-entity rule
+    (tests/statement_log.py): through the store's cursor class, set before any store opens."""
+    Store.cursor_factory = RecordingCursor
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
+    LOG.test = item.nodeid  # the statements sent from now on (fixtures included) are this test's
+    try:
+        return (yield)
+    finally:
+        LOG.test = "(between tests)"
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A statement that broke the single-entity rule fails the run, whatever the tests said."""
+    if LOG.violations and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if LOG.sent:
+        terminalreporter.section("single-entity statements", red=bool(LOG.violations), green=not LOG.violations)
+        for line in LOG.summary():
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

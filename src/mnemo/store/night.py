@@ -488,14 +488,16 @@ async def archive_expired_blocks(
     params: dict[str, Any] = {k: (v if v is not None else never) for k, v in cutoffs.items()}
     params |= {"e": entity_id, "ns": namespace, "run": run_id}
     if dry_run:
-        query = sql.SQL("SELECT count(*) FROM mnemo.memories m WHERE EXISTS (SELECT 1 {})").format(_EXPIRED_BLOCKS)
+        query = sql.SQL(
+            "SELECT count(*) FROM mnemo.memories m WHERE m.entity_id = %(e)s AND EXISTS (SELECT 1 {})"
+        ).format(_EXPIRED_BLOCKS)
         cur = await conn.execute(query, params)
         row = await cur.fetchone()
         return int(row[0]) if row else 0
     # Locked first in id order (as every writer of several memories does), then archived.
     cur = await conn.execute(
         sql.SQL(
-            """WITH expired AS (SELECT m.id FROM mnemo.memories m WHERE EXISTS (SELECT 1 {})
+            """WITH expired AS (SELECT m.id FROM mnemo.memories m WHERE m.entity_id = %(e)s AND EXISTS (SELECT 1 {})
                                 ORDER BY m.id FOR UPDATE OF m)
                UPDATE mnemo.memories m SET status = 'archived', updated_at = now()
                FROM expired x WHERE m.entity_id = %(e)s AND m.id = x.id"""

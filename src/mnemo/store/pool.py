@@ -21,7 +21,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import psycopg
 from pgvector.psycopg import register_vector_async
@@ -138,6 +138,11 @@ def wrap_exceptions(url: str) -> Iterator[None]:
 class Store:
     """An open database: pool plus the facts learnt at start-up."""
 
+    cursor_factory: ClassVar[type[psycopg.AsyncCursor[Any]]] = psycopg.AsyncCursor
+    """The cursor class of every connection a store opens (its pool's and its start-up one): the
+    seam through which the tests see every statement mnemo sends, to check that each one binds a
+    single entity (DESIGN §7; tests/statement_log.py). Set it before :meth:`open`."""
+
     def __init__(self, pool: AsyncConnectionPool, url: str, *, embedded: bool, pgvector_version: str) -> None:
         self.pool = pool
         self.url = url
@@ -160,7 +165,9 @@ class Store:
         else:
             url = database_url
         try:
-            conn = await psycopg.AsyncConnection.connect(url, autocommit=True, connect_timeout=10)
+            conn = await psycopg.AsyncConnection.connect(
+                url, autocommit=True, connect_timeout=10, cursor_factory=cls.cursor_factory
+            )
         except psycopg.Error as exc:
             raise DatabaseUnavailableError(
                 f"cannot connect to {redact(url)}: {str(exc).strip()}. Check MNEMO_DATABASE_URL "
@@ -183,7 +190,7 @@ class Store:
             url,
             min_size=min_size,
             max_size=max_size,
-            kwargs={"autocommit": True},
+            kwargs={"autocommit": True, "cursor_factory": cls.cursor_factory},
             configure=configure,
             check=AsyncConnectionPool.check_connection,  # a restarted server heals by itself
             open=False,

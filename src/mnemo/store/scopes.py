@@ -11,11 +11,13 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import psycopg
+from psycopg import sql
 
 __all__ = [
     "create_grant",
     "ensure_scope",
     "entity_namespaces",
+    "every_scope_summary",
     "list_grants",
     "list_scopes",
     "read_access",
@@ -165,12 +167,9 @@ async def list_grants(conn: psycopg.AsyncConnection, entity_id: str, namespace: 
     return [r[0] for r in await cur.fetchall()]
 
 
-async def scope_summaries(conn: psycopg.AsyncConnection, entity_id: str | None = None) -> list[tuple[Any, ...]]:
-    """Per scope (of ``entity_id``, or every scope): ``(entity_id, namespace, turns, memories, blocks,
-    current facts, last write)``. The last write is the latest of the scope's creation, a turn's
-    arrival, a memory's or a block's creation. Administration (``mnemo scopes``)."""
-    cur = await conn.execute(
-        """SELECT s.entity_id, s.namespace,
+# Per scope: (entity_id, namespace, turns, memories, blocks, current facts, last write).
+_SUMMARIES = sql.SQL(
+    """SELECT s.entity_id, s.namespace,
                   (SELECT count(*) FROM mnemo.turns t WHERE t.entity_id = s.entity_id AND t.namespace = s.namespace),
                   (SELECT count(*) FROM mnemo.memories m
                    WHERE m.entity_id = s.entity_id AND m.namespace = s.namespace),
@@ -185,8 +184,23 @@ async def scope_summaries(conn: psycopg.AsyncConnection, entity_id: str | None =
                            (SELECT max(b.created_at) FROM mnemo.blocks b
                             WHERE b.entity_id = s.entity_id AND b.namespace = s.namespace))
            FROM mnemo.scopes s
-           WHERE %(e)s::text IS NULL OR s.entity_id = %(e)s
-           ORDER BY s.entity_id, s.namespace""",
-        {"e": entity_id},
-    )
+           {where}
+           ORDER BY s.entity_id, s.namespace"""
+)
+
+
+async def scope_summaries(conn: psycopg.AsyncConnection, entity_id: str | None = None) -> list[tuple[Any, ...]]:
+    """Per scope (of ``entity_id``, or every scope): ``(entity_id, namespace, turns, memories, blocks,
+    current facts, last write)``. The last write is the latest of the scope's creation, a turn's
+    arrival, a memory's or a block's creation. Administration (``mnemo scopes``)."""
+    if entity_id is None:
+        return await every_scope_summary(conn)
+    cur = await conn.execute(_SUMMARIES.format(where=sql.SQL("WHERE s.entity_id = %(e)s")), {"e": entity_id})
+    return [tuple(r) for r in await cur.fetchall()]
+
+
+async def every_scope_summary(conn: psycopg.AsyncConnection) -> list[tuple[Any, ...]]:
+    """:func:`scope_summaries` of every scope of every entity: the one many-entity statement of the
+    listing, kept apart so that the single-entity check (DESIGN §7) can allow it by name."""
+    cur = await conn.execute(_SUMMARIES.format(where=sql.SQL("")))
     return [tuple(r) for r in await cur.fetchall()]
