@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LOCOMO ?= $(error give the LoCoMo file: LOCOMO=path/to/locomo10.json)
 
-.PHONY: venv demo test wheel-check browser test-fast lint typecheck bench-locomo bench-perf schema-snapshot clean
+.PHONY: venv demo test wheel-check browser test-fast lint typecheck docs docs-build bench-locomo bench-perf schema-snapshot clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -49,6 +49,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The documentation site (mkdocs.yml, docs/): served at http://127.0.0.1:8000 while you edit, or
+# built into site/; the test run builds it with --strict and runs every code block of its pages.
+docs: $(STAMP)
+	$(BIN)/mkdocs serve
+
+docs-build: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
+
 bench-locomo: $(STAMP)  # make bench-locomo LOCOMO=path/to/locomo10.json
 	$(BIN)/mnemo bench locomo $(LOCOMO)
 
@@ -59,4 +67,4 @@ schema-snapshot: $(STAMP)
 	$(BIN)/python -m tests.schema_snapshot > tests/data/canonical_schema.txt
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site
