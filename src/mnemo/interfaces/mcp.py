@@ -127,10 +127,8 @@ class _TokenVerifier:
         self._opening = opening
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        from mnemo.interfaces import auth as tokens
-
         try:
-            who = await tokens.verify((await self._opening.get()).runtime, token)
+            who = await (await self._opening.get()).verify_token(token)
         except MnemoError:
             return None
         return AccessToken(
