@@ -6,8 +6,6 @@ Seed: archive-adr §7 ("Sigil Scope", "The Grant", "The Mentat Refusal"), §4 (`
 atomic bulk insert).
 """
 
-from __future__ import annotations
-
 import json
 import time
 import uuid
@@ -51,7 +49,6 @@ from mnemo.interfaces.shapes import (
     Name,
     OneLine,
     OutcomeIn,
-    Packet,
     Process,
     ProcessForgetOut,
     RecallFields,
@@ -77,6 +74,10 @@ from mnemo.models import (
 __all__ = ["routers"]
 
 NamespaceQuery = Annotated[Name | None, Query(description="One of your namespaces (default: the token's).")]
+
+
+class Packet(AsyncArchive.PACKET):  # type: ignore[misc,valid-type]  # the packets' own model, from the layer below
+    """A bifocal packet (memory-architecture §6.2): prose, vectors, metadata, references."""
 
 
 class NDJSONResponse(StreamingResponse):

@@ -5,8 +5,6 @@ errors each operation can answer. :func:`mnemo.interfaces.http.create_app` puts 
 Seed: archive-adr §7 ("Sigil Scope": the scope comes from the token; "The Grant").
 """
 
-from __future__ import annotations
-
 import hmac
 import json
 import uuid

@@ -15,7 +15,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from mnemo.archive import AsyncArchive
 from mnemo.models import Belief, MemoryKind, MemoryStatus, Reflex, Role, Timestamp
 
 MAX_BODY_BYTES = 256 * 1024
@@ -190,10 +189,6 @@ class ReflexesOut(BaseModel):
     reflexes: list[Reflex]
 
 
-class Packet(AsyncArchive.PACKET):  # type: ignore[misc,valid-type]  # the packets' own model, from the layer below
-    """A bifocal packet (memory-architecture §6.2): prose, vectors, metadata, references."""
-
-
 class ProcessForgetOut(BaseModel):
     process: str
     removed: dict[str, int]
@@ -268,6 +263,11 @@ class GrantsOut(BaseModel):
 class BelieveOut(BaseModel):
     id: uuid.UUID
     chain: list[Belief] = Field(description="What the memory was derived from, step by step.")
+
+
+def dump(shape: BaseModel) -> dict[str, Any]:
+    """``shape`` as the JSON-ready dict every face prints or answers."""
+    return shape.model_dump(mode="json")
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
