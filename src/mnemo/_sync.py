@@ -102,6 +102,8 @@ class Archive:
     remember = _blocking(AsyncArchive.remember)
     record_turn = _blocking(AsyncArchive.record_turn)
     import_file = _blocking(AsyncArchive.import_file)
+    import_turns = _blocking(AsyncArchive.import_turns)
+    embed_turns = _blocking(AsyncArchive.embed_turns)
     observe = _blocking(AsyncArchive.observe)
     flush = _blocking(AsyncArchive.flush)
     forget = _blocking(AsyncArchive.forget)
@@ -113,6 +115,8 @@ class Archive:
     context = _blocking(AsyncArchive.context)
     cortex_tree = _blocking(AsyncArchive.cortex_tree)
     why = _blocking(AsyncArchive.why)
+    memories = _blocking(AsyncArchive.memories)
+    item = _blocking(AsyncArchive.item)
     # night cycle
     night_cycle = _blocking(AsyncArchive.night_cycle)
     night_scopes = _blocking(AsyncArchive.night_scopes)
@@ -130,12 +134,14 @@ class Archive:
     create_token = _blocking(AsyncArchive.create_token)
     revoke_token = _blocking(AsyncArchive.revoke_token)
     tokens = _blocking(AsyncArchive.tokens)
+    verify_token = _blocking(AsyncArchive.verify_token)
     # maintenance
     health = _blocking(AsyncArchive.health)
     warm = _blocking(AsyncArchive.warm)
     status = _blocking(AsyncArchive.status)
     reembed = _blocking(AsyncArchive.reembed)
     defer_reembed = _blocking(AsyncArchive.defer_reembed)
+    defer_nights = _blocking(AsyncArchive.defer_nights)
     backup = _blocking(AsyncArchive.backup)
     # reflexes
     record_outcome = _blocking(AsyncArchive.record_outcome)
@@ -157,3 +163,6 @@ class Archive:
         return asyncio.run(AsyncArchive.restore(*args, **kwargs))
 
     verify_backup = staticmethod(AsyncArchive.verify_backup)
+    parse_turns = staticmethod(AsyncArchive.parse_turns)
+    redact_url = staticmethod(AsyncArchive.redact_url)
+    release_embedded = staticmethod(AsyncArchive.release_embedded)

@@ -36,6 +36,8 @@ from mnemo.admin import access, startup
 from mnemo.admin import agents as agents_path
 from mnemo.admin import backup as backup_path
 from mnemo.admin import status as status_path
+from mnemo.admin.inspect import Inspector
+from mnemo.admin.probes import Probes
 from mnemo.config import Settings
 from mnemo.cortex import tree as cortex_tree
 from mnemo.embed import Embeddings
@@ -45,15 +47,20 @@ from mnemo.models import (
     Belief,
     ContextBlock,
     Curation,
+    Database,
     EntityFacts,
     FlushReport,
     ImportReport,
+    Item,
+    JobCatalogue,
     Maturity,
     Memory,
     MemoryHistory,
+    MemoryPage,
     NightReport,
     Observation,
     PacketImport,
+    Principal,
     RecallResult,
     Reflex,
     Refusal,
@@ -63,24 +70,30 @@ from mnemo.models import (
     TokenInfo,
     TreeNode,
     Turn,
+    TurnInput,
 )
 from mnemo.night import api as night_api
 from mnemo.night import cycle as night_cycle
 from mnemo.night.cycle import STAGES as NIGHT_STAGES
 from mnemo.night.cycle import Progress as NightProgress
 from mnemo.recall import context as assemble_path
-from mnemo.recall import history
+from mnemo.recall import history, listing
 from mnemo.recall import pipeline as recall_path
-from mnemo.store.pool import PROCESS
+from mnemo.store import queue as queue_rows
+from mnemo.store.pool import PROCESS, redact
+from mnemo.store.server import release_embedded
 from mnemo.write import forget as forget_path
 from mnemo.write import forks as forks_path
+from mnemo.write import formats as formats_path
 from mnemo.write import gates as gate_path
 from mnemo.write import importer as import_path
+from mnemo.write import ingest as ingest_path
 from mnemo.write import packet_format as packets_path
 from mnemo.write import packets as packet_import
 from mnemo.write import reembed as reembed_path
 from mnemo.write import reflexes as reflexes_path
 from mnemo.write import remember as write_path
+from mnemo.write.formats import Skipped, VectorSpace
 
 __all__ = ["AsyncArchive"]
 
@@ -94,6 +107,16 @@ class AsyncArchive:
 
     NIGHT_STAGES: tuple[str, ...] = NIGHT_STAGES
     """The night cycle's stages, in the order a night runs them."""
+    MAX_PAGE: int = listing.MAX_PAGE
+    """The longest page :meth:`memories` returns."""
+    JOBS: JobCatalogue = JobCatalogue(
+        queues=queue_rows.QUEUES, ingest=queue_rows.INGEST, maintenance=queue_rows.MAINTENANCE,
+        night=queue_rows.NIGHT, embed_turns=queue_rows.EMBED_TURNS, reembed=queue_rows.REEMBED,
+        night_cycle=queue_rows.NIGHT_CYCLE, night_scope=queue_rows.NIGHT_SCOPE, retry_stalled=queue_rows.RETRY_STALLED,
+    )  # fmt: skip
+    """The background queues and task names (``mnemo worker``)."""
+    PACKET: type[packets_path.PacketIn] = packets_path.PacketIn
+    """The bifocal packet's model (memory-architecture §6.2): what :meth:`packets` yields, as JSON."""
 
     def __init__(self, runtime: Runtime, pending_reembed: int) -> None:
         self._rt = runtime
@@ -145,6 +168,22 @@ class AsyncArchive:
     @property
     def runtime(self) -> Runtime:
         return self._rt
+
+    @property
+    def database(self) -> Database:
+        """The database this archive uses (embedded, or ``MNEMO_DATABASE_URL``)."""
+        return Database(self._rt.store.url, redact(self._rt.store.url), self._rt.store.embedded)
+
+    @staticmethod
+    def redact_url(url: str) -> str:
+        """``url`` with its password hidden, for display."""
+        return redact(url)
+
+    @staticmethod
+    def release_embedded() -> None:
+        """Stop owning the embedded PostgreSQL servers this process started or attached to (each
+        stops when no other live process owns it); idempotent, and run at exit anyway."""
+        release_embedded()
 
     # --- writes ----------------------------------------------------------------
     async def remember(
@@ -252,6 +291,48 @@ class AsyncArchive:
                 self._rt, scope, Path(path), fmt=fmt, sample=sample, progress=progress, skip_invalid=skip_invalid
             )
 
+    async def import_turns(
+        self,
+        scope: Scope,
+        turns: Sequence[TurnInput],
+        *,
+        vectors: np.ndarray | None = None,
+        token_vectors: Sequence[Any] | None = None,
+        process: str | None = None,
+    ) -> list[Turn]:
+        """Write many turns in one short transaction, all or nothing; every vector is made first
+        (``vectors``: precomputed ones, one row per turn; ``token_vectors``: their late-interaction
+        token vectors). Parse a file's turns with :meth:`parse_turns`."""
+        with self.as_process(process):
+            return await import_path.import_turns(self._rt, scope, turns, vectors=vectors, token_vectors=token_vectors)
+
+    @staticmethod
+    def parse_turns(
+        text: str,
+        *,
+        fmt: str = "jsonl",
+        max_chars: int,
+        path: str = "<text>",
+        skipped: list[Skipped] | None = None,
+        space: VectorSpace | None = None,
+        skew_hours: float | None = None,
+    ) -> list[TurnInput]:
+        """The turns of JSON Lines (``fmt="jsonl"``) or LoCoMo (``"locomo"``) text, checked as
+        :meth:`import_file` checks a file's; given ``skipped``, bad turns are listed there as
+        ``(line, reason)`` instead of refusing the text."""
+        if fmt == "locomo":
+            return formats_path.parse_locomo(
+                text, max_chars=max_chars, path=path, skipped=skipped, skew_hours=skew_hours
+            )
+        return formats_path.parse_jsonl(
+            text, max_chars=max_chars, path=path, skipped=skipped, space=space, skew_hours=skew_hours
+        )
+
+    async def embed_turns(self, scope: Scope, turn_ids: Sequence[uuid.UUID]) -> int:
+        """Embed turns stored by asynchronous ingestion that still lack a vector (the worker's
+        ``embed_turns`` job); how many were embedded."""
+        return await ingest_path.embed_turns(self._rt, scope, turn_ids)
+
     # --- reads -----------------------------------------------------------------
     async def recall(
         self,
@@ -304,6 +385,26 @@ class AsyncArchive:
             now=as_of,
             processes=processes,
         )
+
+    async def memories(self, scope: Scope, *, limit: int = 50, cursor: uuid.UUID | None = None) -> MemoryPage:
+        """Up to ``limit`` (at most :attr:`MAX_PAGE`) of ``scope``'s memories, any status, newest
+        first, after ``cursor`` (the previous page's ``next_cursor``); reads only. A scope that
+        holds nothing yet is an empty page."""
+        return await listing.memories(self._rt, scope, limit=limit, cursor=cursor)
+
+    async def item(self, scope: Scope, item_id: uuid.UUID | str) -> Item:
+        """One turn or memory of ``scope``; :class:`~mnemo.errors.UnknownItemError` when the scope
+        holds no such item (the same answer whether the id exists elsewhere or not)."""
+        return await listing.item(self._rt, scope, item_id)
+
+    def inspector(self, entity_id: str, namespace: str | None = None) -> Inspector:
+        """The inspector's reads (``/ui``) for ``entity_id``: its own scopes (only ``namespace``
+        when given) and those it was granted."""
+        return Inspector(self._rt, entity_id, namespace)
+
+    def probes(self) -> Probes:
+        """Measuring reads for the benchmarks (``mnemo bench``), never for serving."""
+        return Probes(self._rt)
 
     async def cortex_tree(self, scope: Scope) -> list[TreeNode]:
         """``scope``'s RAPTOR tree in the cortex (``mnemo cortex tree``), top levels first; empty
@@ -424,6 +525,11 @@ class AsyncArchive:
         ``expires_at``: when it stops working (must lie ahead; naive is UTC); None: never."""
         return await access.create(self._rt, entity_id, namespace, label, expires_at)
 
+    async def verify_token(self, token: str) -> Principal:
+        """The principal a bearer token speaks for; :class:`~mnemo.errors.AuthenticationError` when
+        it is malformed, unknown, expired (the same answer as unknown) or revoked."""
+        return await access.verify(self._rt, token)
+
     async def revoke_token(self, entity_id: str, token_id: uuid.UUID | str) -> bool:
         """Revoke a token; False when there is no active token with that id."""
         return await access.revoke(self._rt, entity_id, check_id(token_id, label="token id"))
@@ -518,13 +624,16 @@ class AsyncArchive:
         *,
         force: bool = False,
         progress: BackupProgress | None = None,
+        force_hint: str = backup_path.FORCE_HINT,
         **overrides: Any,
     ) -> BackupManifest:
         """Restore a backup into the home or database of ``settings`` (and ``overrides``), which must
         hold no mnemo data unless ``force``; all or nothing, checked against the manifest before it
         commits, so a failed restore leaves the target as it was (``mnemo restore``). Open the
-        archive afterwards as usual."""
-        return await backup_path.restore(path, startup.settings_of(settings, overrides), force=force, progress=progress)
+        archive afterwards as usual. ``force_hint``: how the caller's user asks for ``force``, in
+        the refusal's words."""
+        target = startup.settings_of(settings, overrides)
+        return await backup_path.restore(path, target, force=force, progress=progress, force_hint=force_hint)
 
     @staticmethod
     def verify_backup(path: str | Path) -> BackupManifest:
@@ -630,6 +739,11 @@ class AsyncArchive:
     async def merge(self, fork: Scope, memory_ids: Sequence[uuid.UUID | str]) -> PacketImport:
         """Bring chosen memories of a fork back into the scope it branched from, with their provenance."""
         return await forks_path.merge(self._rt, fork, memory_ids)
+
+    async def defer_nights(self) -> int:
+        """Queue the night cycle of every scope with turns or memories for a background worker,
+        skipping those whose night still waits; how many were queued."""
+        return await night_api.defer_nights(self._rt)
 
     async def defer_reembed(self) -> int | None:
         """Queue :meth:`reembed` for a background worker (``mnemo worker``); the job id, or None when

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import GetCoreSchemaHandler, PlainSerializer, TypeAdapter, computed_field
 from pydantic_core import CoreSchema, core_schema
@@ -25,6 +25,9 @@ from mnemo.cognition.curation import Classification, Tier
 from mnemo.cognition.gates import EntryAction, ExitAction
 from mnemo.cognition.patterns import FactKind
 from mnemo.errors import InvalidScopeError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "MEMORY_KINDS",
@@ -36,6 +39,7 @@ __all__ = [
     "ContextBlock",
     "ContextItem",
     "Curation",
+    "Database",
     "EntityFacts",
     "ExcerptLine",
     "Fact",
@@ -44,14 +48,19 @@ __all__ = [
     "GateOutcome",
     "Hit",
     "ImportReport",
+    "Item",
     "ItemKind",
+    "JobCatalogue",
+    "ListedMemory",
     "Memory",
     "MemoryHistory",
     "MemoryKind",
+    "MemoryPage",
     "MemoryStatus",
     "NightReport",
     "Observation",
     "PacketImport",
+    "Principal",
     "RecallResult",
     "Reflex",
     "Refusal",
@@ -64,6 +73,7 @@ __all__ = [
     "Track",
     "TreeNode",
     "Turn",
+    "TurnInput",
     "Verdict",
     "WeightChange",
     "to_jsonable",
@@ -803,3 +813,102 @@ class NightReport:
     @property
     def turns_per_second(self) -> float:
         return self.turns / self.seconds if self.seconds > 0 else 0.0
+
+
+# --- what the adapters and benchmarks read through the facade (issue 30 item 1, DESIGN §5) --------------
+
+
+@dataclass(frozen=True, slots=True)
+class TurnInput:
+    """One turn to import (:meth:`mnemo.AsyncArchive.import_turns`), as parsed from a JSONL or LoCoMo
+    file (:meth:`mnemo.AsyncArchive.parse_turns`) or built by a caller."""
+
+    session_id: str
+    role: str
+    content: str
+    speaker: str | None = None
+    created_at: datetime | None = None
+    turn_number: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    # a checked, L2-normalised precomputed vector of the active embedder (not embedded again)
+    embedding: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who a bearer token speaks for (archive-adr §7 "Sigil Scope";
+    :meth:`mnemo.AsyncArchive.verify_token`)."""
+
+    entity_id: str
+    namespace: str | None  # None: every namespace of the entity
+    token_id: uuid.UUID
+
+
+@dataclass(frozen=True, slots=True)
+class ListedMemory:
+    """One memory of a page of :meth:`mnemo.AsyncArchive.memories` (``GET /v1/memories``)."""
+
+    id: uuid.UUID
+    kind: MemoryKind
+    status: MemoryStatus
+    content: str
+    created_at: Timestamp
+    event_time: Timestamp | None
+    anchored: bool
+    alpha: float
+    beta: float
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPage:
+    """A page of memories, newest first; ``next_cursor``: the next page's cursor (None on the last)."""
+
+    items: tuple[ListedMemory, ...]
+    next_cursor: uuid.UUID | None
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A turn (``session``, ``turn``, ``role``, ``speaker``) or a memory (``kind`` ... ``beta``) of a
+    scope (:meth:`mnemo.AsyncArchive.item`)."""
+
+    type: Literal["turn", "memory"]
+    id: uuid.UUID
+    content: str
+    created_at: Timestamp
+    kind: MemoryKind | None = None
+    status: MemoryStatus | None = None
+    event_time: Timestamp | None = None
+    anchored: bool | None = None
+    alpha: float | None = None
+    beta: float | None = None
+    session: str | None = None
+    turn: int | None = None
+    role: Role | None = None
+    speaker: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Database:
+    """The database an archive uses (:attr:`mnemo.AsyncArchive.database`): ``url`` holds the
+    password (for a process joining the same database, the worker's queue); show ``redacted``."""
+
+    url: str
+    redacted: str
+    embedded: bool
+
+
+@dataclass(frozen=True, slots=True)
+class JobCatalogue:
+    """The background queues and the task names stored with each job (archive-adr §2, §4;
+    :attr:`mnemo.AsyncArchive.JOBS`): both sides of the queue must agree on them."""
+
+    queues: tuple[str, ...]
+    ingest: str
+    maintenance: str
+    night: str
+    embed_turns: str
+    reembed: str
+    night_cycle: str
+    night_scope: str
+    retry_stalled: str

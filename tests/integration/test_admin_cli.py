@@ -32,7 +32,6 @@ from mnemo import (
 from mnemo.admin.access import token_hash
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
-from mnemo.interfaces import auth
 from mnemo.interfaces.http import create_app
 from mnemo.interfaces.mcp import _Opening, _TokenVerifier
 from mnemo.store import migrate
@@ -264,7 +263,7 @@ async def test_an_expired_token_is_refused_like_an_unknown_one(archive: AsyncArc
     soon = datetime.now(UTC) + timedelta(hours=1)
     token, token_id = await archive.create_token("dave", label="ci", expires_at=soon)
     lasting, _ = await archive.create_token("dave")
-    who = await auth.verify(archive.runtime, token)
+    who = await archive.verify_token(token)
     assert (who.entity_id, who.namespace, who.token_id) == ("dave", None, token_id)
     verifier = _TokenVerifier(cast(_Opening, _Ready(archive)))
     granted = await verifier.verify_token(token)
@@ -275,12 +274,12 @@ async def test_an_expired_token_is_refused_like_an_unknown_one(archive: AsyncArc
 
     expire_now(database_url, token_id)
     with pytest.raises(AuthenticationError) as expired:
-        await auth.verify(archive.runtime, token)
+        await archive.verify_token(token)
     with pytest.raises(AuthenticationError) as unknown:
-        await auth.verify(archive.runtime, forged("dave"))
+        await archive.verify_token(forged("dave"))
     assert str(expired.value) == str(unknown.value) == "unknown or expired bearer token"
     assert await verifier.verify_token(token) is None  # MCP refuses it too
-    assert (await auth.verify(archive.runtime, lasting)).entity_id == "dave"  # the other token still works
+    assert (await archive.verify_token(lasting)).entity_id == "dave"  # the other token still works
     [listed, forever] = await archive.tokens("dave")
     assert listed.expired is True and listed.expires_at is not None and listed.expires_at < datetime.now(UTC)
     assert forever.expired is False

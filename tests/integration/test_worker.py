@@ -26,12 +26,11 @@ from typer.testing import CliRunner
 from mnemo import AsyncArchive, DatabaseError, RecallResult, Refusal, Scope, Settings
 from mnemo.embed import Embeddings, load_embedder
 from mnemo.interfaces.cli import app
-from mnemo.interfaces.worker import NIGHT_PERIODIC_ID, STALLED_PERIODIC_ID, create_app, defer_night, run_worker
+from mnemo.interfaces.worker import NIGHT_PERIODIC_ID, STALLED_PERIODIC_ID, create_app, run_worker
 from mnemo.models import to_jsonable
 from mnemo.store import queue as queue_rows
 from mnemo.store.pool import redact
 from mnemo.write import ingest
-from mnemo.write.ingest import embed_turns
 from tests.conftest import snapshot
 
 SCOPE = Scope("worker", "test")
@@ -134,7 +133,7 @@ async def test_async_turn_is_stored_with_its_job_and_found_lexically(
         assert isinstance(semantic, RecallResult)
         assert any(h.id == turn.id and h.vector_rank is not None for h in semantic.hits)
         # idempotent: running the job again for an embedded turn writes nothing
-        assert await embed_turns(archive.runtime, SCOPE, [turn.id]) == 0
+        assert await archive.embed_turns(SCOPE, [turn.id]) == 0
 
 
 async def test_a_failed_write_transaction_leaves_neither_turn_nor_job(
@@ -356,8 +355,8 @@ async def test_night_schedule_is_registered_and_fans_out_per_scope(
             await archive.record_turn(scope, "s", "user", f"a day in the life of {scope}")
         await archive.remember(Scope("cleo"), "memories only, no turns")  # still curated and decayed
         await archive.create_scope(Scope("dora"))  # nothing at all: no night
-        assert await defer_night(archive.runtime) == 4
-        assert await defer_night(archive.runtime) == 0  # each scope's night is already waiting
+        assert await archive.defer_nights() == 4
+        assert await archive.defer_nights() == 0  # each scope's night is already waiting
     scopes = [j["args"] for j in jobs(database_url, queue_rows.NIGHT_SCOPE)]
     assert scopes == [
         {"entity_id": "ana", "namespace": "default"},
@@ -431,7 +430,7 @@ async def test_worker_reports_each_job_it_finishes(
         assert re.fullmatch(r"job \d+ mnemo\.embed_turns worker/other: embedded 3 turns in \d+\.\d\d s", jobs_done[1])
 
         caplog.clear()
-        assert await defer_night(archive.runtime) == 2
+        assert await archive.defer_nights() == 2
         await run_worker(
             async_settings, embeddings=embeddings, queues=["night"], wait=False, install_signal_handlers=False
         )

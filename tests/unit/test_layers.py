@@ -115,16 +115,10 @@ def _is_module(name: str) -> bool:
     return (SRC / rel).with_suffix(".py").is_file() or (SRC / rel / "__init__.py").is_file()
 
 
-NOT_YET = {"interfaces", "bench"}
-"""Issue 30 item 1 is moving these onto ``AsyncArchive``; their rows above are the target."""
-
-
 def violations() -> list[str]:
     found: dict[str, None] = {}
     for module, path in modules():
         own = layer_of(module)
-        if own in NOT_YET:
-            continue
         for line, target in imports(module, path):
             other = layer_of(target)
             if other != own and other not in MAY_IMPORT[own]:
@@ -177,3 +171,29 @@ def test_the_rule_catches_an_upward_import() -> None:
     assert "write" not in MAY_IMPORT["store"] and layer_of("mnemo.write.remember") == "write"
     assert layer_of("mnemo") == "public" and layer_of("mnemo._sync") == "archive"
     assert layer_of("mnemo.store.night") == "store" and layer_of("mnemo.interfaces.cli.admin") == "interfaces"
+
+
+FACES = ("interfaces", "bench")
+"""The layers that reach the archive through ``AsyncArchive``'s methods only (DESIGN §5)."""
+
+
+def runtime_touches(source: str) -> list[int]:
+    """The lines of ``source`` that read or write an attribute named ``runtime``."""
+    tree = ast.parse(source)
+    return [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "runtime"]
+
+
+def test_interfaces_and_benches_never_touch_the_runtime() -> None:
+    found = [
+        f"{path.relative_to(SRC.parent)}:{line}"
+        for module, path in modules()
+        if layer_of(module) in FACES
+        for line in runtime_touches(path.read_text(encoding="utf-8"))
+    ]
+    assert found == []
+
+
+def test_the_runtime_check_catches_a_reach_past_the_archive() -> None:
+    assert runtime_touches("async def f(archive):\n    return archive.runtime.store\n") == [2]
+    assert runtime_touches("x = archive().runtime\n") == [1]
+    assert runtime_touches("runtime = 1\nx = archive.settings\n") == []

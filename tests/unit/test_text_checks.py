@@ -133,7 +133,7 @@ def test_parse_jsonl_refuses_an_unknown_field_naming_the_line_and_the_field() ->
 
 def test_the_jsonl_turn_fields_are_the_http_import_turn_fields() -> None:
     """One turn model on every face: ``mnemo import`` and ``POST /v1/import`` know the same fields."""
-    from mnemo.interfaces.http import ImportTurnIn
+    from mnemo.interfaces.shapes import ImportTurnIn
     from mnemo.write.formats import TURN_FIELDS
 
     assert set(TURN_FIELDS) == set(ImportTurnIn.model_fields)

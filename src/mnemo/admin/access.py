@@ -3,13 +3,15 @@
 A token is ``mn1.<base64url(entity_id)>.<43 random characters>``: the entity is
 readable from the token so the lookup is by ``(entity_id, sha256(token))``, and
 only the hash is stored. A token may be limited to one namespace, and may expire
-(``expires_at``, issue 12). Verifying a token is the adapters' business
-(:mod:`mnemo.interfaces.auth`).
+(``expires_at``, issue 12). :func:`verify` turns a presented token into the
+:class:`~mnemo.models.Principal` it speaks for (the adapters ask through
+:meth:`mnemo.AsyncArchive.verify_token`).
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import secrets
 import uuid
@@ -17,14 +19,15 @@ from datetime import UTC, datetime
 
 from mnemo._runtime import Runtime
 from mnemo._validate import check_text, to_utc
-from mnemo.errors import InvalidContentError, UnknownScopeError
-from mnemo.models import Maturity, Scope, ScopeSummary, TokenInfo, uuid7
+from mnemo.errors import AuthenticationError, InvalidContentError, MnemoError, UnknownScopeError
+from mnemo.models import Maturity, Principal, Scope, ScopeSummary, TokenInfo, uuid7
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import tokens as token_rows
 
 __all__ = [
     "PREFIX",
+    "UNKNOWN",
     "create",
     "create_scope",
     "grant",
@@ -34,9 +37,11 @@ __all__ = [
     "revoke_grant",
     "summaries",
     "token_hash",
+    "verify",
 ]
 
 PREFIX = "mn1"
+UNKNOWN = "unknown or expired bearer token"
 
 
 def token_hash(token: str) -> str:
@@ -67,6 +72,27 @@ async def create(
     async with rt.store.connection() as conn:
         await token_rows.create_token(conn, entity_id, token_hash(token), token_id, namespace, label, expires_at)
     return token, token_id
+
+
+async def verify(rt: Runtime, token: str) -> Principal:
+    """The principal behind ``token``; :class:`AuthenticationError` otherwise. An unknown and an
+    expired token get the same error (HTTP: the same 401 body), so a stolen expired token tells
+    nothing."""
+    parts = token.split(".")
+    if len(parts) != 3 or parts[0] != PREFIX:
+        raise AuthenticationError("malformed bearer token")
+    try:
+        entity_id = base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)).decode()
+        Scope(entity_id)
+    except (binascii.Error, UnicodeDecodeError, MnemoError) as exc:
+        raise AuthenticationError("malformed bearer token") from exc
+    async with rt.store.connection() as conn:
+        found = await token_rows.find_token(conn, entity_id, token_hash(token))
+    if found is None or found["expired"]:  # an expired token says no more than an unknown one
+        raise AuthenticationError(UNKNOWN)
+    if found["revoked_at"] is not None:
+        raise AuthenticationError("this bearer token was revoked")
+    return Principal(entity_id, found["namespace"], found["id"])
 
 
 async def revoke(rt: Runtime, entity_id: str, token_id: uuid.UUID) -> bool:

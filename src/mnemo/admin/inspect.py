@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from mnemo._runtime import Runtime
 from mnemo._validate import check_id
@@ -35,6 +35,7 @@ class Inspector:
     rt: Runtime
     reader: str
     namespace: str | None = None
+    ENTITIES: ClassVar[int] = ENTITIES
 
     async def scopes(self) -> list[dict[str, Any]]:
         async with self.rt.store.connection() as conn:

@@ -38,7 +38,6 @@ from mnemo.cognition.relevance import relevance_tiers
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.models import Scope
-from mnemo.recall.pipeline import recall
 
 __all__ = ["run_dynamics"]
 
@@ -117,7 +116,6 @@ async def _run_once(
     scope = Scope("bench", f"dynamics-{'on' if dynamic else 'off'}-{seed}-{int(time.time())}")
     start = datetime.now(UTC)
     archive = await AsyncArchive.open(settings, embeddings=embeddings)
-    rt = archive.runtime
     ids: dict[Fact, Any] = {}
     recalls = 0
     try:
@@ -139,7 +137,7 @@ async def _run_once(
             else:
                 todo += [new for _, new in changes if rng.random() < p_use]
             for fact in todo:
-                await recall(rt, scope, fact.cue, use_k, read_only=not dynamic, now=now + timedelta(minutes=5))
+                await archive.recall(scope, fact.cue, use_k, read_only=not dynamic, as_of=now + timedelta(minutes=5))
                 recalls += 1
             if progress is not None:
                 progress("dynamics" if dynamic else "static", day, sessions)
@@ -148,7 +146,7 @@ async def _run_once(
         used_ranks, unused_ranks = [], []
         for pair, fact in zip(pairs, used, strict=True):
             other = pair[1] if fact is pair[0] else pair[0]
-            result = await recall(rt, scope, fact.question, 50, read_only=True, threshold=-1.0, now=at)
+            result = await archive.recall(scope, fact.question, 50, read_only=True, threshold=-1.0, as_of=at)
             rank = {h.id: n for n, h in enumerate(result.hits, start=1)}
             sims = {h.id: h.similarity or 0.0 for h in result.hits}
             r_used, r_other = rank.get(ids[fact], 51), rank.get(ids[other], 51)
@@ -164,7 +162,7 @@ async def _run_once(
                 tier_above += r_used < r_other
         updated = 0
         for old, new in changes:
-            result = await recall(rt, scope, old.question, 50, read_only=True, threshold=-1.0, now=at)
+            result = await archive.recall(scope, old.question, 50, read_only=True, threshold=-1.0, as_of=at)
             rank = {h.id: n for n, h in enumerate(result.hits, start=1)}
             updated += rank.get(ids[new], 51) < rank.get(ids[old], 51)
     finally:

@@ -67,10 +67,7 @@ from mnemo.cognition.fusion import rrf
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.errors import MalformedImportError
-from mnemo.models import Refusal, Scope
-from mnemo.store import night as night_rows
-from mnemo.write.formats import TurnInput, parse_locomo
-from mnemo.write.importer import import_turns
+from mnemo.models import Refusal, Scope, TurnInput
 
 __all__ = ["BUDGETS", "CATEGORIES", "KS", "Conversation", "load_locomo", "run_locomo"]
 
@@ -136,7 +133,7 @@ def load_locomo(path: Path, *, max_chars: int = 32_000) -> list[Conversation]:
     conversations: list[Conversation] = []
     for sample in data:
         sample_id = str(sample.get("sample_id", f"sample-{len(conversations)}"))
-        turns = parse_locomo(json.dumps(sample), max_chars=max_chars, path=str(path))
+        turns = AsyncArchive.parse_turns(json.dumps(sample), fmt="locomo", max_chars=max_chars, path=str(path))
         questions = []
         for qa in sample.get("qa", []):
             if "question" not in qa or "category" not in qa:
@@ -273,12 +270,11 @@ async def run_mnemo(
     try:
         for conv in conversations:
             scope = Scope("locomo-night" if night else "locomo", conv.sample_id)
-            turns = await import_turns(archive.runtime, scope, conv.turns)
+            turns = await archive.import_turns(scope, conv.turns)
             dia = {str(t.id): str(t.metadata.get("dia_id")) for t in turns}
             if night:
                 await _nights(archive, scope, run)
-                async with archive.runtime.store.connection() as conn:
-                    provenance = await night_rows.memory_provenance(conn, scope.entity_id, scope.namespace)
+                provenance = await archive.probes().provenance(scope)
                 for memory_id, (sources, count) in provenance.items():
                     run.cover[str(memory_id)] = _dia_ids(sources, provenance, dia)
                     run.item_tokens[str(memory_id)] = count
@@ -343,28 +339,7 @@ async def _ask(
 async def _use(archive: AsyncArchive, asked: Sequence[Asked]) -> dict[str, Any]:
     """What use has left in the lived scopes so far: reinforcements by recall, accesses, co-access links."""
     entity, namespaces = asked[0].scope.entity_id, [a.scope.namespace for a in asked]
-    async with archive.runtime.store.connection() as conn:
-        changes = await (
-            await conn.execute(
-                "SELECT count(*) FILTER (WHERE reason = 'recalled'), count(*) FILTER (WHERE reason = 'near miss') "
-                "FROM traces.weight_changes WHERE entity_id = %s AND namespace = ANY(%s)",
-                (entity, namespaces),
-            )
-        ).fetchone()
-        accesses = await (
-            await conn.execute(
-                "SELECT coalesce(sum(access_count), 0), count(*) FILTER (WHERE access_count > 0) "
-                "FROM mnemo.memories WHERE entity_id = %s AND namespace = ANY(%s)",
-                (entity, namespaces),
-            )
-        ).fetchone()
-    assert changes is not None and accesses is not None
-    return {
-        "weight_changes_recalled": int(changes[0]),
-        "weight_changes_near_miss": int(changes[1]),
-        "accesses": int(accesses[0]),
-        "memories_accessed": int(accesses[1]),
-    }
+    return dict(await archive.probes().use(entity, namespaces))
 
 
 def _lived_round(run: SystemRun, tokens: Mapping[str, Mapping[str, int]], sample_of: Sequence[str]) -> dict[str, Any]:

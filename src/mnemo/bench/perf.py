@@ -35,10 +35,7 @@ from mnemo.bench.metrics import percentile
 from mnemo.cognition.late import TokenVectors, quantize
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
-from mnemo.models import Scope
-from mnemo.store import vectors as vector_rows
-from mnemo.write.formats import TurnInput, parse_locomo
-from mnemo.write.importer import import_turns
+from mnemo.models import Scope, TurnInput
 
 __all__ = ["build_corpus", "run_perf"]
 
@@ -104,7 +101,7 @@ Progress = Callable[[str, int, int], None]
 def build_corpus(locomo: Path, size: int) -> tuple[list[TurnInput], list[str]]:
     """``size`` turns (LoCoMo turns re-attributed copy by copy) and the LoCoMo questions."""
     text = locomo.read_text(encoding="utf-8")
-    base = parse_locomo(text, max_chars=32_000)
+    base = AsyncArchive.parse_turns(text, fmt="locomo", max_chars=32_000)
     questions = [str(qa["question"]) for sample in json.loads(text) for qa in sample.get("qa", [])]
     turns: list[TurnInput] = []
     copy = 0
@@ -225,14 +222,14 @@ async def _ingest(
     for round_ in range(rounds):
         before = await raw_rate()
         started = time.perf_counter()
-        await import_turns(archive.runtime, Scope("perf", f"ingest{round_}"), turns)
+        await archive.import_turns(Scope("perf", f"ingest{round_}"), turns)
         write = len(turns) / (time.perf_counter() - started)
         raw = (before + await raw_rate()) / 2
         raws.append(raw)
         writes.append(write)
         ratios.append(write / raw)
     started = time.perf_counter()
-    await import_turns(archive.runtime, Scope("perf", "copy"), turns, vectors=vectors)
+    await archive.import_turns(Scope("perf", "copy"), turns, vectors=vectors)
     store_only = len(turns) / (time.perf_counter() - started)
     return {
         "turns": len(turns),
@@ -292,7 +289,7 @@ async def _mutation(
     scope = Scope("perf", "mutation")
     for turn in turns:
         await archive.remember(scope, turn.content)
-    await archive.runtime.backfill.wait()
+    await archive.probes().settle()
     await archive.warm(scope)
     qs = (questions * (queries // max(1, len(questions)) + 1))[:queries]
     for q in qs[:50]:
@@ -326,13 +323,12 @@ async def _scale(
     queries: int,
     progress: Progress | None,
 ) -> dict[str, Any]:
-    rt = archive.runtime
+    probes = archive.probes()
     size = len(turns)
     main, rare = Scope("perf", f"main{size}"), Scope("perf", f"rare{size}")
     chunk = 20_000
     for start in range(0, size, chunk):
-        await import_turns(
-            rt,
+        await archive.import_turns(
             main,
             turns[start : start + chunk],
             vectors=vectors[start : start + chunk],
@@ -343,13 +339,12 @@ async def _scale(
     # a scope holding 1% as many rows as the main one, in the same vector table
     rare_n = max(10, size // 100)
     pick = np.random.default_rng(7).choice(size, rare_n, replace=False)
-    await import_turns(
-        rt, rare, [turns[int(i)] for i in pick], vectors=vectors[pick], token_vectors=[tokens[int(i)] for i in pick]
+    await archive.import_turns(
+        rare, [turns[int(i)] for i in pick], vectors=vectors[pick], token_vectors=[tokens[int(i)] for i in pick]
     )
 
-    indexes = rt.indexes
     t0 = time.perf_counter()
-    index = await indexes.ensure(rt, (main.entity_id, main.namespace, rt.slug))
+    index_bytes = await probes.read_index_bytes(main)
     build_s = time.perf_counter() - t0
     qs = (questions * (queries // max(1, len(questions)) + 1))[:queries]
     qvecs = np.stack([await archive.embeddings.embed_query(q) for q in qs])
@@ -377,15 +372,11 @@ async def _scale(
 
     async def ann_recall(scope: Scope, subset: np.ndarray) -> tuple[float, float]:
         hits, complete = [], 0
-        async with rt.store.connection() as conn:
-            for v in qvecs[:200]:
-                found = await vector_rows.search(
-                    conn, rt.table, rt.embeddings.dim, scope.entity_id, scope.namespace, rt.slug, v, 10
-                )
-                exact = np.sort(subset @ v)[::-1][:10]
-                # tie-aware: an ANN hit counts when it is at least as close as the exact 10th neighbour
-                hits.append(sum(1 for _, _, sim in found if sim >= exact[-1] - 1e-3) / 10)
-                complete += len(found) == 10
+        for v, found in zip(qvecs[:200], await probes.dense_search(scope, qvecs[:200], 10), strict=True):
+            exact = np.sort(subset @ v)[::-1][:10]
+            # tie-aware: an ANN hit counts when it is at least as close as the exact 10th neighbour
+            hits.append(sum(1 for sim in found if sim >= exact[-1] - 1e-3) / 10)
+            complete += len(found) == 10
         return float(np.mean(hits)), complete / min(200, len(qvecs))
 
     ann, _ = await ann_recall(main, stored)
@@ -398,12 +389,12 @@ async def _scale(
         "sql_recall_ms_with_embedding": _lat(sql_full),
         "sql_recall_ms_without_embedding": _lat(sql_warm),
         "index_build_s": round(build_s, 2),
-        "index_mb": round((index.nbytes if index is not None else 0) / 2**20, 1),
+        "index_mb": round(index_bytes / 2**20, 1),
         "numpy_exact_scan_ms": _lat(numpy_ms),
         "ann_recall_at_10": round(ann, 4),
         "ann_recall_at_10_filtered_1pct": round(ann_filtered, 4),
         "filtered_queries_with_10_results": round(complete, 4),
-        "ef_search": rt.settings.hnsw_ef_search,
+        "ef_search": archive.settings.hnsw_ef_search,
     }
 
 

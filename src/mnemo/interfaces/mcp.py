@@ -44,6 +44,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mnemo._validate import check_id, to_utc
 from mnemo.config import Settings
 from mnemo.errors import MnemoError
+from mnemo.interfaces.shapes import ForgetOut, ReflexesOut, dump
 from mnemo.models import MEMORY_KINDS, Scope, to_jsonable
 
 if TYPE_CHECKING:
@@ -127,10 +128,8 @@ class _TokenVerifier:
         self._opening = opening
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        from mnemo.interfaces import auth as tokens
-
         try:
-            who = await tokens.verify((await self._opening.get()).runtime, token)
+            who = await (await self._opening.get()).verify_token(token)
         except MnemoError:
             return None
         return AccessToken(
@@ -241,7 +240,7 @@ def build_server(
             removed = await (await archive()).forget(current(), wanted)
         except MnemoError as exc:
             raise ToolError(str(exc)) from exc
-        return {"forgotten": str(wanted), "removed": removed}
+        return dump(ForgetOut(forgotten=wanted, removed=removed))
 
     @server.tool()
     async def record_outcome(
@@ -266,7 +265,7 @@ def build_server(
             found = await (await archive()).reflexes_for(current(), context, k)
         except MnemoError as exc:
             raise ToolError(str(exc)) from exc
-        return {"reflexes": [_record(r) for r in found]}
+        return dump(ReflexesOut(reflexes=found))
 
     @server.tool()
     async def export_packets(limit: int = 1000, after: str | None = None) -> dict[str, Any]:

@@ -62,7 +62,6 @@ logs at DEBUG when it found nothing, so an idle worker stays quiet.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 import uuid
@@ -75,21 +74,15 @@ import psycopg
 from procrastinate import JobContext, exceptions
 from procrastinate.worker import Worker
 
-from mnemo._runtime import Runtime
 from mnemo.archive import AsyncArchive
 from mnemo.config import Settings, load_settings
 from mnemo.embed import Embeddings
 from mnemo.errors import ConfigurationError, MnemoError, WorkerError
 from mnemo.models import NightReport, Scope
-from mnemo.store import queue as queue_rows
-from mnemo.store.pool import redact
-from mnemo.write import ingest
 
 __all__ = [
     "JobSummary",
     "create_app",
-    "defer_night",
-    "defer_night_scope",
     "report_job",
     "retry_stalled",
     "run_worker",
@@ -101,6 +94,7 @@ _log = logging.getLogger("mnemo.worker")
 NIGHT_PERIODIC_ID = "night"
 STALLED_PERIODIC_ID = "stalled"
 EMBED_RETRY = procrastinate.RetryStrategy(max_attempts=5, exponential_wait=2)
+JOBS = AsyncArchive.JOBS
 
 
 def _procrastinate_conninfo(url: str) -> str:
@@ -121,18 +115,18 @@ def create_app(
         conninfo=_procrastinate_conninfo(database_url), min_size=1, max_size=pool_max_size, name="mnemo-queue"
     )
     app = procrastinate.App(connector=connector)
-    app.task(name=queue_rows.EMBED_TURNS, queue=queue_rows.INGEST, pass_context=True, retry=EMBED_RETRY)(embed_turns)
-    app.task(name=queue_rows.REEMBED, queue=queue_rows.MAINTENANCE, pass_context=True)(reembed)
-    app.task(name=queue_rows.NIGHT_SCOPE, queue=queue_rows.NIGHT, pass_context=True)(night_scope)
-    night = app.task(
-        name=queue_rows.NIGHT_CYCLE, queue=queue_rows.NIGHT, pass_context=True, queueing_lock=queue_rows.NIGHT_CYCLE
-    )(night_cycle)
+    app.task(name=JOBS.embed_turns, queue=JOBS.ingest, pass_context=True, retry=EMBED_RETRY)(embed_turns)
+    app.task(name=JOBS.reembed, queue=JOBS.maintenance, pass_context=True)(reembed)
+    app.task(name=JOBS.night_scope, queue=JOBS.night, pass_context=True)(night_scope)
+    night = app.task(name=JOBS.night_cycle, queue=JOBS.night, pass_context=True, queueing_lock=JOBS.night_cycle)(
+        night_cycle
+    )
     app.periodic(cron=settings.night_cron, periodic_id=NIGHT_PERIODIC_ID)(night)
     stalled = app.task(
-        name=queue_rows.RETRY_STALLED,
-        queue=queue_rows.MAINTENANCE,
+        name=JOBS.retry_stalled,
+        queue=JOBS.maintenance,
         pass_context=True,
-        queueing_lock=queue_rows.RETRY_STALLED,
+        queueing_lock=JOBS.retry_stalled,
     )(retry_stalled_jobs)
     app.periodic(cron=every(stalled_after), periodic_id=STALLED_PERIODIC_ID)(stalled)
     return app
@@ -175,8 +169,7 @@ def _plural(n: int, word: str, words: str | None = None) -> str:
 
 async def embed_turns(context: JobContext, entity_id: str, namespace: str, turn_ids: list[str]) -> JobSummary:
     """Embed turns stored by asynchronous ingestion (those still lacking a vector)."""
-    rt = _archive(context).runtime
-    done = await ingest.embed_turns(rt, Scope(entity_id, namespace), [uuid.UUID(i) for i in turn_ids])
+    done = await _archive(context).embed_turns(Scope(entity_id, namespace), [uuid.UUID(i) for i in turn_ids])
     skipped = len(turn_ids) - done
     return JobSummary(
         f"embedded {_plural(done, 'turn')}" + (f" ({skipped} already embedded or forgotten)" if skipped else "")
@@ -192,26 +185,8 @@ async def reembed(context: JobContext) -> JobSummary:
 
 async def night_cycle(context: JobContext, timestamp: int) -> JobSummary:
     """The scheduled night: queue one ``night_scope`` job per scope with turns or memories."""
-    queued = await defer_night(_archive(context).runtime)
+    queued = await _archive(context).defer_nights()
     return JobSummary(f"queued the night of {_plural(queued, 'scope')}")
-
-
-async def defer_night(rt: Runtime) -> int:
-    """Queue the night cycle of every scope with turns or memories (skipping those whose job still waits);
-    how many were queued."""
-    queued = 0
-    async with rt.store.transaction() as conn:
-        for entity_id, namespace in await queue_rows.night_scopes(conn):
-            if await defer_night_scope(conn, Scope(entity_id, namespace)) is not None:
-                queued += 1
-    return queued
-
-
-async def defer_night_scope(conn: psycopg.AsyncConnection, scope: Scope) -> int | None:
-    """Queue the night cycle of one scope; None when one is already waiting for it."""
-    lock = "night " + json.dumps([scope.entity_id, scope.namespace])
-    args = {"entity_id": scope.entity_id, "namespace": scope.namespace}
-    return await queue_rows.enqueue(conn, queue_rows.NIGHT, queue_rows.NIGHT_SCOPE, args, lock=lock, queueing_lock=lock)
 
 
 async def night_scope(context: JobContext, entity_id: str, namespace: str) -> JobSummary:
@@ -288,9 +263,10 @@ def startup_lines(
 ) -> list[str]:
     """What a starting worker says: the database it uses (password never shown), its queues, and
     the periodic schedules it defers (every worker defers them; a worker of their queue runs them)."""
-    mine = list(queues) if queues else list(queue_rows.QUEUES)
+    mine = list(queues) if queues else list(JOBS.queues)
     source = "embedded PostgreSQL" if embedded else "MNEMO_DATABASE_URL"
-    lines = [f"worker on {redact(url)} ({source}); queues: {', '.join(mine)}; {_plural(concurrency, 'job')} at once"]
+    shown = AsyncArchive.redact_url(url)
+    lines = [f"worker on {shown} ({source}); queues: {', '.join(mine)}; {_plural(concurrency, 'job')} at once"]
     for periodic in sorted(app.periodic_registry.periodic_tasks.values(), key=lambda p: p.task.name):
         runs = "" if periodic.task.queue in mine else f"; run by a worker of queue {periodic.task.queue}, not this one"
         lines.append(
@@ -343,9 +319,9 @@ async def run_worker(
     jobs run again. Start more workers (here or on other machines) to scale out.
     """
     if queues is not None:
-        unknown = sorted(set(queues) - set(queue_rows.QUEUES))
+        unknown = sorted(set(queues) - set(JOBS.queues))
         if unknown or not queues:
-            raise ConfigurationError(f"unknown queues {unknown}; choose from {', '.join(queue_rows.QUEUES)}")
+            raise ConfigurationError(f"unknown queues {unknown}; choose from {', '.join(JOBS.queues)}")
     if not 1 <= concurrency <= 64:
         raise ConfigurationError("concurrency must be between 1 and 64")
     if not 0 < heartbeat * 2 <= stalled_after:
@@ -355,11 +331,9 @@ async def run_worker(
         settings, embeddings=embeddings, pool_max_size=max(settings.pool_max_size, concurrency + 1)
     )
     try:
-        app = create_app(
-            archive.settings, archive.runtime.store.url, pool_max_size=concurrency + 3, stalled_after=stalled_after
-        )
-        store = archive.runtime.store
-        for line in startup_lines(app, store.url, embedded=store.embedded, queues=queues, concurrency=concurrency):
+        db = archive.database
+        app = create_app(archive.settings, db.url, pool_max_size=concurrency + 3, stalled_after=stalled_after)
+        for line in startup_lines(app, db.url, embedded=db.embedded, queues=queues, concurrency=concurrency):
             _log.info("%s", line)
         async with app.open_async():
             recovered = await retry_stalled(app, stalled_after)

@@ -8,8 +8,11 @@ sources).
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime
+
+import psycopg
 
 from mnemo._runtime import Runtime
 from mnemo._validate import check_content, check_id
@@ -30,6 +33,7 @@ __all__ = [
     "Fact",
     "apply_curation",
     "curate",
+    "defer_nights",
     "facts",
     "night_scopes",
     "owned",
@@ -125,3 +129,21 @@ async def why_do_i_believe(rt: Runtime, scope: Scope, item_id: uuid.UUID | str) 
             raise UnknownItemError(f"no memory {item} in scope {scope}")
         rows = await night_rows.derivation(conn, scope.entity_id, scope.namespace, item)
     return tuple(Belief(**r) for r in rows)
+
+
+async def defer_nights(rt: Runtime) -> int:
+    """Queue the night cycle of every scope with turns or memories (skipping those whose job still
+    waits), for ``mnemo worker``; how many were queued."""
+    queued = 0
+    async with rt.store.transaction() as conn:
+        for entity_id, namespace in await queue_rows.night_scopes(conn):
+            if await _defer_night(conn, Scope(entity_id, namespace)) is not None:
+                queued += 1
+    return queued
+
+
+async def _defer_night(conn: psycopg.AsyncConnection, scope: Scope) -> int | None:
+    """Queue the night cycle of one scope; None when one is already waiting for it."""
+    lock = "night " + json.dumps([scope.entity_id, scope.namespace])
+    args = {"entity_id": scope.entity_id, "namespace": scope.namespace}
+    return await queue_rows.enqueue(conn, queue_rows.NIGHT, queue_rows.NIGHT_SCOPE, args, lock=lock, queueing_lock=lock)

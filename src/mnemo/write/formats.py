@@ -30,7 +30,6 @@ import difflib
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ from mnemo._validate import (
     to_utc,
 )
 from mnemo.errors import InvalidInputError, MalformedImportError
+from mnemo.models import TurnInput
 
 __all__ = [
     "TURN_FIELDS",
@@ -75,19 +75,6 @@ _ALIASES = {
     "ts": "created_at", "message": "content", "body": "content", "name": "speaker", "author": "speaker",
     "user": "speaker", "conversation": "session", "conversation_id": "session", "thread": "session",
 }  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class TurnInput:
-    session_id: str
-    role: str
-    content: str
-    speaker: str | None = None
-    created_at: datetime | None = None
-    turn_number: int | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    # a checked, L2-normalised precomputed vector of the active embedder (not embedded again)
-    embedding: np.ndarray | None = field(default=None, compare=False, repr=False)
 
 
 def detect_format(path: Path) -> str:

@@ -23,6 +23,7 @@ from mnemo.interfaces.cli._common import (
     service,
     settings,
 )
+from mnemo.interfaces.shapes import GrantOut, GrantsOut, RevokeOut, dump
 from mnemo.models import Scope, to_jsonable
 
 __all__ = ["register"]
@@ -143,7 +144,7 @@ def grant(
     with open_archive() as archive:
         added = archive.grant(scope, grantee, export=export)
     if as_json:
-        print_json({"grantee": grantee, "created": added})
+        print_json(dump(GrantOut(grantee=grantee, created=added)))
         return
     right = "read and export" if export else "read"
     said = f"granted {grantee} {right} access to {scope}" if added else f"{grantee} could already {right} {scope}"
@@ -164,7 +165,7 @@ def revoke(
     with open_archive() as archive:
         done = archive.revoke(scope, grantee)
     if as_json:
-        print_json({"grantee": grantee, "revoked": done})
+        print_json(dump(RevokeOut(grantee=grantee, revoked=done)))
         return
     if not done:
         raise MnemoError(f"{grantee} has no grant on {scope}")
@@ -178,7 +179,7 @@ def grants(entity: EntityOpt = "default", namespace: NamespaceOpt = "default", a
     with open_archive() as archive:
         names = archive.grants(scope)
     if as_json:
-        print_json({"scope": str(scope), "grantees": names})
+        print_json(dump(GrantsOut(scope=str(scope), grantees=names)))
         return
     if not names:
         err.print(Text(f"no grants on {scope}: only {scope.entity_id} reads it"))

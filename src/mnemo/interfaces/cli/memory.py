@@ -29,6 +29,7 @@ from mnemo.interfaces.cli._common import (
     service,
     settings,
 )
+from mnemo.interfaces.shapes import ForgetOut, dump
 from mnemo.models import MEMORY_KINDS, Scope, to_jsonable
 
 __all__ = ["register"]
@@ -334,7 +335,7 @@ def forget(
     with open_archive() as archive:
         removed = archive.forget(Scope(entity, namespace), wanted)
     if as_json:
-        print_json({"forgotten": str(wanted), "removed": removed})
+        print_json(dump(ForgetOut(forgotten=wanted, removed=removed)))
         return
     out.print(f"forgot {item_id}: " + ", ".join(f"{k} {v}" for k, v in removed.items() if v), markup=False)
 

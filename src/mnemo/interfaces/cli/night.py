@@ -22,6 +22,7 @@ from mnemo.interfaces.cli._common import (
     out,
     print_json,
 )
+from mnemo.interfaces.shapes import BelieveOut, dump
 from mnemo.models import Curation, NightReport, Scope, to_jsonable
 
 # The night cycle's stages, as in mnemo.night.cycle.STAGES (tests/integration/test_cli.py keeps
@@ -285,7 +286,7 @@ def believe(
     with open_archive() as archive:
         chain = archive.why_do_i_believe(Scope(entity, namespace), wanted)
     if as_json:
-        print_json({"id": str(wanted), "chain": [to_jsonable(b) for b in chain]})
+        print_json(dump(BelieveOut(id=wanted, chain=list(chain))))
         return
     if not chain:
         out.print("nothing recorded: this memory was not derived from others")

@@ -48,9 +48,9 @@ def backup(
     if file is not None:
         if target != "verify":
             raise typer.BadParameter(f"use `mnemo backup FILE` or `mnemo backup verify FILE`, not {target!r}")
-        from mnemo.admin.backup import verify
+        from mnemo.archive import AsyncArchive
 
-        manifest = verify(file)
+        manifest = AsyncArchive.verify_backup(file)
         _show(manifest, file, None, as_json, "verified")
         if manifest.format < 2:
             err.print(
@@ -79,10 +79,10 @@ def restore(
     interrupted restore leaves the target as it was, so running it again works."""
     import asyncio
 
-    from mnemo.admin.backup import restore as restore_backup
+    from mnemo.archive import AsyncArchive
 
     started = time.perf_counter()
-    run = restore_backup(file, settings(), force=force, progress=_stage, force_hint="use --force")
+    run = AsyncArchive.restore(file, settings(), force=force, progress=_stage, force_hint="use --force")
     manifest = asyncio.run(run)
     _show(manifest, file, time.perf_counter() - started, as_json, "restored")
 

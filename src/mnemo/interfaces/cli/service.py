@@ -57,7 +57,9 @@ def _stops_on_signals(*, exit_at_once: bool = False) -> Iterator[None]:
     ``exit_at_once``: after a signal, end the process as soon as the server is left (``os._exit``),
     for the MCP stdio server, whose reader thread stays blocked on stdin and would keep it alive.
     """
-    from mnemo.store.server import release_embedded
+    from mnemo.archive import AsyncArchive
+
+    release_embedded = AsyncArchive.release_embedded
 
     signalled = False
 

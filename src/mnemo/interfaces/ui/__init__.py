@@ -5,7 +5,7 @@ Served by ``mnemo serve`` at ``/ui`` with the same tokens and grants as the API
 is always shown as text, never as markup) and the vendored htmx for partial
 updates (search, filters, paging, recall): no build step, no CDN, nothing
 downloaded. Charts are SVG drawn on the server (:mod:`.charts`). Pages read
-through :class:`mnemo.admin.inspect.Inspector` and the archive's own API; the
+through :meth:`mnemo.AsyncArchive.inspector` and the archive's own API; the
 actions (forget, anchor, unanchor, supersede, apply a curation) are the
 owner's and each one is written to the audit trail.
 """
@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from importlib import resources
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Form, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -27,13 +27,14 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.exceptions import HTTPException
 
 from mnemo._validate import to_utc
-from mnemo.admin.inspect import ENTITIES, Inspector
 from mnemo.archive import AsyncArchive
 from mnemo.errors import AccessDeniedError, AuthenticationError, MnemoError, NotFoundError, UnknownItemError
-from mnemo.interfaces import auth as tokens
 from mnemo.interfaces.ui import _views as views
 from mnemo.interfaces.ui._session import COOKIE, LOGIN_COOKIE, SECURITY_HEADERS, Session, Sessions
 from mnemo.models import MEMORY_KINDS, MEMORY_STATUSES, Scope
+
+if TYPE_CHECKING:
+    from mnemo.admin.inspect import Inspector
 
 __all__ = ["mount"]
 
@@ -120,7 +121,7 @@ def mount(app: FastAPI, archive: Callable[[], AsyncArchive]) -> None:
         return RedirectResponse("/ui/login", status_code=303)
 
     def inspector(who: Session) -> Inspector:
-        return Inspector(archive().runtime, who.principal.entity_id, who.principal.namespace)
+        return archive().inspector(who.principal.entity_id, who.principal.namespace)
 
     def page(request: Request, who: Session | None, template: str, code: int = 200, **context: Any) -> HTMLResponse:
         body = _env.get_template(template).render(
@@ -174,7 +175,7 @@ def mount(app: FastAPI, archive: Callable[[], AsyncArchive]) -> None:
         if not nonce or request.cookies.get(LOGIN_COOKIE) != nonce:
             return page(request, None, "login.html", 403, nonce=views.nonce(), error="The form expired; try again.")
         try:
-            principal = await tokens.verify(archive().runtime, token.strip())
+            principal = await archive().verify_token(token.strip())
         except AuthenticationError as exc:
             again = views.nonce()
             response = page(request, None, "login.html", 401, nonce=again, error=str(exc))
@@ -211,7 +212,7 @@ def mount(app: FastAPI, archive: Callable[[], AsyncArchive]) -> None:
             for scope in scopes:
                 scope.update(await view.overview(Scope(scope["entity_id"], scope["namespace"])))
             # not archive().status(): it counts every chamber of every entity (0.3 s at 100k rows)
-            return {"scopes": scopes, "queue": await view.queue(), "embedder": archive().runtime.slug,
+            return {"scopes": scopes, "queue": await view.queue(), "embedder": str(archive().embeddings.slug),
                     "pending": archive().pending_reembed}  # fmt: skip
 
         return await guarded(request, who, "overview.html", load)
@@ -336,7 +337,7 @@ def mount(app: FastAPI, archive: Callable[[], AsyncArchive]) -> None:
                 with suppress(UnknownItemError):  # nothing known about that name: said on the page
                     found = await archive().facts(scope, name.strip())
             return {"scope": scope, "name": name, "facts": found, "timeline": views.fact_timeline(found),
-                    "entities": known, "limit": ENTITIES}  # fmt: skip
+                    "entities": known, "limit": inspector(who).ENTITIES}  # fmt: skip
 
         return await guarded(request, who, "facts.html", load)
 

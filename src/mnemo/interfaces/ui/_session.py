@@ -14,7 +14,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from mnemo.interfaces import auth as tokens
+from mnemo.models import Principal
 
 __all__ = ["COOKIE", "LOGIN_COOKIE", "SECURITY_HEADERS", "Session", "Sessions"]
 
@@ -37,7 +37,7 @@ SECURITY_HEADERS = {
 
 @dataclass(slots=True)
 class Session:
-    principal: tokens.Principal
+    principal: Principal
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     expires: float = field(default_factory=lambda: time.monotonic() + LIFETIME)
 
@@ -51,7 +51,7 @@ class Sessions:
     def __init__(self) -> None:
         self._by_id: dict[str, Session] = {}
 
-    def start(self, principal: tokens.Principal) -> str:
+    def start(self, principal: Principal) -> str:
         self._prune()
         session_id = secrets.token_urlsafe(32)
         self._by_id[session_id] = Session(principal)

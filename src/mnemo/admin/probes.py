@@ -1,0 +1,81 @@
+"""What the benchmarks measure below the facade (``mnemo bench``; DESIGN §5: benches go through
+``AsyncArchive`` only, which hands them a :class:`Probes` from :meth:`mnemo.AsyncArchive.probes`).
+
+Reads for measuring, never for serving: a memory's provenance and size (LoCoMo's evidence
+cover), what use left in a set of scopes (reinforcements, accesses), and the dense index's
+approximate search on its own (its recall against an exact scan). Seed: the benchmark plans of
+memory-architecture §12 and the perf harness of DESIGN §3.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+import numpy as np
+
+from mnemo._runtime import Runtime
+from mnemo.models import Scope
+from mnemo.store import night as night_rows
+from mnemo.store import vectors as vector_rows
+
+__all__ = ["Probes"]
+
+
+class Probes:
+    """Measuring reads on one open archive's runtime (benchmarks only)."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self._rt = rt
+
+    async def provenance(self, scope: Scope) -> dict[uuid.UUID, tuple[list[str], int]]:
+        """Every live memory's provenance (turn or memory ids) and token count."""
+        async with self._rt.store.connection() as conn:
+            return await night_rows.memory_provenance(conn, scope.entity_id, scope.namespace)
+
+    async def use(self, entity_id: str, namespaces: Sequence[str]) -> dict[str, int]:
+        """What use has left in ``entity_id``'s ``namespaces``: reinforcements by recall, near-miss
+        suppressions, accesses and the memories accessed."""
+        async with self._rt.store.connection() as conn:
+            changes = await (
+                await conn.execute(
+                    "SELECT count(*) FILTER (WHERE reason = 'recalled'), count(*) FILTER (WHERE reason = 'near miss') "
+                    "FROM traces.weight_changes WHERE entity_id = %s AND namespace = ANY(%s)",
+                    (entity_id, list(namespaces)),
+                )
+            ).fetchone()
+            accesses = await (
+                await conn.execute(
+                    "SELECT coalesce(sum(access_count), 0), count(*) FILTER (WHERE access_count > 0) "
+                    "FROM mnemo.memories WHERE entity_id = %s AND namespace = ANY(%s)",
+                    (entity_id, list(namespaces)),
+                )
+            ).fetchone()
+        assert changes is not None and accesses is not None
+        return {
+            "weight_changes_recalled": int(changes[0]),
+            "weight_changes_near_miss": int(changes[1]),
+            "accesses": int(accesses[0]),
+            "memories_accessed": int(accesses[1]),
+        }
+
+    async def dense_search(self, scope: Scope, vectors: np.ndarray, k: int = 10) -> list[list[float]]:
+        """The similarities of the dense index's approximate top ``k`` (HNSW) for each query vector."""
+        rt, found = self._rt, []
+        async with rt.store.connection() as conn:
+            for v in vectors:
+                hits = await vector_rows.search(
+                    conn, rt.table, rt.embeddings.dim, scope.entity_id, scope.namespace, rt.slug, v, k
+                )
+                found.append([sim for _, _, sim in hits])
+        return found
+
+    async def read_index_bytes(self, scope: Scope) -> int:
+        """The size of ``scope``'s read index, building it if need be (0 with ``index=false``)."""
+        rt = self._rt
+        index = await rt.indexes.ensure(rt, (scope.entity_id, scope.namespace, rt.slug))
+        return 0 if index is None else int(index.nbytes)
+
+    async def settle(self) -> None:
+        """Until the background reads (the late-interaction token backfill) are done."""
+        await self._rt.backfill.wait()

@@ -1,0 +1,275 @@
+"""Every JSON shape the interfaces speak, defined once (issue 30 item 3; DESIGN §6).
+
+The HTTP request bodies (unknown fields refused) and response bodies live here; the command
+line's ``--json`` output, the MCP tools' results and the HTTP error body use the same
+definitions, so one operation gives one JSON whatever face it is asked through (checked by
+``tests/integration/test_json_shapes.py``). Where an operation has a public record of
+:mod:`mnemo.models`, that record is the shape (its JSON is :func:`~mnemo.models.to_jsonable`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from mnemo.models import Belief, MemoryKind, MemoryStatus, Reflex, Role, Timestamp
+
+MAX_BODY_BYTES = 256 * 1024
+IMPORT_PATH = "/v1/import"
+MAX_IMPORT_BYTES = 16 * 1024 * 1024  # the import route's body limit (every other route: MAX_BODY_BYTES)
+MAX_IMPORT_TURNS = 10_000  # turns in one import request; send a longer history in several
+MAX_TEXT_CHARS = 100_000
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,127}$"
+"""An entity id or namespace (the rule :class:`mnemo.models.Scope` enforces)."""
+_ONE_LINE = r"^[^\x00-\x1f\x7f-\x9f]+$"  # printable text without line breaks or control characters
+
+
+# --- the contract: request bodies (unknown fields are refused) and response bodies ------------------
+Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+OneLine = Annotated[str, StringConstraints(pattern=_ONE_LINE)]
+Process = Annotated[
+    str,
+    StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,63}$"),
+    Field(description="The subsystem writing (archive-adr §4), e.g. `core`, `simulation:7`."),
+]
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt or smuggled field ("owner") is a 422, not ignored
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(from_attributes=True)  # made from the record of the same fields
+
+
+class RememberIn(_In):
+    content: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    kind: MemoryKind = "semantic"
+    namespace: Name | None = Field(default=None, description="One of your namespaces (default: the token's).")
+    process: Process | None = None
+
+
+class TurnIn(_In):
+    session: OneLine = Field(max_length=200, description="The conversation this turn belongs to.")
+    role: Role
+    content: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    speaker: OneLine | None = Field(default=None, max_length=256)
+    namespace: Name | None = None
+    process: Process | None = None
+
+
+_AS_OF = (
+    "Recall at this point in time (ISO-8601; no offset means UTC): recency and time expressions are "
+    "measured from it, and items written after it are left out."
+)
+
+
+class RecallFields(_In):
+    """``RecallIn`` without ``k``, whose maximum is ``settings.max_k`` (the class is made in :func:`create_app`)."""
+
+    query: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    namespace: Name | None = None
+    owner: Name | None = Field(default=None, description="Read another entity's scope (needs its grant).")
+    expand: bool = Field(default=False, description="Block hits come back whole instead of as their quoted lines.")
+    level: int | None = Field(
+        default=None, ge=0, le=3, description="1-3: the cortex tree's nodes of that level (branch, trunk, canopy)."
+    )
+    as_of: datetime | None = Field(default=None, description=_AS_OF)
+    threshold: float | None = Field(
+        default=None, ge=-1.0, le=1.0, description="Refusal threshold for this recall (default: the server's)."
+    )
+    read_only: bool = Field(default=False, description="No retrieval side effects (no reinforcement or links).")
+    processes: list[Process] | None = Field(
+        default=None, min_length=1, max_length=32, description="Only items these processes wrote."
+    )
+
+
+class ContextIn(_In):
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    budget: int = Field(default=1000, ge=1, le=100_000)
+    namespace: Name | None = None
+    owner: Name | None = Field(default=None, description="Read another entity's scope (needs its grant).")
+    as_of: datetime | None = Field(default=None, description=_AS_OF)
+
+
+class ImportTurnIn(_In):
+    """One turn of the JSONL import format (README, "A JSONL import file"); every value is checked
+    as a line of a JSONL file is, so a bad one is skippable (``skip_invalid``), not a malformed request."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON types as sent: no "1" for 1, no true for 1
+
+    content: str | None = Field(default=None, description="The turn's text (required, here or as `text`).")
+    text: str | None = Field(default=None, description="Another name for `content`.")
+    session: str | int | None = Field(default=None, description='1-200 characters of one line; default "default".')
+    session_id: str | int | None = Field(default=None, description="Another name for `session`.")
+    role: str | None = Field(default=None, description="user (default), assistant, system or tool.")
+    speaker: str | None = Field(default=None, description="Who said it: one line of printable text.")
+    created_at: str | None = Field(
+        default=None,
+        description="ISO-8601 date-time (default: now); naive is UTC. At most the server's clock_skew_hours "
+        "(MNEMO_CLOCK_SKEW_HOURS, default 24) ahead of its clock.",
+    )
+    turn: int | None = Field(
+        default=None, description="Its number in the session, unused there (default: the next free one)."
+    )
+    turn_number: int | None = Field(default=None, description="Another name for `turn`.")
+    metadata: dict[str, Any] | None = None
+    embedding: list[float] | None = Field(
+        default=None, description="A precomputed vector of the active embedder (needs `embedding_model`)."
+    )
+    embedding_model: str | None = Field(
+        default=None, description="The slug of the model that made `embedding` (`GET /v1/status`: embedder)."
+    )
+
+
+class ImportIn(_In):
+    turns: list[ImportTurnIn] = Field(min_length=1, max_length=MAX_IMPORT_TURNS)
+    skip_invalid: bool = Field(
+        default=False, description="Import the valid turns and report the others (default: one bad turn, none)."
+    )
+    namespace: Name | None = Field(default=None, description="One of your namespaces (default: the token's).")
+
+
+class GrantIn(_In):
+    grantee: Name = Field(description="The entity that may read the scope (not yourself).")
+    namespace: Name | None = None
+    export: bool = Field(default=False, description="Also let it export the scope's packets (`mnemo export --as`).")
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(
+        description="Stable: unauthenticated, forbidden, not_found, method_not_allowed, too_large, "
+        "invalid_request, invalid_input, invalid_scope, bad_request, unavailable, internal."
+    )
+    message: str = Field(description="What went wrong and what to do about it.")
+
+
+class ErrorBody(BaseModel):
+    """Every error, whatever its status."""
+
+    error: ErrorDetail
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok", "degraded"]
+    problem: str | None
+
+
+class StatusOut(BaseModel):
+    entity: str
+    namespace: str | None
+    embedder: str
+
+
+class ForgetOut(BaseModel):
+    forgotten: uuid.UUID
+    removed: dict[str, int]
+
+
+class OutcomeIn(_In):
+    context: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="The situation the action was taken in.")
+    action: OneLine = Field(max_length=2000, description="What was done (a tool call, a response pattern, ...).")
+    success: bool
+    action_type: Literal["tool_call", "response_pattern", "delegation"] = "tool_call"
+    follows: uuid.UUID | None = Field(default=None, description="The reflex that came just before.")
+    namespace: Name | None = None
+
+
+class ReflexQueryIn(_In):
+    context: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    k: int = Field(default=5, ge=1, le=50)
+    read_only: bool = Field(default=False, description="Consulting keeps reflexes from pruning unless read-only.")
+    namespace: Name | None = None
+
+
+class ReflexesOut(BaseModel):
+    reflexes: list[Reflex]
+
+
+class ProcessForgetOut(BaseModel):
+    process: str
+    removed: dict[str, int]
+
+
+class SkippedOut(BaseModel):
+    index: int = Field(description="The turn's position in the request's `turns`, counting from 0.")
+    reason: str
+
+
+class ImportOut(BaseModel):
+    """What an import wrote (the fields of ``mnemo import --json``)."""
+
+    scope: str
+    turns: int = Field(description="Turns written.")
+    sessions: int = Field(description="Sessions they went to.")
+    seconds: float
+    skipped: list[SkippedOut] = Field(description="The turns left out (with skip_invalid), in request order.")
+
+
+class GrantOut(BaseModel):
+    grantee: str
+    created: bool
+
+
+class RevokeOut(BaseModel):
+    grantee: str
+    revoked: bool
+
+
+class ListedMemoryOut(_Out):
+    id: uuid.UUID
+    kind: MemoryKind
+    status: MemoryStatus
+    content: str
+    created_at: Timestamp
+    event_time: Timestamp | None
+    anchored: bool
+    alpha: float
+    beta: float
+
+
+class MemoriesOut(BaseModel):
+    items: list[ListedMemoryOut] = Field(description="Newest first.")
+    next_cursor: uuid.UUID | None = Field(description="Pass as ``cursor`` for the next page; null on the last.")
+
+
+class ItemOut(_Out):
+    """A turn (``session``, ``turn``, ``role``, ``speaker``) or a memory (``kind`` ... ``beta``)."""
+
+    type: Literal["turn", "memory"]
+    id: uuid.UUID
+    content: str
+    created_at: Timestamp
+    kind: MemoryKind | None = None
+    status: MemoryStatus | None = None
+    event_time: Timestamp | None = None
+    anchored: bool | None = None
+    alpha: float | None = None
+    beta: float | None = None
+    session: str | None = None
+    turn: int | None = None
+    role: Role | None = None
+    speaker: str | None = None
+
+
+class GrantsOut(BaseModel):
+    scope: str
+    grantees: list[str] = Field(description="Sorted; empty when the scope holds nothing yet.")
+
+
+class BelieveOut(BaseModel):
+    id: uuid.UUID
+    chain: list[Belief] = Field(description="What the memory was derived from, step by step.")
+
+
+def dump(shape: BaseModel) -> dict[str, Any]:
+    """``shape`` as the JSON-ready dict every face prints or answers."""
+    return shape.model_dump(mode="json")
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    """The body of every error, on every face: ``{"error": {"code", "message"}}``."""
+    return ErrorBody(error=ErrorDetail(code=code, message=message)).model_dump()
