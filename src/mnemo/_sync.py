@@ -166,3 +166,4 @@ class Archive:
     parse_turns = staticmethod(AsyncArchive.parse_turns)
     redact_url = staticmethod(AsyncArchive.redact_url)
     release_embedded = staticmethod(AsyncArchive.release_embedded)
+    embedded_running = staticmethod(AsyncArchive.embedded_running)

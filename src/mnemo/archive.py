@@ -81,7 +81,7 @@ from mnemo.recall import history, listing
 from mnemo.recall import pipeline as recall_path
 from mnemo.store import queue as queue_rows
 from mnemo.store.pool import PROCESS, redact
-from mnemo.store.server import release_embedded
+from mnemo.store.server import embedded_running, release_embedded
 from mnemo.write import forget as forget_path
 from mnemo.write import forks as forks_path
 from mnemo.write import formats as formats_path
@@ -184,6 +184,11 @@ class AsyncArchive:
         """Stop owning the embedded PostgreSQL servers this process started or attached to (each
         stops when no other live process owns it); idempotent, and run at exit anyway."""
         release_embedded()
+
+    @staticmethod
+    def embedded_running(home: Path) -> bool:
+        """Whether an embedded PostgreSQL still runs in ``home`` (another process may hold it)."""
+        return embedded_running(home)
 
     # --- writes ----------------------------------------------------------------
     async def remember(

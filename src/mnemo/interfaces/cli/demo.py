@@ -178,13 +178,13 @@ def _announce(home: Path, keep: bool) -> None:
 
 def _finish(home: Path, keep: bool) -> None:
     """Stop the embedded PostgreSQL this process started under ``home``; delete ``home`` unless kept."""
-    from mnemo.store.server import embedded_running, release_embedded
+    from mnemo.archive import AsyncArchive
 
-    release_embedded()
+    AsyncArchive.release_embedded()
     if keep:
         _say(f"the data stays in {home}: mnemo --home {home} recall -e demo -n sample 'QUESTION'")
         return
-    if embedded_running(home):  # another process attached to it: not ours to delete under it
+    if AsyncArchive.embedded_running(home):  # another process attached to it: not ours to delete under it
         _say(f"the embedded PostgreSQL in {home} is still in use by another process: {home} is left")
         return
     _delete(home)
