@@ -9,6 +9,7 @@ functions are.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -197,3 +198,37 @@ def test_the_runtime_check_catches_a_reach_past_the_archive() -> None:
     assert runtime_touches("async def f(archive):\n    return archive.runtime.store\n") == [2]
     assert runtime_touches("x = archive().runtime\n") == [1]
     assert runtime_touches("runtime = 1\nx = archive.settings\n") == []
+
+
+SQL = re.compile(
+    r"^\s*(SELECT|INSERT\s+INTO|UPDATE\s+[\w.]+\s+SET|DELETE\s+FROM|WITH\s+\w+\s+AS|CREATE|ALTER|DROP)\b", re.I
+)
+
+
+def sql_outside_the_store(path: Path) -> list[int]:
+    """Lines of ``path`` holding a string that is an SQL statement."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and SQL.match(node.value)
+        and re.search(r"\b(FROM|INTO|SET|TABLE|INDEX)\b", node.value)
+    ]
+
+
+def test_sql_lives_only_in_the_store() -> None:
+    found = [
+        f"{path.relative_to(SRC.parent)}:{line}"
+        for module, path in modules()
+        if layer_of(module) != "store"
+        for line in sql_outside_the_store(path)
+    ]
+    assert found == []
+
+
+def test_the_sql_check_sees_a_statement(tmp_path: Path) -> None:
+    path = tmp_path / "x.py"
+    lines = ['Q = """', "  SELECT count(*) FROM mnemo.memories WHERE entity_id = %s", '"""', 'DOC = "Select a scope"']
+    path.write_text("\n".join(lines))
+    assert sql_outside_the_store(path) == [1]

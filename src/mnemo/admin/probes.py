@@ -17,6 +17,7 @@ import numpy as np
 from mnemo._runtime import Runtime
 from mnemo.models import Scope
 from mnemo.store import night as night_rows
+from mnemo.store import status as status_rows
 from mnemo.store import vectors as vector_rows
 
 __all__ = ["Probes"]
@@ -37,27 +38,7 @@ class Probes:
         """What use has left in ``entity_id``'s ``namespaces``: reinforcements by recall, near-miss
         suppressions, accesses and the memories accessed."""
         async with self._rt.store.connection() as conn:
-            changes = await (
-                await conn.execute(
-                    "SELECT count(*) FILTER (WHERE reason = 'recalled'), count(*) FILTER (WHERE reason = 'near miss') "
-                    "FROM traces.weight_changes WHERE entity_id = %s AND namespace = ANY(%s)",
-                    (entity_id, list(namespaces)),
-                )
-            ).fetchone()
-            accesses = await (
-                await conn.execute(
-                    "SELECT coalesce(sum(access_count), 0), count(*) FILTER (WHERE access_count > 0) "
-                    "FROM mnemo.memories WHERE entity_id = %s AND namespace = ANY(%s)",
-                    (entity_id, list(namespaces)),
-                )
-            ).fetchone()
-        assert changes is not None and accesses is not None
-        return {
-            "weight_changes_recalled": int(changes[0]),
-            "weight_changes_near_miss": int(changes[1]),
-            "accesses": int(accesses[0]),
-            "memories_accessed": int(accesses[1]),
-        }
+            return await status_rows.use_counts(conn, entity_id, namespaces)
 
     async def dense_search(self, scope: Scope, vectors: np.ndarray, k: int = 10) -> list[list[float]]:
         """The similarities of the dense index's approximate top ``k`` (HNSW) for each query vector."""

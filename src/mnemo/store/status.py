@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-__all__ = ["QUEUE_STATES", "chamber_counts", "get_meta", "queue_depth", "refresh_statistics", "set_meta"]
+__all__ = [
+    "QUEUE_STATES",
+    "chamber_counts",
+    "get_meta",
+    "queue_depth",
+    "refresh_statistics",
+    "set_meta",
+    "use_counts",
+]
 
 QUEUE_STATES = ("todo", "doing", "failed")
 
@@ -80,3 +89,29 @@ async def refresh_statistics(conn: psycopg.AsyncConnection, vector_table: str) -
         await conn.execute(f"ANALYZE {table}")
     await conn.execute("VACUUM (ANALYZE) mnemo.postings")
     await conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier("vectors", vector_table)))
+
+
+async def use_counts(conn: psycopg.AsyncConnection, entity_id: str, namespaces: Sequence[str]) -> dict[str, int]:
+    """What use has left in ``entity_id``'s ``namespaces`` (benchmarks): reinforcements by recall,
+    near-miss suppressions, accesses and the memories accessed."""
+    changes = await (
+        await conn.execute(
+            "SELECT count(*) FILTER (WHERE reason = 'recalled'), count(*) FILTER (WHERE reason = 'near miss') "
+            "FROM traces.weight_changes WHERE entity_id = %s AND namespace = ANY(%s)",
+            (entity_id, list(namespaces)),
+        )
+    ).fetchone()
+    accesses = await (
+        await conn.execute(
+            "SELECT coalesce(sum(access_count), 0), count(*) FILTER (WHERE access_count > 0) "
+            "FROM mnemo.memories WHERE entity_id = %s AND namespace = ANY(%s)",
+            (entity_id, list(namespaces)),
+        )
+    ).fetchone()
+    assert changes is not None and accesses is not None
+    return {
+        "weight_changes_recalled": int(changes[0]),
+        "weight_changes_near_miss": int(changes[1]),
+        "accesses": int(accesses[0]),
+        "memories_accessed": int(accesses[1]),
+    }
