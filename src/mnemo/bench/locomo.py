@@ -68,7 +68,7 @@ from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.errors import MalformedImportError
 from mnemo.models import Refusal, Scope
-from mnemo.store import night as night_rows
+from mnemo.store import links as link_rows
 from mnemo.write.formats import TurnInput, parse_locomo
 from mnemo.write.importer import import_turns
 
@@ -278,7 +278,7 @@ async def run_mnemo(
             if night:
                 await _nights(archive, scope, run)
                 async with archive.runtime.store.connection() as conn:
-                    provenance = await night_rows.memory_provenance(conn, scope.entity_id, scope.namespace)
+                    provenance = await link_rows.memory_provenance(conn, scope.entity_id, scope.namespace)
                 for memory_id, (sources, count) in provenance.items():
                     run.cover[str(memory_id)] = _dia_ids(sources, provenance, dia)
                     run.item_tokens[str(memory_id)] = count

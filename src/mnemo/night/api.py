@@ -19,7 +19,7 @@ from mnemo.models import Belief, Curation, EntityFacts, Fact, Scope
 from mnemo.night import curator
 from mnemo.store import curation as curation_rows
 from mnemo.store import knowledge as knowledge_rows
-from mnemo.store import night as night_rows
+from mnemo.store import links as link_rows
 from mnemo.store import queue as queue_rows
 from mnemo.store import scopes as scope_rows
 
@@ -121,7 +121,7 @@ async def why_do_i_believe(rt: Runtime, scope: Scope, item_id: uuid.UUID | str) 
     item = check_id(item_id, label="memory id")
     await owned(rt, scope)
     async with rt.store.connection() as conn:
-        if await night_rows.memory_kind(conn, scope.entity_id, scope.namespace, item) is None:
+        if await link_rows.memory_kind(conn, scope.entity_id, scope.namespace, item) is None:
             raise UnknownItemError(f"no memory {item} in scope {scope}")
-        rows = await night_rows.derivation(conn, scope.entity_id, scope.namespace, item)
+        rows = await link_rows.derivation(conn, scope.entity_id, scope.namespace, item)
     return tuple(Belief(**r) for r in rows)

@@ -49,7 +49,10 @@ from mnemo.cognition.summaries import extractive_summary
 from mnemo.config import Settings
 from mnemo.embed import Embeddings, load_embedder
 from mnemo.models import Scope, uuid7
-from mnemo.store import night as night_rows
+from mnemo.store import blocks as block_rows
+from mnemo.store import links as link_rows
+from mnemo.store import night_runs as run_rows
+from mnemo.store import surprisal as surprisal_rows
 from mnemo.store import tiers
 from mnemo.store import vectors as vector_rows
 from mnemo.write.remember import memory_row, store_memory
@@ -81,7 +84,7 @@ async def build_blocks(
     """Cut every session with unprocessed scored turns into blocks; one transaction per session."""
     stats = BlockStats()
     async with rt.store.connection() as conn:
-        sessions = await night_rows.pending_sessions(conn, scope.entity_id, scope.namespace, as_of, "blocks_through")
+        sessions = await run_rows.pending_sessions(conn, scope.entity_id, scope.namespace, as_of, "blocks_through")
     for session_id, mark in sessions:
         n = await _session(rt, scope, run_id, as_of, session_id, mark, stats)
         if progress is not None:
@@ -159,7 +162,7 @@ async def _session(
 ) -> int:
     """Stages 1b-6 for one session's turns after ``mark``: cut, render, embed, then store in one transaction."""
     async with rt.store.connection() as conn:
-        turns = await night_rows.session_turns(conn, scope.entity_id, scope.namespace, session_id, mark, as_of)
+        turns = await surprisal_rows.session_turns(conn, scope.entity_id, scope.namespace, session_id, mark, as_of)
         if not turns:
             return 0
         vectors = await _turn_vectors(rt, conn, scope, turns)
@@ -199,7 +202,7 @@ async def _open_tails(
     hours = timedelta(hours=rt.settings.night_continuity_hours)
     candidates = [
         b
-        for b in await night_rows.open_continuations(conn, scope.entity_id, scope.namespace, run_id, first_time)
+        for b in await block_rows.open_continuations(conn, scope.entity_id, scope.namespace, run_id, first_time)
         if b["session_id"] != session_id and b["arc_end_time"] >= first_time - hours
     ]
     tails: dict[uuid.UUID, np.ndarray] = {}
@@ -430,7 +433,7 @@ async def _store_blocks(
         )
         await store_memory(conn, rt, scope, row, vector)
         is_last = index == len(session.segments) - 1
-        await night_rows.insert_block(conn, _block_row(scope, run_id, session, seg, info, block_id, memory_id, is_last))
+        await block_rows.insert_block(conn, _block_row(scope, run_id, session, seg, info, block_id, memory_id, is_last))
         await tiers.insert_lines(conn, _line_rows(scope, session, seg, info["verbatim"], block_id))
     second, second_vectors = embedded.second, embedded.second_vectors
     if second is not None and second_vectors is not None:
@@ -507,10 +510,10 @@ def _block_row(
 
 async def _mark_session(conn: psycopg.AsyncConnection, scope: Scope, session: _Session) -> None:
     """The turns' flux states and the session's progress mark, committed with its blocks."""
-    await night_rows.set_flux_states(
+    await surprisal_rows.set_flux_states(
         conn, scope.entity_id, [(t["id"], state) for t, state in zip(session.turns, session.states, strict=True)]
     )
-    await night_rows.set_session_progress(
+    await run_rows.set_session_progress(
         conn,
         scope.entity_id,
         scope.namespace,
@@ -530,14 +533,14 @@ async def _continue(
     similarity: float,
 ) -> None:
     """Link ``later`` as the continuation of ``earlier`` and put both in one metablock (§4.3)."""
-    parent = await night_rows.metablock_of(conn, scope.entity_id, earlier)
+    parent = await block_rows.metablock_of(conn, scope.entity_id, earlier)
     if parent is None:
         parent = uuid7()
-        await night_rows.create_metablock(conn, scope.entity_id, scope.namespace, parent, [earlier, later], run_id)
+        await block_rows.create_metablock(conn, scope.entity_id, scope.namespace, parent, [earlier, later], run_id)
     else:
-        await night_rows.extend_metablock(conn, scope.entity_id, parent, later)
-    await night_rows.link_continuation(conn, scope.entity_id, earlier, later, parent)
-    await night_rows.insert_links(conn, scope.entity_id, scope.namespace, [(later, earlier, "continues", similarity)])
+        await block_rows.extend_metablock(conn, scope.entity_id, parent, later)
+    await block_rows.link_continuation(conn, scope.entity_id, earlier, later, parent)
+    await link_rows.insert_links(conn, scope.entity_id, scope.namespace, [(later, earlier, "continues", similarity)])
 
 
 async def _second_embeddings(rt: Runtime) -> Embeddings | None:
@@ -565,7 +568,7 @@ async def _thematic(
     vectors: np.ndarray,
 ) -> None:
     """``thematic`` links from each new block to the earlier blocks of this run it resembles (§7.2)."""
-    earlier = await night_rows.run_blocks(conn, scope.entity_id, scope.namespace, run_id, exclude=block_ids)
+    earlier = await block_rows.run_blocks(conn, scope.entity_id, scope.namespace, run_id, exclude=block_ids)
     if not earlier:
         return
     stored = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, [m for _, m in earlier])
@@ -580,7 +583,7 @@ async def _thematic(
         for (other, _), sim in zip(pairs, sims, strict=True):
             if sim >= rt.settings.night_thematic_similarity:
                 links.append((block_id, other, "thematic", round(float(sim), 6)))
-    await night_rows.insert_links(conn, scope.entity_id, scope.namespace, links)
+    await link_rows.insert_links(conn, scope.entity_id, scope.namespace, links)
 
 
 async def _cites(
@@ -595,7 +598,7 @@ async def _cites(
     if not block_ids:
         return
     first = session.turns[0]["created_at"]
-    earlier = await night_rows.earlier_blocks(conn, scope.entity_id, scope.namespace, session.id, first, 500)
+    earlier = await block_rows.earlier_blocks(conn, scope.entity_id, scope.namespace, session.id, first, 500)
     if not earlier:
         return
     speakers = {str(t.get("speaker")) for t in session.turns if t.get("speaker")}
@@ -607,5 +610,5 @@ async def _cites(
         if found:
             links += [(block_id, earlier[i][0], "cites", float(n)) for i, n in found]
             cited.append((block_id, [str(earlier[i][0]) for i, _ in found]))
-    await night_rows.insert_links(conn, scope.entity_id, scope.namespace, links)
-    await night_rows.set_citations(conn, scope.entity_id, cited)
+    await link_rows.insert_links(conn, scope.entity_id, scope.namespace, links)
+    await block_rows.set_citations(conn, scope.entity_id, cited)

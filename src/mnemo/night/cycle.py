@@ -46,8 +46,9 @@ from mnemo.night.plan import plan_night
 from mnemo.night.retention import describe, retain
 from mnemo.night.surprise import score_turns
 from mnemo.store import backup as backup_rows
-from mnemo.store import night as night_rows
+from mnemo.store import night_runs as run_rows
 from mnemo.store import reflexes as reflex_rows
+from mnemo.store import surprisal as surprisal_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.store.pool import retry_conflicts
 from mnemo.write.backfill import MAX_PENDING
@@ -88,7 +89,7 @@ async def run_night(
             "the night cycle needs pool_max_size >= 2: one connection holds the scope's lock while the stages work"
         )
     started = time.perf_counter()
-    async with rt.store.connection() as lock, night_rows.held_scope(lock, scope.entity_id, scope.namespace):
+    async with rt.store.connection() as lock, run_rows.held_scope(lock, scope.entity_id, scope.namespace):
         report = await _run(rt, scope, as_of or datetime.now(UTC), progress, stages)
     report.seconds = time.perf_counter() - started
     await note_writes(rt, 1000)  # a night rewrites a lot: refresh planner statistics
@@ -100,7 +101,7 @@ async def _run(
 ) -> NightReport:
     """Open (or resume) the run, run its stages in order, then record its summary and finish it."""
     async with rt.store.transaction() as conn:
-        run_id, as_of, done, previous, resumed = await night_rows.open_run(
+        run_id, as_of, done, previous, resumed = await run_rows.open_run(
             conn, scope.entity_id, scope.namespace, uuid7(), as_of
         )
     report = NightReport(scope=scope, run_id=run_id, as_of=as_of, resumed=resumed)
@@ -112,8 +113,8 @@ async def _run(
     await run.timed("tokens", _read_tokens(rt, scope))
 
     async with rt.store.transaction() as conn:
-        await night_rows.mark_stage(conn, scope.entity_id, run_id, "summary", to_jsonable(report) | {"seconds": None})
-        await night_rows.finish_run(conn, scope.entity_id, run_id)
+        await run_rows.mark_stage(conn, scope.entity_id, run_id, "summary", to_jsonable(report) | {"seconds": None})
+        await run_rows.finish_run(conn, scope.entity_id, run_id)
     return report
 
 
@@ -166,7 +167,7 @@ class _Run:
                     await backup_rows.share_cortex(conn)
                 result = await work(conn)
                 recorded = dict(result) if isinstance(result, dict) else asdict(result)
-                await night_rows.mark_stage(conn, self.scope.entity_id, self.run_id, stage, recorded)
+                await run_rows.mark_stage(conn, self.scope.entity_id, self.run_id, stage, recorded)
             return recorded
 
         # A stage that only writes PostgreSQL runs again whole if it lost a deadlock to a recall that
@@ -182,8 +183,8 @@ async def _turn_stages(run: _Run) -> None:
     """The per-turn and per-session stages (surprisal, blocks, knowledge): each commits with its progress marks."""
     rt, scope, as_of, report = run.rt, run.scope, run.as_of, run.report
     async with rt.store.connection() as conn:
-        pending = await night_rows.count_unscored(conn, scope.entity_id, scope.namespace, as_of)
-        total_turns = await night_rows.count_turns(conn, scope.entity_id, scope.namespace, as_of)
+        pending = await surprisal_rows.count_unscored(conn, scope.entity_id, scope.namespace, as_of)
+        total_turns = await run_rows.count_turns(conn, scope.entity_id, scope.namespace, as_of)
     report.turns = total_turns
 
     if "surprisal" in run.stages:

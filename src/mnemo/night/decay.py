@@ -20,7 +20,7 @@ from mnemo import _dynamics as dynamics
 from mnemo._runtime import Runtime
 from mnemo.cognition.curation import DecayPolicy, decay_amount
 from mnemo.models import Scope
-from mnemo.store import night as night_rows
+from mnemo.store import decay as decay_rows
 
 __all__ = ["DecayStats", "decay"]
 
@@ -45,7 +45,7 @@ async def decay(
     stats = DecayStats()
     requests: list[dynamics.WeightRequest] = []
     deep_ids = []
-    for row in await night_rows.decay_candidates(conn, scope.entity_id, scope.namespace):
+    for row in await decay_rows.decay_candidates(conn, scope.entity_id, scope.namespace):
         last = row["last_accessed"]
         if row["deep_decayed_at"]:
             halved = datetime.fromisoformat(row["deep_decayed_at"])
@@ -64,5 +64,5 @@ async def decay(
             stats.light += 1
     if requests and not dry_run:
         await dynamics.change_weights(conn, rt.settings, scope, requests, at=now)
-        await night_rows.mark_deep_decayed(conn, scope.entity_id, deep_ids, now)
+        await decay_rows.mark_deep_decayed(conn, scope.entity_id, deep_ids, now)
     return stats

@@ -29,7 +29,7 @@ from mnemo._runtime import Runtime
 from mnemo.cognition.gates import negation_conflict
 from mnemo.cognition.summaries import Claim, claim_of, offline_insight, offline_narrative, same_claim
 from mnemo.models import Scope, uuid7
-from mnemo.store import night as night_rows
+from mnemo.store import links as link_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.write.remember import memory_row, store_memory
 
@@ -115,7 +115,7 @@ async def _candidates(
 ) -> tuple[list[dict[str, Any]], np.ndarray]:
     """The recent memories that may join a cluster, in a deterministic order, with their unit vectors
     (none when fewer than two have a vector)."""
-    rows = await night_rows.insight_candidates(conn, scope.entity_id, scope.namespace, _RECENT)
+    rows = await link_rows.insight_candidates(conn, scope.entity_id, scope.namespace, _RECENT)
     stored = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, [r["id"] for r in rows])
     rows = [r for r in rows if r["id"] in stored]
     if len(rows) < 2:
@@ -187,7 +187,7 @@ async def _insight(
         story_id = await _narrative(rt, conn, scope, run_id, insight_id, text, members)
         links.append((story_id, insight_id, "derived_from", None))
         stats.narratives += 1
-    await night_rows.insert_links(conn, scope.entity_id, scope.namespace, links)
+    await link_rows.insert_links(conn, scope.entity_id, scope.namespace, links)
     await dynamics.change_weights(
         conn,
         cfg,

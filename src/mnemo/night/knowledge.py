@@ -45,7 +45,9 @@ from mnemo.cognition.extraction import (
 from mnemo.cognition.facts import sentence
 from mnemo.models import Scope, uuid7
 from mnemo.store import knowledge as knowledge_rows
-from mnemo.store import night as night_rows
+from mnemo.store import links as link_rows
+from mnemo.store import night_runs as run_rows
+from mnemo.store import surprisal as surprisal_rows
 from mnemo.write.remember import memory_row, store_memory, supersede
 
 __all__ = ["KnowledgeStats", "extract_knowledge", "fact_text"]
@@ -90,10 +92,10 @@ async def extract_knowledge(
 ) -> KnowledgeStats:
     stats = KnowledgeStats()
     async with rt.store.connection() as conn:
-        sessions = await night_rows.pending_sessions(conn, scope.entity_id, scope.namespace, as_of, "facts_through")
+        sessions = await run_rows.pending_sessions(conn, scope.entity_id, scope.namespace, as_of, "facts_through")
     for session_id, mark in sessions:
         async with rt.store.connection() as conn:
-            turns = await night_rows.session_turns(conn, scope.entity_id, scope.namespace, session_id, mark, as_of)
+            turns = await surprisal_rows.session_turns(conn, scope.entity_id, scope.namespace, session_id, mark, as_of)
         if not turns:
             continue
         texts = [
@@ -112,7 +114,7 @@ async def extract_knowledge(
         by_text = dict(zip(sentences, vectors, strict=True))
         async with rt.store.transaction() as conn:
             await _write(rt, conn, scope, turns, found, by_text, stats)
-            await night_rows.set_session_progress(
+            await run_rows.set_session_progress(
                 conn, scope.entity_id, scope.namespace, session_id, facts_through=turns[-1]["turn_number"]
             )
         stats.sessions += 1
@@ -247,7 +249,7 @@ async def _fact_memory(
         metadata={"fact_id": str(fact_id), "entity": fact.entity, "attribute": fact.attribute},
     )
     await store_memory(conn, rt, scope, row, vector)
-    await night_rows.insert_links(
+    await link_rows.insert_links(
         conn, scope.entity_id, scope.namespace, [(memory_id, turn["id"], "derived_from", fact.confidence)]
     )
 

@@ -1,0 +1,105 @@
+"""Turns as the night scores and segments them: surprisal (stage 1a) and flux states.
+
+Seeds: memory-architecture §8 (stages 1-2). Every function runs inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+__all__ = [
+    "count_unscored",
+    "scored_texts",
+    "session_turns",
+    "set_flux_states",
+    "set_surprisal",
+    "unscored_turns",
+]
+
+
+_TURN_COLS = (
+    "id",
+    "session_id",
+    "turn_number",
+    "role",
+    "speaker",
+    "content",
+    "created_at",
+    "surprisal",
+    "user_tier",
+    "metadata",
+)
+
+
+async def unscored_turns(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, as_of: datetime, limit: int
+) -> list[dict[str, Any]]:
+    """Turns without a surprisal yet, oldest first (the model learns the scope's history in order)."""
+    cur = await conn.execute(
+        """SELECT id, session_id, turn_number, role, speaker, content, created_at, surprisal, user_tier, metadata
+           FROM mnemo.turns
+           WHERE entity_id = %s AND namespace = %s AND surprisal IS NULL AND created_at <= %s
+           ORDER BY created_at, session_id, turn_number LIMIT %s""",
+        (entity_id, namespace, as_of, limit),
+    )
+    return [dict(zip(_TURN_COLS, r, strict=True)) for r in await cur.fetchall()]
+
+
+async def count_unscored(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, as_of: datetime) -> int:
+    cur = await conn.execute(
+        """SELECT count(*) FROM mnemo.turns WHERE entity_id = %s AND namespace = %s AND surprisal IS NULL
+           AND created_at <= %s""",
+        (entity_id, namespace, as_of),
+    )
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def set_surprisal(
+    conn: psycopg.AsyncConnection, entity_id: str, values: Sequence[tuple[uuid.UUID, float]]
+) -> None:
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "UPDATE mnemo.turns SET surprisal = %s WHERE entity_id = %s AND id = %s",
+            [(s, entity_id, i) for i, s in values],
+        )
+
+
+async def scored_texts(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> list[str]:
+    """The contents of the scope's already-scored turns, oldest first (to rebuild a dropped model)."""
+    cur = await conn.execute(
+        """SELECT content FROM mnemo.turns WHERE entity_id = %s AND namespace = %s AND surprisal IS NOT NULL
+           ORDER BY created_at, session_id, turn_number""",
+        (entity_id, namespace),
+    )
+    return [r[0] for r in await cur.fetchall()]
+
+
+async def session_turns(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, session_id: str, after: int, as_of: datetime
+) -> list[dict[str, Any]]:
+    """A session's scored turns after turn number ``after``, in order."""
+    cur = await conn.execute(
+        """SELECT id, session_id, turn_number, role, speaker, content, created_at, surprisal, user_tier, metadata
+           FROM mnemo.turns
+           WHERE entity_id = %s AND namespace = %s AND session_id = %s AND turn_number > %s AND created_at <= %s
+             AND surprisal IS NOT NULL
+           ORDER BY turn_number""",
+        (entity_id, namespace, session_id, after, as_of),
+    )
+    return [dict(zip(_TURN_COLS, r, strict=True)) for r in await cur.fetchall()]
+
+
+async def set_flux_states(
+    conn: psycopg.AsyncConnection, entity_id: str, values: Sequence[tuple[uuid.UUID, str]]
+) -> None:
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "UPDATE mnemo.turns SET flux_state = %s WHERE entity_id = %s AND id = %s",
+            [(s, entity_id, i) for i, s in values],
+        )
