@@ -14,20 +14,22 @@ from mnemo.cognition.curation import Signals, classify
 from mnemo.cognition.extraction import TurnText, extract
 from mnemo.cognition.summaries import offline_insight
 from mnemo.night.insights import _conflicts
+from mnemo.store.links import InsightCandidate
 
 AT = datetime(2024, 5, 6, 10, 0, tzinfo=UTC)
 NOW = datetime(2024, 6, 1, tzinfo=UTC)
 
 
-def fact_row(content: str, attribute: str, entity: str = "Dana") -> dict[str, Any]:
-    return {
-        "id": uuid.uuid4(),
-        "content": content,
-        "entity": entity,
-        "attribute": attribute,
-        "provenance": [str(uuid.uuid4())],
-        "event_time": None,
-    }
+def fact_row(content: str, attribute: str | None, entity: str | None = "Dana") -> InsightCandidate:
+    return InsightCandidate(
+        id=uuid.uuid4(),
+        kind="semantic",
+        content=content,
+        entity=entity,
+        attribute=attribute,
+        provenance=[uuid.uuid4()],
+        event_time=AT,
+    )
 
 
 def test_two_dated_events_of_one_person_are_not_one_insight() -> None:
@@ -45,9 +47,9 @@ def test_two_dated_events_of_one_person_are_not_one_insight() -> None:
 
 def test_plain_memories_that_name_other_places_or_dates_are_two_claims() -> None:
     rows = [
-        {**fact_row("Dana met Sam in Lisbon on 4 May 2024.", ""), "entity": None, "attribute": None},
-        {**fact_row("Dana met Sam in Porto on 17 August 2024.", ""), "entity": None, "attribute": None},
-        {**fact_row("Dana met Sam in Lisbon on 4 May 2024 for coffee.", ""), "entity": None, "attribute": None},
+        fact_row("Dana met Sam in Lisbon on 4 May 2024.", None, entity=None),
+        fact_row("Dana met Sam in Porto on 17 August 2024.", None, entity=None),
+        fact_row("Dana met Sam in Lisbon on 4 May 2024 for coffee.", None, entity=None),
     ]
     conflicts = _conflicts(rows)
     assert conflicts(0, 1) and conflicts(1, 2)

@@ -124,4 +124,6 @@ async def why_do_i_believe(rt: Runtime, scope: Scope, item_id: uuid.UUID | str) 
         if await link_rows.memory_kind(conn, scope.entity_id, scope.namespace, item) is None:
             raise UnknownItemError(f"no memory {item} in scope {scope}")
         rows = await link_rows.derivation(conn, scope.entity_id, scope.namespace, item)
-    return tuple(Belief(**r) for r in rows)
+    return tuple(
+        Belief(depth=r.depth, parent=r.parent, id=r.id, kind=r.kind, content=r.content, status=r.status) for r in rows
+    )

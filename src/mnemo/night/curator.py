@@ -19,6 +19,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -35,7 +36,7 @@ from mnemo.models import MemoryStatus, Scope, Verdict
 from mnemo.store import curation as curation_rows
 from mnemo.store import vectors as vector_rows
 
-__all__ = ["PROMOTE_GAIN", "Verdict", "apply", "night_stage", "plan", "stage"]
+__all__ = ["PROMOTE_GAIN", "CurationStats", "Verdict", "apply", "night_stage", "plan", "stage"]
 
 PROMOTE_GAIN = 2.0  # cognitive-plan §4.3: a pattern seen often gets reinforce(2.0)
 _TARGET: dict[str, MemoryStatus] = {
@@ -191,9 +192,19 @@ async def apply(rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, versio
     return changed
 
 
+@dataclass(slots=True)
+class CurationStats:
+    """What the night's curation did: the version it staged (None: nothing to judge), the count of
+    each verdict, and whether it applied the version."""
+
+    version: int | None = None
+    verdicts: dict[str, int] = field(default_factory=dict)
+    applied: bool = False
+
+
 async def night_stage(
     rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, as_of: datetime, run_id: uuid.UUID | None
-) -> dict[str, Any]:
+) -> CurationStats:
     """The night's curation in the caller's transaction: plan the verdicts, stage them as a version,
     and apply it when ``curator_apply`` is set (a dry run does this too, and rolls it back)."""
     verdicts = await plan(rt, conn, scope, as_of)
@@ -201,4 +212,4 @@ async def night_stage(
     applied = False
     if rt.settings.curator_apply and version is not None:
         applied = await apply(rt, conn, scope, version) is not None
-    return {"version": version, "verdicts": counts(verdicts), "applied": applied}
+    return CurationStats(version=version, verdicts=counts(verdicts), applied=applied)

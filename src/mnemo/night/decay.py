@@ -46,19 +46,19 @@ async def decay(
     requests: list[dynamics.WeightRequest] = []
     deep_ids = []
     for row in await decay_rows.decay_candidates(conn, scope.entity_id, scope.namespace):
-        last = row["last_accessed"]
-        if row["deep_decayed_at"]:
-            halved = datetime.fromisoformat(row["deep_decayed_at"])
+        last = row.last_accessed
+        if row.deep_decayed_at:
+            halved = datetime.fromisoformat(row.deep_decayed_at)
             last = halved if last is None or halved > last else last  # one halving per idle stretch
-        amount = decay_amount(last, row["created_at"], int(row["access_count"]), False, now, policy)
+        amount = decay_amount(last, row.created_at, int(row.access_count), False, now, policy)
         if amount <= 0:
             continue
         deep = amount >= policy.deep_amount and amount > policy.light_amount
         requests.append(
-            dynamics.WeightRequest(row["id"], "contradict", amount, "decay", {"deep": deep, "at": now.isoformat()})
+            dynamics.WeightRequest(row.id, "contradict", amount, "decay", {"deep": deep, "at": now.isoformat()})
         )
         if deep:
-            deep_ids.append(row["id"])
+            deep_ids.append(row.id)
             stats.deep += 1
         else:
             stats.light += 1

@@ -96,7 +96,7 @@ async def _plan_scope_stages(
         report.insights, report.narratives = insights.insights, insights.narratives
     if "curate" in todo:
         curated = await curator.night_stage(rt, conn, scope, as_of, run_id)
-        report.verdicts = curated["verdicts"]
+        report.verdicts = curated.verdicts
         report.plan["memories_to_judge"] = sum(report.verdicts.values())
     if "decay" in todo:
         decayed = await decay(rt, conn, scope, as_of, dry_run=True)

@@ -62,11 +62,11 @@ async def score_turns(
                 for text in await surprisal_rows.scored_texts(conn, scope.entity_id, scope.namespace):
                     ngram.observe(text)
             model: SurpriseModel = model_factory(ngram) if model_factory is not None else ngram
-            values = await asyncio.to_thread(score_stream, model, [t["content"] for t in turns])
+            values = await asyncio.to_thread(score_stream, model, [t.content for t in turns])
             if isinstance(model, LogprobSurprise) and model.failures:
                 fallbacks, last_error = fallbacks + model.failures, model.last_error
             await surprisal_rows.set_surprisal(
-                conn, scope.entity_id, [(t["id"], float(v)) for t, v in zip(turns, values, strict=True)]
+                conn, scope.entity_id, [(t.id, float(v)) for t, v in zip(turns, values, strict=True)]
             )
             await run_rows.put_state(conn, scope.entity_id, scope.namespace, STATE_KEY, ngram.to_state())
         done += len(turns)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,6 +17,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 __all__ = [
+    "Continuation",
     "archive_expired_blocks",
     "create_metablock",
     "earlier_blocks",
@@ -28,6 +30,18 @@ __all__ = [
     "run_blocks",
     "set_citations",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Continuation:
+    """A block whose session ended inside an unresolved arc (:func:`open_continuations`)."""
+
+    id: uuid.UUID
+    session_id: str | None
+    turn_ids: list[uuid.UUID]
+    arc_end_time: datetime
+    parent_metablock_id: uuid.UUID | None
+    open_arc_turns: list[str]  # turn ids (text) of the arc's tail, from ``flux_metrics``
 
 
 _BLOCK_FIELDS = (
@@ -110,7 +124,7 @@ async def set_citations(
 
 async def open_continuations(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, run_id: uuid.UUID, before: datetime
-) -> list[dict[str, Any]]:
+) -> list[Continuation]:
     """Blocks of this run whose session ended inside an unresolved arc and that nothing continues
     yet, newest first, that ended before ``before`` (seed §4.2-4.4: same cycle only)."""
     cur = await conn.execute(
@@ -121,8 +135,7 @@ async def open_continuations(
            ORDER BY arc_end_time DESC""",
         (entity_id, namespace, run_id, before),
     )
-    cols = ("id", "session_id", "turn_ids", "arc_end_time", "parent_metablock_id", "open_arc_turns")
-    return [dict(zip(cols, r, strict=True)) for r in await cur.fetchall()]
+    return [Continuation(*r) for r in await cur.fetchall()]
 
 
 async def link_continuation(

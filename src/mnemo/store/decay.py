@@ -4,18 +4,30 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import psycopg
 
 __all__ = [
+    "DecayCandidate",
     "decay_candidates",
     "mark_deep_decayed",
 ]
 
 
-async def decay_candidates(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class DecayCandidate:
+    """An unanchored live memory with what decay needs to know (:func:`decay_candidates`)."""
+
+    id: uuid.UUID
+    last_accessed: datetime | None
+    created_at: datetime
+    access_count: int  # access_count + older_access_count
+    deep_decayed_at: str | None  # ISO time, from metadata
+
+
+async def decay_candidates(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> list[DecayCandidate]:
     """Unanchored live memories with what decay needs to know."""
     cur = await conn.execute(
         """SELECT id, last_accessed, created_at, access_count + older_access_count, metadata ->> 'deep_decayed_at'
@@ -24,8 +36,7 @@ async def decay_candidates(conn: psycopg.AsyncConnection, entity_id: str, namesp
            ORDER BY id""",
         (entity_id, namespace),
     )
-    cols = ("id", "last_accessed", "created_at", "access_count", "deep_decayed_at")
-    return [dict(zip(cols, r, strict=True)) for r in await cur.fetchall()]
+    return [DecayCandidate(*r) for r in await cur.fetchall()]
 
 
 async def mark_deep_decayed(

@@ -9,17 +9,45 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from datetime import datetime
 
 import psycopg
 
 __all__ = [
+    "DerivationStep",
+    "InsightCandidate",
     "derivation",
     "insert_links",
     "insight_candidates",
     "memory_kind",
     "memory_provenance",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class DerivationStep:
+    """One step of a derivation chain (:func:`derivation`): ``id`` was derived from... ``parent``."""
+
+    depth: int
+    parent: uuid.UUID
+    id: uuid.UUID
+    kind: str
+    content: str | None
+    status: str | None  # None for a turn or a block
+
+
+@dataclass(frozen=True, slots=True)
+class InsightCandidate:
+    """A live memory no insight was derived from yet (:func:`insight_candidates`)."""
+
+    id: uuid.UUID
+    kind: str
+    content: str
+    entity: str | None  # metadata ->> 'entity'
+    attribute: str | None  # metadata ->> 'attribute'
+    provenance: list[uuid.UUID]
+    event_time: datetime
 
 
 async def insert_links(
@@ -43,7 +71,7 @@ async def insert_links(
 
 async def derivation(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, item_id: uuid.UUID, max_depth: int = 8
-) -> list[dict[str, Any]]:
+) -> list[DerivationStep]:
     """What ``item_id`` was derived from, transitively: ``(depth, parent, id, kind, content, status)``
     rows in depth-first order (cognitive-plan §4.2 ``why_do_i_believe``). A source turn removed by
     retention shows as the block that now carries it (kind ``block``)."""
@@ -71,13 +99,12 @@ async def derivation(
            ORDER BY c.path""",
         {"e": entity_id, "ns": namespace, "id": item_id, "max": max_depth},
     )
-    cols = ("depth", "parent", "id", "kind", "content", "status")
-    return [dict(zip(cols, r, strict=True)) for r in await cur.fetchall()]
+    return [DerivationStep(*r) for r in await cur.fetchall()]
 
 
 async def insight_candidates(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, limit: int
-) -> list[dict[str, Any]]:
+) -> list[InsightCandidate]:
     """The newest live memories that no insight was derived from yet (insights, narratives and
     superseded memories excluded), each with its event time (when none was given: when it was
     written, which is then when it happened)."""
@@ -93,8 +120,7 @@ async def insight_candidates(
            ORDER BY m.created_at DESC, m.id LIMIT %s""",
         (entity_id, namespace, limit),
     )
-    cols = ("id", "kind", "content", "entity", "attribute", "provenance", "event_time")
-    return [dict(zip(cols, r, strict=True)) for r in await cur.fetchall()]
+    return [InsightCandidate(*r) for r in await cur.fetchall()]
 
 
 async def memory_kind(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, item: uuid.UUID) -> str | None:

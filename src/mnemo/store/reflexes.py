@@ -7,6 +7,7 @@ night's self-pruning rules, kept as the seed states them).
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -15,7 +16,7 @@ import psycopg
 from pgvector import HalfVector
 from psycopg.rows import dict_row
 
-__all__ = ["candidates", "edges_from", "link", "prunable", "prune", "touch", "upsert"]
+__all__ = ["PruneStats", "candidates", "edges_from", "link", "prunable", "prune", "touch", "upsert"]
 
 _STALE = "last_accessed < %(now)s - interval '30 days' AND success_count < 2"
 
@@ -126,7 +127,16 @@ async def touch(conn: psycopg.AsyncConnection, entity_id: str, ids: list[uuid.UU
     )
 
 
-async def prune(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, now: datetime) -> dict[str, int]:
+@dataclass(slots=True)
+class PruneStats:
+    """What :func:`prune` removed and weakened."""
+
+    pruned: int = 0
+    weakened: int = 0
+    edges_dropped: int = 0
+
+
+async def prune(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, now: datetime) -> PruneStats:
     """The seed's self-pruning (§10.5), as of ``now``: reflexes unused for 30 days with fewer than
     two successes go; edges unobserved for 7 days weaken by 10%; edges under 0.1 go."""
     p = {"e": entity_id, "ns": namespace, "now": now}
@@ -142,7 +152,7 @@ async def prune(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, n
     dropped = await conn.execute(
         "DELETE FROM mnemo.causal_edges WHERE entity_id = %(e)s AND namespace = %(ns)s AND strength < 0.1", p
     )
-    return {"pruned": pruned.rowcount, "weakened": weakened.rowcount, "edges_dropped": dropped.rowcount}
+    return PruneStats(pruned=pruned.rowcount, weakened=weakened.rowcount, edges_dropped=dropped.rowcount)
 
 
 async def prunable(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, now: datetime) -> int:

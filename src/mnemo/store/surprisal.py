@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import psycopg
 
 __all__ = [
+    "TurnRow",
     "count_unscored",
     "scored_texts",
     "session_turns",
@@ -22,23 +24,25 @@ __all__ = [
 ]
 
 
-_TURN_COLS = (
-    "id",
-    "session_id",
-    "turn_number",
-    "role",
-    "speaker",
-    "content",
-    "created_at",
-    "surprisal",
-    "user_tier",
-    "metadata",
-)
+@dataclass(frozen=True, slots=True)
+class TurnRow:
+    """A turn as the night reads it: the columns of the night's turn SELECTs, in order."""
+
+    id: uuid.UUID
+    session_id: str
+    turn_number: int
+    role: str
+    speaker: str | None
+    content: str
+    created_at: datetime
+    surprisal: float | None
+    user_tier: str
+    metadata: dict[str, Any]  # free-form JSONB
 
 
 async def unscored_turns(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, as_of: datetime, limit: int
-) -> list[dict[str, Any]]:
+) -> list[TurnRow]:
     """Turns without a surprisal yet, oldest first (the model learns the scope's history in order)."""
     cur = await conn.execute(
         """SELECT id, session_id, turn_number, role, speaker, content, created_at, surprisal, user_tier, metadata
@@ -47,7 +51,7 @@ async def unscored_turns(
            ORDER BY created_at, session_id, turn_number LIMIT %s""",
         (entity_id, namespace, as_of, limit),
     )
-    return [dict(zip(_TURN_COLS, r, strict=True)) for r in await cur.fetchall()]
+    return [TurnRow(*r) for r in await cur.fetchall()]
 
 
 async def count_unscored(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, as_of: datetime) -> int:
@@ -82,7 +86,7 @@ async def scored_texts(conn: psycopg.AsyncConnection, entity_id: str, namespace:
 
 async def session_turns(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, session_id: str, after: int, as_of: datetime
-) -> list[dict[str, Any]]:
+) -> list[TurnRow]:
     """A session's scored turns after turn number ``after``, in order."""
     cur = await conn.execute(
         """SELECT id, session_id, turn_number, role, speaker, content, created_at, surprisal, user_tier, metadata
@@ -92,7 +96,7 @@ async def session_turns(
            ORDER BY turn_number""",
         (entity_id, namespace, session_id, after, as_of),
     )
-    return [dict(zip(_TURN_COLS, r, strict=True)) for r in await cur.fetchall()]
+    return [TurnRow(*r) for r in await cur.fetchall()]
 
 
 async def set_flux_states(
