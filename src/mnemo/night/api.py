@@ -96,23 +96,23 @@ async def facts(rt: Runtime, scope: Scope, entity: object) -> EntityFacts:
             remedy=Remedy("if it has not run since they were written, run it with", "night_cycle", (scope,)),
         )
     return EntityFacts(
-        name=found["name"],
-        mention_count=found["mention_count"],
+        name=found.name,
+        mention_count=found.mention_count,
         facts=tuple(
             Fact(
-                attribute=r["attribute"],
-                value=r["value"],
-                kind=r["fact_kind"],
-                confidence=r["confidence"],
-                mention_count=r["mention_count"],
-                valid_from=r["valid_from"],
-                valid_to=r["valid_to"],
-                source=r["source"],
-                provenance=tuple(r["provenance"]),
+                attribute=r.attribute,
+                value=r.value,
+                kind=r.fact_kind,
+                confidence=r.confidence,
+                mention_count=r.mention_count,
+                valid_from=r.valid_from,
+                valid_to=r.valid_to,
+                source=r.source,
+                provenance=tuple(r.provenance),
             )
             for r in rows
         ),
-        triples=tuple((t["predicate"], t["object"], t["mention_count"]) for t in triples if t["valid_to"] is None),
+        triples=tuple((t.predicate, t.object, t.mention_count) for t in triples if t.valid_to is None),
     )
 
 

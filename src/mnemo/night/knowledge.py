@@ -163,11 +163,11 @@ async def _end_fact(
     closed = 0
     key = fact_key(fact.entity, fact.attribute)
     for old in await knowledge_rows.open_facts_for_key(conn, scope.entity_id, scope.namespace, key):
-        if turn.id in (old["provenance"] or ()):
+        if turn.id in (old.provenance or ()):
             continue
         if (
             not fact.value.strip()
-            or normalise(old["value"]) == normalise(fact.value)
+            or normalise(old.value) == normalise(fact.value)
             or _functional(rt.settings.night_functional_attributes, fact.attribute)
         ):
             await _close(rt, conn, scope, old, fact.valid_from or at, None, turn.id)
@@ -218,7 +218,7 @@ async def _record_fact(
     await _fact_memory(rt, conn, scope, fact, turn, new_id, memory_id, vectors[fact_text(fact)])
     if _functional(rt.settings.night_functional_attributes, fact.attribute):
         for old in await knowledge_rows.open_facts_for_key(conn, scope.entity_id, scope.namespace, key):
-            if old["id"] != new_id:
+            if old.id != new_id:
                 await _close(rt, conn, scope, old, fact.valid_from or at, memory_id, turn.id, new_fact=new_id)
                 stats.facts_closed += 1
 
@@ -319,7 +319,7 @@ async def _close(
     rt: Runtime,
     conn: psycopg.AsyncConnection,
     scope: Scope,
-    old: dict[str, Any],
+    old: knowledge_rows.FactRow,
     at: datetime,
     by_memory: uuid.UUID | None,
     turn_id: uuid.UUID,
@@ -328,8 +328,8 @@ async def _close(
 ) -> None:
     """Close a fact's validity interval; its memory is superseded (by the new value's memory) or,
     for "no longer ...", contradicted. Nothing is deleted."""
-    await knowledge_rows.close_fact(conn, scope.entity_id, old["id"], at, new_fact)
-    old_memory = old.get("memory_id")
+    await knowledge_rows.close_fact(conn, scope.entity_id, old.id, at, new_fact)
+    old_memory = old.memory_id
     if old_memory is None:
         return
     if by_memory is not None:
