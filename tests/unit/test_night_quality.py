@@ -14,6 +14,7 @@ from mnemo.cognition.curation import Signals, classify
 from mnemo.cognition.extraction import TurnText, extract
 from mnemo.cognition.summaries import offline_insight
 from mnemo.night.insights import _conflicts
+from mnemo.store.curation import CandidateRow
 from mnemo.store.links import InsightCandidate
 
 AT = datetime(2024, 5, 6, 10, 0, tzinfo=UTC)
@@ -112,11 +113,33 @@ def test_a_pattern_said_often_over_weeks_is_promoted_on_its_first_night() -> Non
     assert classify(signals(mention_count=6, mention_span_days=35.0, confidence=0.1), NOW).verdict == "keep"
 
 
+def candidate(**fact: Any) -> CandidateRow:
+    """A memory as the curator reads it; ``fact``: its fact's signals."""
+    signals = {"mention_count": None, "fact_source": None, "fact_closed": None, "first_seen": None, "last_seen": None}
+    return CandidateRow(
+        id=uuid.uuid4(),
+        kind="semantic",
+        content="Dana lives in Lisbon.",
+        status="candidate",
+        anchored=False,
+        alpha=1.0,
+        beta=1.0,
+        access_count=0,
+        older_access_count=0,
+        last_accessed=None,
+        created_at=AT,
+        source_tag=None,
+        source_confidence=0.8,
+        metadata={},
+        **(signals | fact),
+    )
+
+
 def test_curator_mentions_of_facts_and_insights() -> None:
     from mnemo.night.curator import _mentions
 
     first, last = NOW - timedelta(days=40), NOW - timedelta(days=5)
-    assert _mentions({"mention_count": 5, "first_seen": first, "last_seen": last}, {}) == (5, 35.0)
+    assert _mentions(candidate(mention_count=5, first_seen=first, last_seen=last), {}) == (5, 35.0)
     meta = {"mentions": 3, "first_seen": first.isoformat(), "last_seen": last.isoformat()}
-    assert _mentions({"mention_count": None}, meta) == (3, 35.0)  # an insight: one mention per source
-    assert _mentions({"mention_count": None}, {}) == (1, 0.0)
+    assert _mentions(candidate(), meta) == (3, 35.0)  # an insight: one mention per source
+    assert _mentions(candidate(), {}) == (1, 0.0)
