@@ -138,7 +138,4 @@ async def list_tokens(rt: Runtime, entity_id: str) -> list[TokenInfo]:
     Scope(entity_id)  # validates the id
     async with rt.store.connection() as conn:
         rows = await token_rows.list_tokens(conn, entity_id)
-    return [
-        TokenInfo(r["id"], r["namespace"], r["label"], r["created_at"], r["revoked_at"], r["expires_at"], r["expired"])
-        for r in rows
-    ]
+    return [TokenInfo(r.id, r.namespace, r.label, r.created_at, r.revoked_at, r.expires_at, r.expired) for r in rows]

@@ -46,8 +46,8 @@ async def verify(rt: Runtime, token: str) -> Principal:
         raise AuthenticationError("malformed bearer token") from exc
     async with rt.store.connection() as conn:
         found = await token_rows.find_token(conn, entity_id, token_hash(token))
-    if found is None or found["expired"]:  # an expired token says no more than an unknown one
+    if found is None or found.expired:  # an expired token says no more than an unknown one
         raise AuthenticationError(UNKNOWN)
-    if found["revoked_at"] is not None:
+    if found.revoked_at is not None:
         raise AuthenticationError("this bearer token was revoked")
-    return Principal(entity_id, found["namespace"], found["id"])
+    return Principal(entity_id, found.namespace, found.id)
