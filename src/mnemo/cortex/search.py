@@ -299,19 +299,19 @@ def _slug(rt: Runtime) -> str:
     return rt.slug.replace("'", "''")
 
 
-def line_hit(hit: Hit, row: Mapping[str, Any]) -> Hit:
+def line_hit(hit: Hit, row: tiers.LineHit) -> Hit:
     """A line item as a bifocal hit: the verbatim line as its own excerpt, its block's gist and tier."""
     line = ExcerptLine(
         turn_id=hit.id,
-        turn_number=int(row["turn_number"]),
-        role=row["role"],
-        speaker=row.get("speaker"),
-        content=row["content"],
-        created_at=row["created_at"],
+        turn_number=int(row.turn_number),
+        role=row.role,
+        speaker=row.speaker,
+        content=row.content,
+        created_at=row.created_at,
         similarity=round(hit.similarity or 0.0, 6),
     )
-    metadata = {**(row.get("metadata") or {}), "block_id": str(row["block_id"])}
-    return dataclasses.replace(hit, excerpt=(line,), gist=row.get("gist"), metadata=metadata)
+    metadata = {**(row.metadata or {}), "block_id": str(row.block_id)}
+    return dataclasses.replace(hit, excerpt=(line,), gist=row.gist, metadata=metadata)
 
 
 def once(

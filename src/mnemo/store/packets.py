@@ -19,6 +19,8 @@ from psycopg import sql
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
+from mnemo.models import Role
+
 __all__ = [
     "MemoryPageRow",
     "TurnPageRow",
@@ -60,7 +62,7 @@ class TurnPageRow:
     id: uuid.UUID
     session_id: str
     turn_number: int
-    role: str
+    role: Role
     speaker: str | None
     content: str
     created_at: datetime

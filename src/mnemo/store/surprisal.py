@@ -13,6 +13,8 @@ from typing import Any
 
 import psycopg
 
+from mnemo.models import Role
+
 __all__ = [
     "TurnRow",
     "count_unscored",
@@ -31,7 +33,7 @@ class TurnRow:
     id: uuid.UUID
     session_id: str
     turn_number: int
-    role: str
+    role: Role
     speaker: str | None
     content: str
     created_at: datetime

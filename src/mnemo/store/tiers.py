@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import dict_row
+from psycopg.rows import class_row, dict_row
 from psycopg.types.json import Jsonb
 
+from mnemo.models import Role
 from mnemo.store.dynamics import lock_memories
 
 __all__ = [
+    "LineHit",
     "block_lines",
     "cortex_id",
     "has_cortex",
@@ -84,13 +87,31 @@ async def block_lines(
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class LineHit:
+    """A block's verbatim line as recall shows it (:func:`hydrate_lines`): its id is its turn's."""
+
+    id: uuid.UUID
+    block_id: uuid.UUID
+    session_id: str
+    turn_number: int
+    role: Role
+    speaker: str | None
+    content: str
+    created_at: datetime
+    metadata: dict[str, Any]  # free-form JSONB
+    tier: str  # its block's: hippocampus or cortex
+    gist: str | None  # its block's compressed text
+    chars: int
+
+
 async def hydrate_lines(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, turn_ids: Sequence[uuid.UUID]
-) -> dict[uuid.UUID, dict[str, Any]]:
+) -> dict[uuid.UUID, LineHit]:
     """Line items by id (their turn's id): the line, its block's id, tier and gist (recall's rows)."""
     if not turn_ids:
         return {}
-    async with conn.cursor(row_factory=dict_row) as cur:
+    async with conn.cursor(row_factory=class_row(LineHit)) as cur:
         await cur.execute(
             """SELECT DISTINCT ON (l.turn_id) l.turn_id AS id, l.block_id, l.session_id, l.turn_number, l.role,
                       l.speaker, l.content, l.created_at, l.metadata,
@@ -103,7 +124,7 @@ async def hydrate_lines(
                ORDER BY l.turn_id, b.created_at""",
             (entity_id, namespace, list(turn_ids)),
         )
-        return {r["id"]: r for r in await cur.fetchall()}
+        return {r.id: r for r in await cur.fetchall()}
 
 
 async def line_turns(conn: psycopg.AsyncConnection, entity_id: str, turn_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:

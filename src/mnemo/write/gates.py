@@ -286,7 +286,7 @@ async def _decide(
     if candidates:
         stored = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, [n[0] for n in candidates])
         for other_id, _, sim in candidates:
-            layer = await _contradiction(rt, text, vector, states[other_id]["content"], stored.get(other_id))
+            layer = await _contradiction(rt, text, vector, states[other_id].content, stored.get(other_id))
             if layer:
                 related, similarity = other_id, sim
                 break
