@@ -24,6 +24,7 @@ from mnemo.models import Role
 from mnemo.store.dynamics import lock_memories
 
 __all__ = [
+    "BlockLine",
     "LineHit",
     "block_lines",
     "cortex_id",
@@ -67,13 +68,28 @@ async def insert_lines(conn: psycopg.AsyncConnection, rows: Sequence[Mapping[str
         )
 
 
+@dataclass(frozen=True, slots=True)
+class BlockLine:
+    """One verbatim line of a block (:func:`block_lines`)."""
+
+    block_id: uuid.UUID
+    turn_id: uuid.UUID
+    session_id: str
+    turn_number: int
+    role: Role
+    speaker: str | None
+    content: str
+    created_at: datetime
+    metadata: dict[str, Any]  # free-form JSONB
+
+
 async def block_lines(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, block_ids: Sequence[uuid.UUID]
-) -> dict[uuid.UUID, list[dict[str, Any]]]:
+) -> dict[uuid.UUID, list[BlockLine]]:
     """The lines of ``block_ids``, in turn order."""
     if not block_ids:
         return {}
-    async with conn.cursor(row_factory=dict_row) as cur:
+    async with conn.cursor(row_factory=class_row(BlockLine)) as cur:
         await cur.execute(
             """SELECT block_id, turn_id, session_id, turn_number, role, speaker, content, created_at, metadata
                FROM mnemo.block_lines WHERE entity_id = %s AND namespace = %s AND block_id = ANY(%s)
@@ -81,9 +97,9 @@ async def block_lines(
             (entity_id, namespace, list(block_ids)),
         )
         rows = await cur.fetchall()
-    out: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    out: dict[uuid.UUID, list[BlockLine]] = {}
     for row in rows:
-        out.setdefault(row["block_id"], []).append(row)
+        out.setdefault(row.block_id, []).append(row)
     return out
 
 
