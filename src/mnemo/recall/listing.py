@@ -1,9 +1,11 @@
 """Browsing a scope (``GET /v1/memories``, ``GET /v1/items/{id}``): its memories page by page, and
-one turn or memory by id. Reads only: no access traces, no weight changes."""
+one turn or memory by id, as the JSON mappings the API answers with. Reads only: no access traces,
+no weight changes."""
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import asdict
 from typing import Any
 
 from mnemo._runtime import Runtime
@@ -28,7 +30,7 @@ async def memories(
     async with rt.store.connection() as conn:
         rows = await memory_rows.list_memories(conn, scope.entity_id, scope.namespace, limit=limit + 1, before=cursor)
     page = rows[:limit]
-    return page, (page[-1]["id"] if len(rows) > limit else None)
+    return [asdict(r) for r in page], (page[-1].id if len(rows) > limit else None)
 
 
 async def item(rt: Runtime, scope: Scope, item_id: uuid.UUID | str) -> dict[str, Any]:
@@ -39,4 +41,4 @@ async def item(rt: Runtime, scope: Scope, item_id: uuid.UUID | str) -> dict[str,
         row = await memory_rows.find_item(conn, scope.entity_id, scope.namespace, wanted)
     if row is None:
         raise UnknownItemError(f"no item {wanted} in scope {scope}")
-    return row
+    return {k: v for k, v in asdict(row).items() if v is not None}  # a turn has no weight, a memory no session
