@@ -61,17 +61,17 @@ def policy(settings: Settings) -> Policy:
     )
 
 
-def weight_of(row: Mapping[str, Any]) -> StochasticWeight:
-    return StochasticWeight(float(row["alpha"]), float(row["beta"]), bool(row["anchored"]))
+def weight_of(row: rows.MemoryState) -> StochasticWeight:
+    return StochasticWeight(float(row.alpha), float(row.beta), bool(row.anchored))
 
 
-def history_of(row: Mapping[str, Any]) -> AccessHistory:
+def history_of(row: rows.MemoryState) -> AccessHistory:
     """The ACT-R access history of a memory row (first trace: event_time, else created_at)."""
-    first: datetime = row.get("event_time") or row["created_at"]
-    recent = tuple(sorted(t.timestamp() for t in row.get("access_timestamps") or ()))
-    oldest = row.get("oldest_access")
+    first: datetime = row.event_time or row.created_at
+    recent = tuple(sorted(t.timestamp() for t in row.access_timestamps or ()))
+    oldest = row.oldest_access
     return AccessHistory(
-        first.timestamp(), recent, int(row.get("older_access_count") or 0), oldest.timestamp() if oldest else None
+        first.timestamp(), recent, int(row.older_access_count or 0), oldest.timestamp() if oldest else None
     )
 
 
@@ -83,7 +83,7 @@ async def change_weights(
     *,
     at: datetime | None = None,
     missing_ok: bool = False,
-    locked: Mapping[uuid.UUID, Mapping[str, Any]] | None = None,
+    locked: Mapping[uuid.UUID, rows.MemoryState] | None = None,
 ) -> list[Change]:
     """The one way weights change: lock the rows, apply each request under the safety policy,
     store the new weights, and write an audit row per request and a safety event per violation.
@@ -98,7 +98,7 @@ async def change_weights(
     if locked is None:
         states = await rows.memory_states(conn, scope.entity_id, scope.namespace, ids, lock=True, live_only=False)
     else:
-        states = {i: dict(locked[i]) for i in ids if i in locked}
+        states = {i: locked[i] for i in ids if i in locked}
     missing = [i for i in ids if i not in states]
     if missing and not missing_ok:
         raise UnknownItemError(f"no memory {missing[0]} in scope {scope}")
@@ -246,10 +246,10 @@ async def mutate_after_recall(
     # first common memory instead of each holding what the other waits for (a deadlock).
     locked, edges = await rows.lock_with_edges(conn, scope.entity_id, scope.namespace, [*hits, *near_misses])
     wanted = set(hits)
-    states = {i: s for i, s in locked.items() if i in wanted and s["status"] in ("candidate", "active")}
+    states = {i: s for i, s in locked.items() if i in wanted and s.status in ("candidate", "active")}
     # A superseded memory is dormant: still recallable, never strengthened by being recalled
     # (otherwise every look-up of the update, which retrieves the old fact beside it, would prop it up).
-    hits = [i for i in hits if i in states and not (states[i].get("metadata") or {}).get("superseded_by")]
+    hits = [i for i in hits if i in states and not (states[i].metadata or {}).get("superseded_by")]
     accesses = []
     for item_id in hits:
         state = states.get(item_id)

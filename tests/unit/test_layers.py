@@ -154,10 +154,10 @@ def test_no_feature_module_sits_loose_at_the_root() -> None:
 @pytest.mark.parametrize(
     ("source", "module", "expected"),
     [
-        ("from mnemo.store import night\n", "mnemo.write.x", ["mnemo.store.night"]),
-        ("from mnemo.store.night import held_scope\n", "mnemo.write.x", ["mnemo.store.night"]),
+        ("from mnemo.store import night_runs\n", "mnemo.write.x", ["mnemo.store.night_runs"]),
+        ("from mnemo.store.night_runs import held_scope\n", "mnemo.write.x", ["mnemo.store.night_runs"]),
         ("from . import blocks\n", "mnemo.night.cycle", ["mnemo.night.blocks"]),
-        ("from ..store import night\n", "mnemo.night.cycle", ["mnemo.store.night"]),
+        ("from ..store import night_runs\n", "mnemo.night.cycle", ["mnemo.store.night_runs"]),
         ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import mnemo.recall\n", "mnemo.x", []),
         ("def f():\n    from mnemo.recall import index\n", "mnemo.store.x", ["mnemo.recall.index"]),
     ],
@@ -171,7 +171,7 @@ def test_the_rule_reads_imports_as_python_does(tmp_path: Path, source: str, modu
 def test_the_rule_catches_an_upward_import() -> None:
     assert "write" not in MAY_IMPORT["store"] and layer_of("mnemo.write.remember") == "write"
     assert layer_of("mnemo") == "public" and layer_of("mnemo._sync") == "archive"
-    assert layer_of("mnemo.store.night") == "store" and layer_of("mnemo.interfaces.cli.admin") == "interfaces"
+    assert layer_of("mnemo.store.night_runs") == "store" and layer_of("mnemo.interfaces.cli.admin") == "interfaces"
 
 
 FACES = ("interfaces", "bench")

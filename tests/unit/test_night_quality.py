@@ -14,20 +14,23 @@ from mnemo.cognition.curation import Signals, classify
 from mnemo.cognition.extraction import TurnText, extract
 from mnemo.cognition.summaries import offline_insight
 from mnemo.night.insights import _conflicts
+from mnemo.store.curation import CandidateRow
+from mnemo.store.links import InsightCandidate
 
 AT = datetime(2024, 5, 6, 10, 0, tzinfo=UTC)
 NOW = datetime(2024, 6, 1, tzinfo=UTC)
 
 
-def fact_row(content: str, attribute: str, entity: str = "Dana") -> dict[str, Any]:
-    return {
-        "id": uuid.uuid4(),
-        "content": content,
-        "entity": entity,
-        "attribute": attribute,
-        "provenance": [str(uuid.uuid4())],
-        "event_time": None,
-    }
+def fact_row(content: str, attribute: str | None, entity: str | None = "Dana") -> InsightCandidate:
+    return InsightCandidate(
+        id=uuid.uuid4(),
+        kind="semantic",
+        content=content,
+        entity=entity,
+        attribute=attribute,
+        provenance=[uuid.uuid4()],
+        event_time=AT,
+    )
 
 
 def test_two_dated_events_of_one_person_are_not_one_insight() -> None:
@@ -45,9 +48,9 @@ def test_two_dated_events_of_one_person_are_not_one_insight() -> None:
 
 def test_plain_memories_that_name_other_places_or_dates_are_two_claims() -> None:
     rows = [
-        {**fact_row("Dana met Sam in Lisbon on 4 May 2024.", ""), "entity": None, "attribute": None},
-        {**fact_row("Dana met Sam in Porto on 17 August 2024.", ""), "entity": None, "attribute": None},
-        {**fact_row("Dana met Sam in Lisbon on 4 May 2024 for coffee.", ""), "entity": None, "attribute": None},
+        fact_row("Dana met Sam in Lisbon on 4 May 2024.", None, entity=None),
+        fact_row("Dana met Sam in Porto on 17 August 2024.", None, entity=None),
+        fact_row("Dana met Sam in Lisbon on 4 May 2024 for coffee.", None, entity=None),
     ]
     conflicts = _conflicts(rows)
     assert conflicts(0, 1) and conflicts(1, 2)
@@ -110,11 +113,33 @@ def test_a_pattern_said_often_over_weeks_is_promoted_on_its_first_night() -> Non
     assert classify(signals(mention_count=6, mention_span_days=35.0, confidence=0.1), NOW).verdict == "keep"
 
 
+def candidate(**fact: Any) -> CandidateRow:
+    """A memory as the curator reads it; ``fact``: its fact's signals."""
+    signals = {"mention_count": None, "fact_source": None, "fact_closed": None, "first_seen": None, "last_seen": None}
+    return CandidateRow(
+        id=uuid.uuid4(),
+        kind="semantic",
+        content="Dana lives in Lisbon.",
+        status="candidate",
+        anchored=False,
+        alpha=1.0,
+        beta=1.0,
+        access_count=0,
+        older_access_count=0,
+        last_accessed=None,
+        created_at=AT,
+        source_tag=None,
+        source_confidence=0.8,
+        metadata={},
+        **(signals | fact),
+    )
+
+
 def test_curator_mentions_of_facts_and_insights() -> None:
     from mnemo.night.curator import _mentions
 
     first, last = NOW - timedelta(days=40), NOW - timedelta(days=5)
-    assert _mentions({"mention_count": 5, "first_seen": first, "last_seen": last}, {}) == (5, 35.0)
+    assert _mentions(candidate(mention_count=5, first_seen=first, last_seen=last), {}) == (5, 35.0)
     meta = {"mentions": 3, "first_seen": first.isoformat(), "last_seen": last.isoformat()}
-    assert _mentions({"mention_count": None}, meta) == (3, 35.0)  # an insight: one mention per source
-    assert _mentions({"mention_count": None}, {}) == (1, 0.0)
+    assert _mentions(candidate(), meta) == (3, 35.0)  # an insight: one mention per source
+    assert _mentions(candidate(), {}) == (1, 0.0)

@@ -88,11 +88,11 @@ async def verify(rt: Runtime, token: str) -> Principal:
         raise AuthenticationError("malformed bearer token") from exc
     async with rt.store.connection() as conn:
         found = await token_rows.find_token(conn, entity_id, token_hash(token))
-    if found is None or found["expired"]:  # an expired token says no more than an unknown one
+    if found is None or found.expired:  # an expired token says no more than an unknown one
         raise AuthenticationError(UNKNOWN)
-    if found["revoked_at"] is not None:
+    if found.revoked_at is not None:
         raise AuthenticationError("this bearer token was revoked")
-    return Principal(entity_id, found["namespace"], found["id"])
+    return Principal(entity_id, found.namespace, found.id)
 
 
 async def revoke(rt: Runtime, entity_id: str, token_id: uuid.UUID) -> bool:
@@ -164,7 +164,4 @@ async def list_tokens(rt: Runtime, entity_id: str) -> list[TokenInfo]:
     Scope(entity_id)  # validates the id
     async with rt.store.connection() as conn:
         rows = await token_rows.list_tokens(conn, entity_id)
-    return [
-        TokenInfo(r["id"], r["namespace"], r["label"], r["created_at"], r["revoked_at"], r["expires_at"], r["expired"])
-        for r in rows
-    ]
+    return [TokenInfo(r.id, r.namespace, r.label, r.created_at, r.revoked_at, r.expires_at, r.expired) for r in rows]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
@@ -44,7 +45,7 @@ async def started(rt: Runtime, entity_id: str, name: object) -> Mapping[str, Any
     """Count one start of agent ``name``: ``first_started``, ``last_started``, ``starts``."""
     agent = _agent(entity_id, name)
     async with rt.store.transaction() as conn:
-        return await agent_rows.started(conn, entity_id, agent)
+        return asdict(await agent_rows.started(conn, entity_id, agent))  # a public mapping
 
 
 async def log_call(
@@ -68,4 +69,4 @@ async def costs(rt: Runtime, entity_id: str, agent: object, since: object) -> Ma
     name = _agent(entity_id, agent)
     after: datetime = to_utc(since, label="since")
     async with rt.store.connection() as conn:
-        return await agent_rows.totals(conn, entity_id, name, after)
+        return asdict(await agent_rows.totals(conn, entity_id, name, after))  # a public mapping

@@ -3,13 +3,14 @@
 Seeds: archive-adr §2 (traces) and §7 ("Sigil Scope": a reader sees its own
 scopes and those granted to it; a scope it may not read looks exactly like one
 that does not exist), §9 (staged curation, applied by a deliberate act).
-Reads have no side effects; every action is written to ``traces.actions``.
+Reads have no side effects; every action is written to ``traces.actions``. The store's typed
+rows become plain mappings here, for the inspector's pages (:func:`dataclasses.asdict`).
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -40,7 +41,7 @@ class Inspector:
     async def scopes(self) -> list[dict[str, Any]]:
         async with self.rt.store.connection() as conn:
             found = await inspect_rows.visible_scopes(conn, self.reader)
-        return [s for s in found if self.namespace is None or not s["owner"] or s["namespace"] == self.namespace]
+        return [asdict(s) for s in found if self.namespace is None or not s.owner or s.namespace == self.namespace]
 
     async def readable(self, scope: Scope) -> bool:
         """Whether ``reader`` may read ``scope``; :class:`UnknownScopeError` when not, the same
@@ -68,7 +69,7 @@ class Inspector:
         async with self.rt.store.connection() as conn:
             counts = await inspect_rows.scope_counts(conn, scope.entity_id, scope.namespace)
             runs = await inspect_rows.night_runs(conn, scope.entity_id, scope.namespace, 5)
-        return {"counts": counts, "runs": runs}
+        return {"counts": asdict(counts), "runs": [asdict(r) for r in runs]}
 
     async def memories(
         self, scope: Scope, *, before: tuple[datetime, uuid.UUID] | None = None, **filters: Any
@@ -80,7 +81,7 @@ class Inspector:
                 conn, scope.entity_id, scope.namespace, before=before, limit=PAGE + 1, **filters
             )
         page = rows[:PAGE]
-        return page, ((page[-1]["created_at"], page[-1]["id"]) if len(rows) > PAGE else None)
+        return [asdict(r) for r in page], ((page[-1].created_at, page[-1].id) if len(rows) > PAGE else None)
 
     async def memory(self, scope: Scope, memory_id: uuid.UUID | str) -> dict[str, Any]:
         await self.readable(scope)
@@ -89,13 +90,13 @@ class Inspector:
             row = await inspect_rows.memory(conn, scope.entity_id, scope.namespace, wanted)
             if row is None:
                 raise UnknownItemError(f"no memory {wanted} in scope {scope}")
-            row["links"] = await inspect_rows.links_of(conn, scope.entity_id, scope.namespace, wanted)
-        return row
+            links = await inspect_rows.links_of(conn, scope.entity_id, scope.namespace, wanted)
+        return asdict(row) | {"links": [asdict(link) for link in links]}
 
     async def episodes(self, scope: Scope, before: datetime | None = None) -> list[dict[str, Any]]:
         await self.readable(scope)
         async with self.rt.store.connection() as conn:
-            return await inspect_rows.blocks(conn, scope.entity_id, scope.namespace, before, PAGE)
+            return [asdict(b) for b in await inspect_rows.blocks(conn, scope.entity_id, scope.namespace, before, PAGE)]
 
     async def episode(self, scope: Scope, block_id: uuid.UUID | str) -> dict[str, Any]:
         await self.readable(scope)
@@ -104,30 +105,30 @@ class Inspector:
             row = await inspect_rows.block(conn, scope.entity_id, scope.namespace, wanted)
             if row is None:
                 raise UnknownItemError(f"no episode {wanted} in scope {scope}")
-            row["turns"] = await inspect_rows.turn_curve(
-                conn, scope.entity_id, scope.namespace, wanted, list(row["turn_ids"])
-            )
+            curve = await inspect_rows.turn_curve(conn, scope.entity_id, scope.namespace, wanted, list(row["turn_ids"]))
+            row["turns"] = [asdict(p) for p in curve]
         return row
 
     async def entities(self, scope: Scope) -> list[dict[str, Any]]:
         """The scope's :data:`ENTITIES` most mentioned entities, for the facts page to start from."""
         await self.readable(scope)
         async with self.rt.store.connection() as conn:
-            return await inspect_rows.entities(conn, scope.entity_id, scope.namespace, ENTITIES)
+            return [asdict(e) for e in await inspect_rows.entities(conn, scope.entity_id, scope.namespace, ENTITIES)]
 
     async def audit(
         self, scope: Scope, *, what: str, enforced: bool | None, reason: str | None
     ) -> list[dict[str, Any]]:
         await self.readable(scope)
         async with self.rt.store.connection() as conn:
-            return await inspect_rows.audit(
+            rows = await inspect_rows.audit(
                 conn, scope.entity_id, scope.namespace, what=what, enforced=enforced, reason=reason, limit=200
             )
+        return [asdict(r) for r in rows]
 
     async def curation(self, scope: Scope) -> list[dict[str, Any]]:
         await self.readable(scope)
         async with self.rt.store.connection() as conn:
-            return await inspect_rows.curation(conn, scope.entity_id, scope.namespace)
+            return [asdict(v) for v in await inspect_rows.curation(conn, scope.entity_id, scope.namespace)]
 
     # --- actions (the owner's; each one audited) ---------------------------------------------
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from mnemo._runtime import Runtime
 from mnemo.models import Scope
-from mnemo.store import night as night_rows
+from mnemo.store import links as link_rows
 from mnemo.store import status as status_rows
 from mnemo.store import vectors as vector_rows
 
@@ -32,7 +32,7 @@ class Probes:
     async def provenance(self, scope: Scope) -> dict[uuid.UUID, tuple[list[str], int]]:
         """Every live memory's provenance (turn or memory ids) and token count."""
         async with self._rt.store.connection() as conn:
-            return await night_rows.memory_provenance(conn, scope.entity_id, scope.namespace)
+            return await link_rows.memory_provenance(conn, scope.entity_id, scope.namespace)
 
     async def use(self, entity_id: str, namespaces: Sequence[str]) -> dict[str, int]:
         """What use has left in ``entity_id``'s ``namespaces``: reinforcements by recall, near-miss

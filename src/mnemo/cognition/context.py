@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from mnemo.cognition.weights import StochasticWeight
 
@@ -45,7 +45,24 @@ __all__ = [
 ]
 
 K = TypeVar("K", bound=Hashable)
-R = TypeVar("R", bound=Mapping[str, Any])
+
+
+class Weighted(Protocol):
+    """What :func:`identity_pool` reads of a memory."""
+
+    @property
+    def id(self) -> Any: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def anchored(self) -> bool: ...
+    @property
+    def alpha(self) -> float: ...
+    @property
+    def beta(self) -> float: ...
+
+
+R = TypeVar("R", bound=Weighted)
 Mode = Literal["full", "compressed"]
 #: The memory kinds about the self (see the module's docstring): what may roll for identity.
 IDENTITY_KINDS: frozenset[str] = frozenset({"preference", "reflection", "narrative"})
@@ -59,10 +76,9 @@ def identity_level(kind: str, *, anchored: bool = False) -> bool:
 
 def identity_pool(memories: Sequence[R], top: int) -> list[R]:
     """Track 2's candidates: the ``top`` strongest memories (by weight centre, then id) that are
-    identity-level and not anchored (anchored ones have their own section, always shown). Each row
-    needs ``id``, ``kind``, ``anchored``, ``alpha`` and ``beta``."""
-    pool = [m for m in memories if not m["anchored"] and identity_level(m["kind"])]
-    pool.sort(key=lambda m: (-(m["alpha"] / (m["alpha"] + m["beta"])), str(m["id"])))
+    identity-level and not anchored (anchored ones have their own section, always shown)."""
+    pool = [m for m in memories if not m.anchored and identity_level(m.kind)]
+    pool.sort(key=lambda m: (-(m.alpha / (m.alpha + m.beta)), str(m.id)))
     return pool[: max(top, 0)]
 
 

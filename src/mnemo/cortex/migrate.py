@@ -129,13 +129,13 @@ async def _move(
     words = rt.settings.night_compressed_tokens
     block_rows = [_block_row(rt, b, vectors[b["memory_id"]], extra.get(b["memory_id"], {}), now, words) for b in ready]
     line_vectors = await vector_rows.vectors_of(
-        conn, rt.table, scope.entity_id, rt.slug, [line["turn_id"] for ls in lines.values() for line in ls]
+        conn, rt.table, scope.entity_id, rt.slug, [line.turn_id for ls in lines.values() for line in ls]
     )
     line_rows = [
-        _line_row(rt, scope, b, line, line_vectors[line["turn_id"]])
+        _line_row(rt, scope, b, line, line_vectors[line.turn_id])
         for b in ready
         for line in lines.get(b["id"], ())
-        if line["turn_id"] in line_vectors  # a turn not embedded yet is quoted, not searched
+        if line.turn_id in line_vectors  # a turn not embedded yet is quoted, not searched
     ]
     await cortex.upsert("blocks", dim, block_rows)
     await cortex.upsert("lines", dim, line_rows)
@@ -203,21 +203,21 @@ def _block_row(
 
 
 def _line_row(
-    rt: Runtime, scope: Scope, block: Mapping[str, Any], line: Mapping[str, Any], vector: np.ndarray
+    rt: Runtime, scope: Scope, block: Mapping[str, Any], line: tiers.BlockLine, vector: np.ndarray
 ) -> dict[str, Any]:
     return {
         "entity_id": scope.entity_id,
         "namespace": scope.namespace,
-        "id": str(line["turn_id"]),
+        "id": str(line.turn_id),
         "block_id": str(block["id"]),
         "memory_id": str(block["memory_id"]),
         "slug": rt.slug,
         "vector": np.asarray(vector, dtype=np.float32).tolist(),
-        "turn_number": line["turn_number"],
-        "role": line["role"],
-        "speaker": line["speaker"],
-        "content": line["content"],
-        "created_at": line["created_at"].astimezone(UTC),
+        "turn_number": line.turn_number,
+        "role": line.role,
+        "speaker": line.speaker,
+        "content": line.content,
+        "created_at": line.created_at.astimezone(UTC),
     }
 
 

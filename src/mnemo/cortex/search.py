@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,7 @@ import psycopg
 from mnemo._runtime import Runtime
 from mnemo.cognition.bifocal import select_excerpt
 from mnemo.cortex.store import ScopeVectors, quoted
-from mnemo.models import ExcerptLine, Hit, Scope
+from mnemo.models import ExcerptLine, Hit, Role, Scope
 from mnemo.store import tiers
 from mnemo.store import vectors as vector_rows
 
@@ -206,7 +206,7 @@ async def bifocal(
         if not block_lines:
             out.append(hit)
             continue
-        sims = [float(_unit(line["vector"]) @ q) for line in block_lines]
+        sims = [float(_unit(line.vector) @ q) for line in block_lines]
         chosen = select_excerpt(sims, rt.settings.excerpt_lines, rt.settings.excerpt_margin)
         excerpt = tuple(_excerpt_line(block_lines[i], sims[i]) for i in chosen)
         gist = hit.compressed
@@ -234,17 +234,21 @@ async def _lines(
     scope: Scope,
     hits: Sequence[Hit],
     blocks: Mapping[uuid.UUID, uuid.UUID | None],
-) -> dict[uuid.UUID | None, list[dict[str, Any]]]:
+) -> dict[uuid.UUID | None, list[_Line]]:
     """The verbatim lines of the hit blocks: from PostgreSQL for hippocampus blocks, from the cortex for the others."""
     hot: list[uuid.UUID] = [b for h in hits if (b := blocks.get(h.id)) is not None and h.tier == "hippocampus"]
     cold: list[uuid.UUID] = [b for h in hits if (b := blocks.get(h.id)) is not None and h.tier == "cortex"]
-    found: dict[uuid.UUID | None, list[dict[str, Any]]] = {}
+    found: dict[uuid.UUID | None, list[_Line]] = {}
     hot_lines = await tiers.block_lines(conn, scope.entity_id, scope.namespace, hot)
     vectors = await vector_rows.vectors_of(
-        conn, rt.table, scope.entity_id, rt.slug, [r["turn_id"] for rows in hot_lines.values() for r in rows]
+        conn, rt.table, scope.entity_id, rt.slug, [r.turn_id for rows in hot_lines.values() for r in rows]
     )
     for block_id, rows in hot_lines.items():
-        found[block_id] = [r | {"vector": vectors[r["turn_id"]]} for r in rows if r["turn_id"] in vectors]
+        found[block_id] = [
+            _Line(r.turn_id, r.turn_number, r.role, r.speaker, r.content, r.created_at, vectors[r.turn_id])
+            for r in rows
+            if r.turn_id in vectors
+        ]
     if cold and rt.cortex is not None:
         _, cache = await _cached(rt, scope)
         if cache is not None:
@@ -252,31 +256,55 @@ async def _lines(
                 ((i, cache.rows[i]) for i in cache.where("block_id", cold)),
                 key=lambda x: (x[1]["block_id"], x[1]["turn_number"]),
             ):
-                line = dict(row) | {"turn_id": uuid.UUID(row["id"]), "vector": cache.matrix[i]}
-                found.setdefault(uuid.UUID(row["block_id"]), []).append(line)
+                found.setdefault(uuid.UUID(row["block_id"]), []).append(_Line.of_cortex(row, cache.matrix[i]))
             return found
-        rows = await rt.cortex.rows(
+        cold_rows = await rt.cortex.rows(
             "lines",
             rt.embeddings.dim,
             scope,
             f"slug = '{_slug(rt)}' AND block_id IN ({quoted(cold)})",
             columns=["id", "block_id", "turn_number", "role", "speaker", "content", "created_at", "vector"],
         )
-        for row in sorted(rows, key=lambda r: (r["block_id"], r["turn_number"])):
-            row["turn_id"] = uuid.UUID(row["id"])
-            row["vector"] = np.asarray(row["vector"], dtype=np.float32)
-            found.setdefault(uuid.UUID(row["block_id"]), []).append(row)
+        for row in sorted(cold_rows, key=lambda r: (r["block_id"], r["turn_number"])):
+            line = _Line.of_cortex(row, np.asarray(row["vector"], dtype=np.float32))
+            found.setdefault(uuid.UUID(row["block_id"]), []).append(line)
     return found
 
 
-def _excerpt_line(line: Mapping[str, Any], similarity: float) -> ExcerptLine:
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Line:
+    """A block's verbatim line with its vector: a hippocampus block's from PostgreSQL, a cortex block's from there."""
+
+    turn_id: uuid.UUID
+    turn_number: int
+    role: Role
+    speaker: str | None
+    content: str
+    created_at: datetime
+    vector: np.ndarray
+
+    @classmethod
+    def of_cortex(cls, row: Mapping[str, Any], vector: np.ndarray) -> _Line:
+        """A line row of the cortex (its ``id`` is the turn's)."""
+        return cls(
+            uuid.UUID(row["id"]),
+            int(row["turn_number"]),
+            row["role"],
+            row.get("speaker"),
+            row["content"],
+            row["created_at"],
+            vector,
+        )
+
+
+def _excerpt_line(line: _Line, similarity: float) -> ExcerptLine:
     return ExcerptLine(
-        turn_id=line["turn_id"],
-        turn_number=int(line["turn_number"]),
-        role=line["role"],
-        speaker=line.get("speaker"),
-        content=line["content"],
-        created_at=line["created_at"],
+        turn_id=line.turn_id,
+        turn_number=int(line.turn_number),
+        role=line.role,
+        speaker=line.speaker,
+        content=line.content,
+        created_at=line.created_at,
         similarity=round(similarity, 6),
     )
 
@@ -299,19 +327,19 @@ def _slug(rt: Runtime) -> str:
     return rt.slug.replace("'", "''")
 
 
-def line_hit(hit: Hit, row: Mapping[str, Any]) -> Hit:
+def line_hit(hit: Hit, row: tiers.LineHit) -> Hit:
     """A line item as a bifocal hit: the verbatim line as its own excerpt, its block's gist and tier."""
     line = ExcerptLine(
         turn_id=hit.id,
-        turn_number=int(row["turn_number"]),
-        role=row["role"],
-        speaker=row.get("speaker"),
-        content=row["content"],
-        created_at=row["created_at"],
+        turn_number=int(row.turn_number),
+        role=row.role,
+        speaker=row.speaker,
+        content=row.content,
+        created_at=row.created_at,
         similarity=round(hit.similarity or 0.0, 6),
     )
-    metadata = {**(row.get("metadata") or {}), "block_id": str(row["block_id"])}
-    return dataclasses.replace(hit, excerpt=(line,), gist=row.get("gist"), metadata=metadata)
+    metadata = {**(row.metadata or {}), "block_id": str(row.block_id)}
+    return dataclasses.replace(hit, excerpt=(line,), gist=row.gist, metadata=metadata)
 
 
 def once(

@@ -22,7 +22,7 @@ from mnemo.models import Belief, Curation, EntityFacts, Fact, Scope
 from mnemo.night import curator
 from mnemo.store import curation as curation_rows
 from mnemo.store import knowledge as knowledge_rows
-from mnemo.store import night as night_rows
+from mnemo.store import links as link_rows
 from mnemo.store import queue as queue_rows
 from mnemo.store import scopes as scope_rows
 
@@ -100,23 +100,23 @@ async def facts(rt: Runtime, scope: Scope, entity: object) -> EntityFacts:
             remedy=Remedy("if it has not run since they were written, run it with", "night_cycle", (scope,)),
         )
     return EntityFacts(
-        name=found["name"],
-        mention_count=found["mention_count"],
+        name=found.name,
+        mention_count=found.mention_count,
         facts=tuple(
             Fact(
-                attribute=r["attribute"],
-                value=r["value"],
-                kind=r["fact_kind"],
-                confidence=r["confidence"],
-                mention_count=r["mention_count"],
-                valid_from=r["valid_from"],
-                valid_to=r["valid_to"],
-                source=r["source"],
-                provenance=tuple(r["provenance"]),
+                attribute=r.attribute,
+                value=r.value,
+                kind=r.fact_kind,
+                confidence=r.confidence,
+                mention_count=r.mention_count,
+                valid_from=r.valid_from,
+                valid_to=r.valid_to,
+                source=r.source,
+                provenance=tuple(r.provenance),
             )
             for r in rows
         ),
-        triples=tuple((t["predicate"], t["object"], t["mention_count"]) for t in triples if t["valid_to"] is None),
+        triples=tuple((t.predicate, t.object, t.mention_count) for t in triples if t.valid_to is None),
     )
 
 
@@ -125,10 +125,12 @@ async def why_do_i_believe(rt: Runtime, scope: Scope, item_id: uuid.UUID | str) 
     item = check_id(item_id, label="memory id")
     await owned(rt, scope)
     async with rt.store.connection() as conn:
-        if await night_rows.memory_kind(conn, scope.entity_id, scope.namespace, item) is None:
+        if await link_rows.memory_kind(conn, scope.entity_id, scope.namespace, item) is None:
             raise UnknownItemError(f"no memory {item} in scope {scope}")
-        rows = await night_rows.derivation(conn, scope.entity_id, scope.namespace, item)
-    return tuple(Belief(**r) for r in rows)
+        rows = await link_rows.derivation(conn, scope.entity_id, scope.namespace, item)
+    return tuple(
+        Belief(depth=r.depth, parent=r.parent, id=r.id, kind=r.kind, content=r.content, status=r.status) for r in rows
+    )
 
 
 async def defer_nights(rt: Runtime) -> int:

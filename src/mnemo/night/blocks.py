@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import psycopg
@@ -49,9 +49,13 @@ from mnemo.cognition.summaries import extractive_summary
 from mnemo.config import Settings
 from mnemo.embed import Embeddings, load_embedder
 from mnemo.models import Scope, uuid7
-from mnemo.store import night as night_rows
+from mnemo.store import blocks as block_rows
+from mnemo.store import links as link_rows
+from mnemo.store import night_runs as run_rows
+from mnemo.store import surprisal as surprisal_rows
 from mnemo.store import tiers
 from mnemo.store import vectors as vector_rows
+from mnemo.store.surprisal import TurnRow
 from mnemo.write.remember import memory_row, store_memory
 
 __all__ = ["BlockStats", "build_blocks"]
@@ -81,7 +85,7 @@ async def build_blocks(
     """Cut every session with unprocessed scored turns into blocks; one transaction per session."""
     stats = BlockStats()
     async with rt.store.connection() as conn:
-        sessions = await night_rows.pending_sessions(conn, scope.entity_id, scope.namespace, as_of, "blocks_through")
+        sessions = await run_rows.pending_sessions(conn, scope.entity_id, scope.namespace, as_of, "blocks_through")
     for session_id, mark in sessions:
         n = await _session(rt, scope, run_id, as_of, session_id, mark, stats)
         if progress is not None:
@@ -89,23 +93,21 @@ async def build_blocks(
     return stats
 
 
-def _line(turn: dict[str, Any]) -> str:
-    who = turn.get("speaker") or turn["role"]
-    return f"{who}: {turn['content']}"
+def _line(turn: TurnRow) -> str:
+    who = turn.speaker or turn.role
+    return f"{who}: {turn.content}"
 
 
 async def _turn_vectors(
-    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, turns: Sequence[dict[str, Any]]
+    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, turns: Sequence[TurnRow]
 ) -> np.ndarray:
     """The turns' stored vectors; turns not embedded yet (asynchronous ingestion) are embedded here."""
-    stored = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, [t["id"] for t in turns])
-    missing = [t for t in turns if t["id"] not in stored]
+    stored = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, [t.id for t in turns])
+    missing = [t for t in turns if t.id not in stored]
     if missing:
-        fresh = await rt.embeddings.embed_documents(
-            [rt.embeddings.turn_text(t["content"], t.get("speaker")) for t in missing]
-        )
-        stored |= {t["id"]: v for t, v in zip(missing, fresh, strict=True)}
-    return np.stack([stored[t["id"]] for t in turns]).astype(np.float32)
+        fresh = await rt.embeddings.embed_documents([rt.embeddings.turn_text(t.content, t.speaker) for t in missing])
+        stored |= {t.id: v for t, v in zip(missing, fresh, strict=True)}
+    return np.stack([stored[t.id] for t in turns]).astype(np.float32)
 
 
 def _count(rt: Runtime) -> Callable[[str], int]:
@@ -126,7 +128,7 @@ class _Session:
     """One session's new turns, cut into flux arcs and segments (one block each)."""
 
     id: str
-    turns: Sequence[dict[str, Any]]
+    turns: Sequence[TurnRow]
     vectors: np.ndarray  # the turns' vectors, in turn order
     surprisal: np.ndarray  # bits per token, per turn
     arcs: list[FluxArc]
@@ -159,11 +161,11 @@ async def _session(
 ) -> int:
     """Stages 1b-6 for one session's turns after ``mark``: cut, render, embed, then store in one transaction."""
     async with rt.store.connection() as conn:
-        turns = await night_rows.session_turns(conn, scope.entity_id, scope.namespace, session_id, mark, as_of)
+        turns = await surprisal_rows.session_turns(conn, scope.entity_id, scope.namespace, session_id, mark, as_of)
         if not turns:
             return 0
         vectors = await _turn_vectors(rt, conn, scope, turns)
-        tails = await _open_tails(rt, conn, scope, run_id, session_id, turns[0]["created_at"])
+        tails = await _open_tails(rt, conn, scope, run_id, session_id, turns[0].created_at)
     session = _cut(rt.settings, session_id, turns, vectors)
     rendered = [await _render(rt, session, seg) for seg in session.segments]
     embedded = await _embed_blocks(rt, session, rendered)
@@ -199,21 +201,21 @@ async def _open_tails(
     hours = timedelta(hours=rt.settings.night_continuity_hours)
     candidates = [
         b
-        for b in await night_rows.open_continuations(conn, scope.entity_id, scope.namespace, run_id, first_time)
-        if b["session_id"] != session_id and b["arc_end_time"] >= first_time - hours
+        for b in await block_rows.open_continuations(conn, scope.entity_id, scope.namespace, run_id, first_time)
+        if b.session_id != session_id and b.arc_end_time >= first_time - hours
     ]
     tails: dict[uuid.UUID, np.ndarray] = {}
     for block in candidates:
-        tail_ids = [uuid.UUID(i) for i in block["open_arc_turns"]] or list(block["turn_ids"])[-5:]
+        tail_ids = [uuid.UUID(i) for i in block.open_arc_turns] or list(block.turn_ids)[-5:]
         tail_vectors = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, tail_ids)
         if tail_vectors:
-            tails[block["id"]] = unit_vector(np.stack(list(tail_vectors.values())).mean(axis=0))
+            tails[block.id] = unit_vector(np.stack(list(tail_vectors.values())).mean(axis=0))
     return tails
 
 
-def _cut(cfg: Settings, session_id: str, turns: Sequence[dict[str, Any]], vectors: np.ndarray) -> _Session:
+def _cut(cfg: Settings, session_id: str, turns: Sequence[TurnRow], vectors: np.ndarray) -> _Session:
     """Stages 1b-2: flux arcs over the turns' surprisal, each turn's flux state, and the segments."""
-    s = np.asarray([float(t["surprisal"]) for t in turns], dtype=np.float64)
+    s = np.asarray([cast(float, t.surprisal) for t in turns], dtype=np.float64)
     params = FluxParams(
         baseline_window=cfg.night_baseline_window,
         spike_threshold=cfg.night_spike_threshold,
@@ -231,7 +233,7 @@ def _cut(cfg: Settings, session_id: str, turns: Sequence[dict[str, Any]], vector
         states=flux_states(len(turns), arcs),
         ends_open=open_at_end(arcs, len(turns)),
         segments=segment(len(turns), [(a.start, a.end) for a in arcs], max_span=cfg.night_max_span),
-        novel=new_information([t["content"] for t in turns]),
+        novel=new_information([t.content for t in turns]),
     )
 
 
@@ -269,7 +271,7 @@ class _ZoneTexts:
 
 
 async def _zone_texts(
-    rt: Runtime, zones: Sequence[Zone], part: Sequence[dict[str, Any]], lines: Sequence[str], vv: np.ndarray
+    rt: Runtime, zones: Sequence[Zone], part: Sequence[TurnRow], lines: Sequence[str], vv: np.ndarray
 ) -> _ZoneTexts:
     cfg = rt.settings
     count = _count(rt)
@@ -280,7 +282,7 @@ async def _zone_texts(
     verbatim: list[int] = []
     for zone in zones:
         zone_lines = lines[zone.start : zone.end + 1]
-        first, last = part[zone.start]["turn_number"], part[zone.end]["turn_number"]
+        first, last = part[zone.start].turn_number, part[zone.end].turn_number
         text = "\n".join(zone_lines)
         if zone.live:
             live_turns += zone.end - zone.start + 1
@@ -301,7 +303,7 @@ async def _zone_texts(
     return _ZoneTexts(live_zones, dead_zones, rendered, live_turns, verbatim)
 
 
-def _metrics(levels: _Levels, arc: FluxArc | None, seg: Segment, turns: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def _metrics(levels: _Levels, arc: FluxArc | None, seg: Segment, turns: Sequence[TurnRow]) -> dict[str, Any]:
     """A block's flux metrics: perplexities and surprisals, the arc's quality and whether it resolved."""
     metrics: dict[str, Any] = {
         "baseline_perplexity": 2.0**levels.baseline,
@@ -316,7 +318,7 @@ def _metrics(levels: _Levels, arc: FluxArc | None, seg: Segment, turns: Sequence
         "resolved": arc.resolved if arc is not None else True,
     }
     if arc is not None and not arc.resolved:  # the open question, matched against the next session's opening
-        metrics["open_arc_turns"] = [str(t["id"]) for t in turns[arc.start : arc.end + 1][-5:]]
+        metrics["open_arc_turns"] = [str(t.id) for t in turns[arc.start : arc.end + 1][-5:]]
     return metrics
 
 
@@ -337,7 +339,7 @@ async def _render(rt: Runtime, session: _Session, seg: Segment) -> dict[str, Any
     if arc is not None:
         prose["anterior_margin"] = "\n".join(lines[: max(0, arc.start - seg.start)])
         prose["posterior_margin"] = "\n".join(lines[arc.end - seg.start + 1 :])
-    when = part[0]["created_at"]
+    when = part[0].created_at
     return {
         "prose": prose,
         "content": f"[{when:%Y-%m-%d %H:%M}] " + "\n".join(texts.rendered),
@@ -351,15 +353,13 @@ async def _render(rt: Runtime, session: _Session, seg: Segment) -> dict[str, Any
     }
 
 
-def _informative(turns: Sequence[dict[str, Any]], novel: Sequence[bool]) -> list[bool]:
+def _informative(turns: Sequence[TurnRow], novel: Sequence[bool]) -> list[bool]:
     """Turns that state new information (a first-person fact, preference, relation or dated event,
     or content words the session had not used yet, ``novel``): the seed's dead zones are
     "repetition or clarification without new information" (§3.5)."""
-    found = extract(
-        [TurnText(speaker=t.get("speaker"), role=t["role"], text=t["content"], at=t["created_at"]) for t in turns]
-    )
+    found = extract([TurnText(speaker=t.speaker, role=t.role, text=t.content, at=t.created_at) for t in turns])
     sources = {f.source for f in found.facts}
-    return [i in sources or bool(find_times(t["content"])) or novel[i] for i, t in enumerate(turns)]
+    return [i in sources or bool(find_times(t.content)) or novel[i] for i, t in enumerate(turns)]
 
 
 async def _embed_blocks(rt: Runtime, session: _Session, rendered: Sequence[dict[str, Any]]) -> _Embedded:
@@ -420,17 +420,17 @@ async def _store_blocks(
             compressed=info["compressed"],
             status="candidate",
             source_tag="night:block",
-            provenance=[str(t["id"]) for t in part],
-            event_time=part[-1]["created_at"],  # as old as its newest turn: never newer than what it tells
+            provenance=[str(t.id) for t in part],
+            event_time=part[-1].created_at,  # as old as its newest turn: never newer than what it tells
             metadata={
                 "block_id": str(block_id),
                 "session_id": session.id,
-                "turns": [part[0]["turn_number"], part[-1]["turn_number"]],
+                "turns": [part[0].turn_number, part[-1].turn_number],
             },
         )
         await store_memory(conn, rt, scope, row, vector)
         is_last = index == len(session.segments) - 1
-        await night_rows.insert_block(conn, _block_row(scope, run_id, session, seg, info, block_id, memory_id, is_last))
+        await block_rows.insert_block(conn, _block_row(scope, run_id, session, seg, info, block_id, memory_id, is_last))
         await tiers.insert_lines(conn, _line_rows(scope, session, seg, info["verbatim"], block_id))
     second, second_vectors = embedded.second, embedded.second_vectors
     if second is not None and second_vectors is not None:
@@ -457,14 +457,14 @@ def _line_rows(
             "entity_id": scope.entity_id,
             "namespace": scope.namespace,
             "block_id": block_id,
-            "turn_id": turn["id"],
+            "turn_id": turn.id,
             "session_id": session.id,
-            "turn_number": turn["turn_number"],
-            "role": turn["role"],
-            "speaker": turn.get("speaker"),
-            "content": turn["content"],
-            "created_at": turn["created_at"],
-            "metadata": turn.get("metadata") or {},
+            "turn_number": turn.turn_number,
+            "role": turn.role,
+            "speaker": turn.speaker,
+            "content": turn.content,
+            "created_at": turn.created_at,
+            "metadata": turn.metadata or {},
         })  # fmt: skip
     return rows
 
@@ -487,18 +487,18 @@ def _block_row(
         "namespace": scope.namespace,
         "kind": seg.kind,
         "session_id": session.id,
-        "first_turn": part[0]["turn_number"],
-        "last_turn": part[-1]["turn_number"],
-        "turn_ids": [t["id"] for t in part],
+        "first_turn": part[0].turn_number,
+        "last_turn": part[-1].turn_number,
+        "turn_ids": [t.id for t in part],
         "prose": info["prose"],
         "content": info["content"],
         "flux_metrics": info["flux_metrics"],
         "salience_scores": info["salience_scores"],
         "coherence_gain": info["coherence_gain"],
         "ties_weight": info["ties_weight"],
-        "user_tier": max((t.get("user_tier") or "normal" for t in part), key=_TIERS.index, default="normal"),
-        "arc_start_time": part[0]["created_at"],
-        "arc_end_time": part[-1]["created_at"],
+        "user_tier": max((t.user_tier or "normal" for t in part), key=_TIERS.index, default="normal"),
+        "arc_start_time": part[0].created_at,
+        "arc_end_time": part[-1].created_at,
         "session_continuity": bool(is_last and session.ends_open),
         "memory_id": memory_id,
         "run_id": run_id,
@@ -507,15 +507,15 @@ def _block_row(
 
 async def _mark_session(conn: psycopg.AsyncConnection, scope: Scope, session: _Session) -> None:
     """The turns' flux states and the session's progress mark, committed with its blocks."""
-    await night_rows.set_flux_states(
-        conn, scope.entity_id, [(t["id"], state) for t, state in zip(session.turns, session.states, strict=True)]
+    await surprisal_rows.set_flux_states(
+        conn, scope.entity_id, [(t.id, state) for t, state in zip(session.turns, session.states, strict=True)]
     )
-    await night_rows.set_session_progress(
+    await run_rows.set_session_progress(
         conn,
         scope.entity_id,
         scope.namespace,
         session.id,
-        blocks_through=session.turns[-1]["turn_number"],
+        blocks_through=session.turns[-1].turn_number,
         open_arc=session.ends_open,
     )
 
@@ -530,14 +530,14 @@ async def _continue(
     similarity: float,
 ) -> None:
     """Link ``later`` as the continuation of ``earlier`` and put both in one metablock (§4.3)."""
-    parent = await night_rows.metablock_of(conn, scope.entity_id, earlier)
+    parent = await block_rows.metablock_of(conn, scope.entity_id, earlier)
     if parent is None:
         parent = uuid7()
-        await night_rows.create_metablock(conn, scope.entity_id, scope.namespace, parent, [earlier, later], run_id)
+        await block_rows.create_metablock(conn, scope.entity_id, scope.namespace, parent, [earlier, later], run_id)
     else:
-        await night_rows.extend_metablock(conn, scope.entity_id, parent, later)
-    await night_rows.link_continuation(conn, scope.entity_id, earlier, later, parent)
-    await night_rows.insert_links(conn, scope.entity_id, scope.namespace, [(later, earlier, "continues", similarity)])
+        await block_rows.extend_metablock(conn, scope.entity_id, parent, later)
+    await block_rows.link_continuation(conn, scope.entity_id, earlier, later, parent)
+    await link_rows.insert_links(conn, scope.entity_id, scope.namespace, [(later, earlier, "continues", similarity)])
 
 
 async def _second_embeddings(rt: Runtime) -> Embeddings | None:
@@ -565,7 +565,7 @@ async def _thematic(
     vectors: np.ndarray,
 ) -> None:
     """``thematic`` links from each new block to the earlier blocks of this run it resembles (§7.2)."""
-    earlier = await night_rows.run_blocks(conn, scope.entity_id, scope.namespace, run_id, exclude=block_ids)
+    earlier = await block_rows.run_blocks(conn, scope.entity_id, scope.namespace, run_id, exclude=block_ids)
     if not earlier:
         return
     stored = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, [m for _, m in earlier])
@@ -580,7 +580,7 @@ async def _thematic(
         for (other, _), sim in zip(pairs, sims, strict=True):
             if sim >= rt.settings.night_thematic_similarity:
                 links.append((block_id, other, "thematic", round(float(sim), 6)))
-    await night_rows.insert_links(conn, scope.entity_id, scope.namespace, links)
+    await link_rows.insert_links(conn, scope.entity_id, scope.namespace, links)
 
 
 async def _cites(
@@ -594,11 +594,11 @@ async def _cites(
     session cites it (:mod:`mnemo.cognition.citations`); the block's ``citations`` list them."""
     if not block_ids:
         return
-    first = session.turns[0]["created_at"]
-    earlier = await night_rows.earlier_blocks(conn, scope.entity_id, scope.namespace, session.id, first, 500)
+    first = session.turns[0].created_at
+    earlier = await block_rows.earlier_blocks(conn, scope.entity_id, scope.namespace, session.id, first, 500)
     if not earlier:
         return
-    speakers = {str(t.get("speaker")) for t in session.turns if t.get("speaker")}
+    speakers = {str(t.speaker) for t in session.turns if t.speaker}
     old = [subjects(text, speakers) for _, text in earlier]
     new = [subjects(r["content"], speakers) for r in rendered]
     links: list[tuple[uuid.UUID, uuid.UUID, str, float | None]] = []
@@ -607,5 +607,5 @@ async def _cites(
         if found:
             links += [(block_id, earlier[i][0], "cites", float(n)) for i, n in found]
             cited.append((block_id, [str(earlier[i][0]) for i, _ in found]))
-    await night_rows.insert_links(conn, scope.entity_id, scope.namespace, links)
-    await night_rows.set_citations(conn, scope.entity_id, cited)
+    await link_rows.insert_links(conn, scope.entity_id, scope.namespace, links)
+    await block_rows.set_citations(conn, scope.entity_id, cited)

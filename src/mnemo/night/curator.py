@@ -19,6 +19,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -35,7 +36,7 @@ from mnemo.models import MemoryStatus, Scope, Verdict
 from mnemo.store import curation as curation_rows
 from mnemo.store import vectors as vector_rows
 
-__all__ = ["PROMOTE_GAIN", "Verdict", "apply", "night_stage", "plan", "stage"]
+__all__ = ["PROMOTE_GAIN", "CurationStats", "Verdict", "apply", "night_stage", "plan", "stage"]
 
 PROMOTE_GAIN = 2.0  # cognitive-plan §4.3: a pattern seen often gets reinforce(2.0)
 _TARGET: dict[str, MemoryStatus] = {
@@ -48,11 +49,10 @@ _TARGET: dict[str, MemoryStatus] = {
 _ANCHOR_SIMILARITY = 0.6  # a candidate this close to an anchored memory is checked for contradiction
 
 
-def _provenance(row: Mapping[str, Any]) -> Provenance:
-    source = row.get("fact_source")
-    if source in ("tool", "user", "inferred"):
-        return source
-    tag = row.get("source_tag") or ""
+def _provenance(row: curation_rows.CandidateRow) -> Provenance:
+    if row.fact_source is not None:  # a fact's own source (the column allows only the three)
+        return row.fact_source
+    tag = row.source_tag or ""
     if tag.startswith("tool"):
         return "tool"
     if tag.startswith("night:insight"):
@@ -60,12 +60,12 @@ def _provenance(row: Mapping[str, Any]) -> Provenance:
     return "user"
 
 
-def _mentions(row: Mapping[str, Any], meta: Mapping[str, Any]) -> tuple[int, float]:
+def _mentions(row: curation_rows.CandidateRow, meta: Mapping[str, Any]) -> tuple[int, float]:
     """How often a memory was stated or re-derived, and over how many days: a fact's repeats (from
     its first statement to its last, in the turns' own time), an insight's sources (from the oldest
     source event to the newest); anything else was said once."""
-    if row.get("mention_count") is not None:
-        count, first, last = int(row["mention_count"]), row.get("first_seen"), row.get("last_seen")
+    if row.mention_count is not None:
+        count, first, last = int(row.mention_count), row.first_seen, row.last_seen
     elif meta.get("mentions") is not None:
         count, first, last = int(meta["mentions"]), meta.get("first_seen"), meta.get("last_seen")
         first, last = (_when(first), _when(last))
@@ -94,51 +94,49 @@ async def plan(
     rows = await curation_rows.candidates(conn, scope.entity_id, scope.namespace)
     if not rows:
         return []
-    vectors = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, [r["id"] for r in rows])
+    vectors = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, [r.id for r in rows])
     units = {i: unit_vector(v.astype(np.float64)) for i, v in vectors.items()}
     centroid = unit_vector(np.mean(list(units.values()), axis=0)) if units else None
-    anchors = [(r, units[r["id"]]) for r in rows if r["anchored"] and r["id"] in units]
+    anchors = [(r, units[r.id]) for r in rows if r.anchored and r.id in units]
     out: list[Verdict] = []
     for row in rows:
-        vec = units.get(row["id"])
+        vec = units.get(row.id)
         relevance = 0.5 if vec is None or centroid is None else float(np.clip(np.dot(vec, centroid), 0.0, 1.0))
         conflict = False
-        if not row["anchored"] and vec is not None:
+        if not row.anchored and vec is not None:
             for anchor, anchor_vec in anchors:
                 if float(np.dot(vec, anchor_vec)) < _ANCHOR_SIMILARITY:
                     continue
-                if negation_conflict(row["content"], anchor["content"]) or substitution_conflict(
-                    row["content"], anchor["content"]
-                ):
+                if negation_conflict(row.content, anchor.content) or substitution_conflict(row.content, anchor.content):
                     conflict = True
-                elif rt.llm is not None and row["status"] == "candidate":
+                elif rt.llm is not None and row.status == "candidate":
                     # The third, most expensive layer (cognitive-plan §2.8), for new candidates only.
-                    conflict = bool(await llm.contradicts(rt.llm, row["content"], anchor["content"]))
+                    conflict = bool(await llm.contradicts(rt.llm, row.content, anchor.content))
                 if conflict:
                     break
-        meta = row.get("metadata") or {}
+        meta = row.metadata or {}
         mentions, span = _mentions(row, meta)
         signals = Signals(
-            weight_center=row["alpha"] / (row["alpha"] + row["beta"]),
-            access_count=int(row["access_count"]) + int(row.get("older_access_count") or 0),
-            last_accessed=row["last_accessed"],
-            created_at=row["created_at"],
+            weight_center=row.alpha / (row.alpha + row.beta),
+            access_count=int(row.access_count) + int(row.older_access_count or 0),
+            last_accessed=row.last_accessed,
+            created_at=row.created_at,
             mention_count=mentions,
             mention_span_days=span,
-            confidence=float(row["source_confidence"]),
+            confidence=float(row.source_confidence),
             provenance=_provenance(row),
             contradicts_anchor=conflict,
             scope_relevance=relevance,
-            anchored=bool(row["anchored"]),
-            superseded=bool(meta.get("superseded_by")) or bool(row.get("fact_closed")),
+            anchored=bool(row.anchored),
+            superseded=bool(meta.get("superseded_by")) or bool(row.fact_closed),
         )
         verdict = classify(signals, now, policy)
         out.append(
             Verdict(
-                memory_id=row["id"],
-                kind=row["kind"],
-                content=row["content"],
-                from_status=row["status"],
+                memory_id=row.id,
+                kind=row.kind,
+                content=row.content,
+                from_status=row.status,
                 to_status=_TARGET[verdict.verdict],
                 classification=verdict,
             )
@@ -177,7 +175,7 @@ async def apply(rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, versio
     changed = await curation_rows.apply_version(conn, scope.entity_id, scope.namespace, version)
     if changed is None:
         return None
-    promoted = [i["memory_id"] for i in items if i["verdict"] == "promote" and i["content"] is not None]
+    promoted = [i.memory_id for i in items if i.verdict == "promote" and i.content is not None]
     if promoted:
         await dynamics.change_weights(
             conn,
@@ -191,9 +189,19 @@ async def apply(rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, versio
     return changed
 
 
+@dataclass(slots=True)
+class CurationStats:
+    """What the night's curation did: the version it staged (None: nothing to judge), the count of
+    each verdict, and whether it applied the version."""
+
+    version: int | None = None
+    verdicts: dict[str, int] = field(default_factory=dict)
+    applied: bool = False
+
+
 async def night_stage(
     rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, as_of: datetime, run_id: uuid.UUID | None
-) -> dict[str, Any]:
+) -> CurationStats:
     """The night's curation in the caller's transaction: plan the verdicts, stage them as a version,
     and apply it when ``curator_apply`` is set (a dry run does this too, and rolls it back)."""
     verdicts = await plan(rt, conn, scope, as_of)
@@ -201,4 +209,4 @@ async def night_stage(
     applied = False
     if rt.settings.curator_apply and version is not None:
         applied = await apply(rt, conn, scope, version) is not None
-    return {"version": version, "verdicts": counts(verdicts), "applied": applied}
+    return CurationStats(version=version, verdicts=counts(verdicts), applied=applied)

@@ -23,36 +23,42 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
-from mnemo.cortex.migrate import migrate
-from mnemo.cortex.tree import build_tree
+from mnemo.cortex.migrate import MigrationStats, migrate
+from mnemo.cortex.tree import TreeStats, build_tree
 from mnemo.errors import ConfigurationError, InvalidContentError
 from mnemo.models import NightReport, Scope, to_jsonable, uuid7
 from mnemo.night import curator
 from mnemo.night.blocks import build_blocks
-from mnemo.night.decay import decay
-from mnemo.night.insights import derive_insights
+from mnemo.night.decay import DecayStats, decay
+from mnemo.night.insights import InsightStats, derive_insights
 from mnemo.night.knowledge import extract_knowledge
 from mnemo.night.logprobs import surprise_factory
 from mnemo.night.plan import plan_night
-from mnemo.night.retention import describe, retain
+from mnemo.night.retention import RetentionStats, describe, retain
 from mnemo.night.surprise import score_turns
 from mnemo.store import backup as backup_rows
-from mnemo.store import night as night_rows
+from mnemo.store import night_runs as run_rows
 from mnemo.store import reflexes as reflex_rows
+from mnemo.store import surprisal as surprisal_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.store.pool import retry_conflicts
 from mnemo.write.backfill import MAX_PENDING
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 __all__ = ["STAGES", "NightReport", "run_night"]
+
+S = TypeVar("S", bound="DataclassInstance")  # a stage's result: a dataclass, recorded as its JSON
 
 CORTEX_STAGES = ("migrate", "cluster")
 STAGES = (
@@ -88,7 +94,7 @@ async def run_night(
             "the night cycle needs pool_max_size >= 2: one connection holds the scope's lock while the stages work"
         )
     started = time.perf_counter()
-    async with rt.store.connection() as lock, night_rows.held_scope(lock, scope.entity_id, scope.namespace):
+    async with rt.store.connection() as lock, run_rows.held_scope(lock, scope.entity_id, scope.namespace):
         report = await _run(rt, scope, as_of or datetime.now(UTC), progress, stages)
     report.seconds = time.perf_counter() - started
     await note_writes(rt, 1000)  # a night rewrites a lot: refresh planner statistics
@@ -100,7 +106,7 @@ async def _run(
 ) -> NightReport:
     """Open (or resume) the run, run its stages in order, then record its summary and finish it."""
     async with rt.store.transaction() as conn:
-        run_id, as_of, done, previous, resumed = await night_rows.open_run(
+        run_id, as_of, done, previous, resumed = await run_rows.open_run(
             conn, scope.entity_id, scope.namespace, uuid7(), as_of
         )
     report = NightReport(scope=scope, run_id=run_id, as_of=as_of, resumed=resumed)
@@ -112,8 +118,8 @@ async def _run(
     await run.timed("tokens", _read_tokens(rt, scope))
 
     async with rt.store.transaction() as conn:
-        await night_rows.mark_stage(conn, scope.entity_id, run_id, "summary", to_jsonable(report) | {"seconds": None})
-        await night_rows.finish_run(conn, scope.entity_id, run_id)
+        await run_rows.mark_stage(conn, scope.entity_id, run_id, "summary", to_jsonable(report) | {"seconds": None})
+        await run_rows.finish_run(conn, scope.entity_id, run_id)
     return report
 
 
@@ -150,40 +156,44 @@ class _Run:
         return result
 
     async def scope_stage(
-        self, stage: str, work: Callable[[psycopg.AsyncConnection], Awaitable[Any]]
-    ) -> dict[str, Any]:
+        self, stage: str, kind: type[S], work: Callable[[psycopg.AsyncConnection], Awaitable[S]]
+    ) -> S:
         """A scope-wide stage: its work and its mark commit together, once per run; a resumed run
-        that already did it gets what it recorded."""
+        that already did it gets what it recorded (read back into ``kind``)."""
         if stage in self.done:
-            return dict(self.previous.get(stage, {}))
+            return _restored(kind, self.previous.get(stage, {}))
         if stage not in self.stages:
-            return {}
+            return kind()
         t0 = time.perf_counter()
 
-        async def attempt() -> dict[str, Any]:
+        async def attempt() -> S:
             async with self.rt.store.transaction() as conn:
                 if stage in CORTEX_STAGES:  # a backup copies the cortex only between such transactions
                     await backup_rows.share_cortex(conn)
                 result = await work(conn)
-                recorded = dict(result) if isinstance(result, dict) else asdict(result)
-                await night_rows.mark_stage(conn, self.scope.entity_id, self.run_id, stage, recorded)
-            return recorded
+                await run_rows.mark_stage(conn, self.scope.entity_id, self.run_id, stage, asdict(result))
+            return result
 
         # A stage that only writes PostgreSQL runs again whole if it lost a deadlock to a recall that
         # locked the same memories; a cortex stage has written LanceDB too, so its error goes up (the
         # next run resumes it).
-        recorded = await (attempt() if stage in CORTEX_STAGES else retry_conflicts(attempt))
+        result = await (attempt() if stage in CORTEX_STAGES else retry_conflicts(attempt))
         self.report.stage_seconds[stage] = time.perf_counter() - t0
         self.tick(stage, 1)(1)
-        return recorded
+        return result
+
+
+def _restored(kind: type[S], recorded: Mapping[str, Any]) -> S:
+    """A stage's result as a run recorded it (its JSON in ``night_runs.report``)."""
+    return kind(**{f.name: recorded[f.name] for f in fields(kind) if f.name in recorded})
 
 
 async def _turn_stages(run: _Run) -> None:
     """The per-turn and per-session stages (surprisal, blocks, knowledge): each commits with its progress marks."""
     rt, scope, as_of, report = run.rt, run.scope, run.as_of, run.report
     async with rt.store.connection() as conn:
-        pending = await night_rows.count_unscored(conn, scope.entity_id, scope.namespace, as_of)
-        total_turns = await night_rows.count_turns(conn, scope.entity_id, scope.namespace, as_of)
+        pending = await surprisal_rows.count_unscored(conn, scope.entity_id, scope.namespace, as_of)
+        total_turns = await run_rows.count_turns(conn, scope.entity_id, scope.namespace, as_of)
     report.turns = total_turns
 
     if "surprisal" in run.stages:
@@ -219,26 +229,34 @@ async def _score(rt: Runtime, scope: Scope, as_of: datetime, progress: Callable[
 async def _scope_stages(run: _Run) -> None:
     """The scope-wide stages (insights, curation, decay, retention), each committed with its mark."""
     rt, scope, as_of, report = run.rt, run.scope, run.as_of, run.report
-    i = await run.scope_stage("insights", lambda conn: derive_insights(rt, conn, scope, run.run_id))
-    report.insights, report.narratives = i.get("insights", 0), i.get("narratives", 0)
-    c = await run.scope_stage("curate", lambda conn: curator.night_stage(rt, conn, scope, as_of, run.run_id))
-    report.curation_version, report.verdicts = c.get("version"), c.get("verdicts", {})
-    report.curation_applied = bool(c.get("applied"))
-    d = await run.scope_stage("decay", lambda conn: decay(rt, conn, scope, as_of))
-    report.decayed_light, report.decayed_deep = d.get("light", 0), d.get("deep", 0)
-    m = await run.scope_stage("migrate", lambda conn: migrate(rt, conn, scope, run.run_id, as_of))
-    report.blocks_migrated, report.lines_migrated = m.get("migrated", 0), m.get("lines", 0)
-    report.cortex_versions = dict(m.get("versions", {}))
-    t = await run.scope_stage("cluster", lambda conn: build_tree(rt, conn, scope, run.run_id, as_of))
-    report.tree_nodes = t.get("nodes", 0)
-    report.cortex_versions |= dict(t.get("versions", {}))
-    r = await run.scope_stage("retention", lambda conn: retain(conn, rt.settings, scope, as_of, run.run_id))
-    report.turns_removed, report.blocks_archived = r.get("turns_removed", 0), r.get("blocks_archived", 0)
-    report.turns_kept = r.get("turns_kept", 0)
-    report.retention_next = datetime.fromisoformat(r["next_due"]) if r.get("next_due") else None
-    x = await run.scope_stage("reflexes", lambda conn: reflex_rows.prune(conn, scope.entity_id, scope.namespace, as_of))
-    report.reflexes_pruned, report.edges_weakened = x.get("pruned", 0), x.get("weakened", 0)
-    report.edges_dropped = x.get("edges_dropped", 0)
+    i = await run.scope_stage("insights", InsightStats, lambda conn: derive_insights(rt, conn, scope, run.run_id))
+    report.insights, report.narratives = i.insights, i.narratives
+    c = await run.scope_stage(
+        "curate", curator.CurationStats, lambda conn: curator.night_stage(rt, conn, scope, as_of, run.run_id)
+    )
+    report.curation_version, report.verdicts = c.version, dict(c.verdicts)
+    report.curation_applied = bool(c.applied)
+    d = await run.scope_stage("decay", DecayStats, lambda conn: decay(rt, conn, scope, as_of))
+    report.decayed_light, report.decayed_deep = d.light, d.deep
+    m = await run.scope_stage("migrate", MigrationStats, lambda conn: migrate(rt, conn, scope, run.run_id, as_of))
+    report.blocks_migrated, report.lines_migrated = m.migrated, m.lines
+    report.cortex_versions = dict(m.versions)
+    t = await run.scope_stage("cluster", TreeStats, lambda conn: build_tree(rt, conn, scope, run.run_id, as_of))
+    report.tree_nodes = t.nodes
+    report.cortex_versions |= dict(t.versions)
+    r = await run.scope_stage(
+        "retention", RetentionStats, lambda conn: retain(conn, rt.settings, scope, as_of, run.run_id)
+    )
+    report.turns_removed, report.blocks_archived = r.turns_removed, r.blocks_archived
+    report.turns_kept = r.turns_kept
+    report.retention_next = datetime.fromisoformat(r.next_due) if r.next_due else None
+    x = await run.scope_stage(
+        "reflexes",
+        reflex_rows.PruneStats,
+        lambda conn: reflex_rows.prune(conn, scope.entity_id, scope.namespace, as_of),
+    )
+    report.reflexes_pruned, report.edges_weakened = x.pruned, x.weakened
+    report.edges_dropped = x.edges_dropped
 
 
 async def _read_tokens(rt: Runtime, scope: Scope) -> None:

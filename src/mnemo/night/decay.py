@@ -20,7 +20,7 @@ from mnemo import _dynamics as dynamics
 from mnemo._runtime import Runtime
 from mnemo.cognition.curation import DecayPolicy, decay_amount
 from mnemo.models import Scope
-from mnemo.store import night as night_rows
+from mnemo.store import decay as decay_rows
 
 __all__ = ["DecayStats", "decay"]
 
@@ -45,24 +45,24 @@ async def decay(
     stats = DecayStats()
     requests: list[dynamics.WeightRequest] = []
     deep_ids = []
-    for row in await night_rows.decay_candidates(conn, scope.entity_id, scope.namespace):
-        last = row["last_accessed"]
-        if row["deep_decayed_at"]:
-            halved = datetime.fromisoformat(row["deep_decayed_at"])
+    for row in await decay_rows.decay_candidates(conn, scope.entity_id, scope.namespace):
+        last = row.last_accessed
+        if row.deep_decayed_at:
+            halved = datetime.fromisoformat(row.deep_decayed_at)
             last = halved if last is None or halved > last else last  # one halving per idle stretch
-        amount = decay_amount(last, row["created_at"], int(row["access_count"]), False, now, policy)
+        amount = decay_amount(last, row.created_at, int(row.access_count), False, now, policy)
         if amount <= 0:
             continue
         deep = amount >= policy.deep_amount and amount > policy.light_amount
         requests.append(
-            dynamics.WeightRequest(row["id"], "contradict", amount, "decay", {"deep": deep, "at": now.isoformat()})
+            dynamics.WeightRequest(row.id, "contradict", amount, "decay", {"deep": deep, "at": now.isoformat()})
         )
         if deep:
-            deep_ids.append(row["id"])
+            deep_ids.append(row.id)
             stats.deep += 1
         else:
             stats.light += 1
     if requests and not dry_run:
         await dynamics.change_weights(conn, rt.settings, scope, requests, at=now)
-        await night_rows.mark_deep_decayed(conn, scope.entity_id, deep_ids, now)
+        await decay_rows.mark_deep_decayed(conn, scope.entity_id, deep_ids, now)
     return stats

@@ -29,8 +29,9 @@ from mnemo._runtime import Runtime
 from mnemo.cognition.gates import negation_conflict
 from mnemo.cognition.summaries import Claim, claim_of, offline_insight, offline_narrative, same_claim
 from mnemo.models import Scope, uuid7
-from mnemo.store import night as night_rows
+from mnemo.store import links as link_rows
 from mnemo.store import vectors as vector_rows
+from mnemo.store.links import InsightCandidate
 from mnemo.write.remember import memory_row, store_memory
 
 __all__ = ["InsightStats", "clusters", "derive_insights", "plan_insights"]
@@ -63,16 +64,16 @@ def clusters(
     return [g for g in groups if len(g) >= 2]
 
 
-def _latest(members: list[dict[str, Any]]) -> datetime | None:
+def _latest(members: list[InsightCandidate]) -> datetime | None:
     """An insight is as old as its newest source experience (so it does not look fresh to recall)."""
-    times = [m["event_time"] for m in members if m["event_time"] is not None]
+    times = [m.event_time for m in members if m.event_time is not None]
     return max(times) if times else None
 
 
-def _seen(members: list[dict[str, Any]]) -> dict[str, Any]:
+def _seen(members: list[InsightCandidate]) -> dict[str, Any]:
     """How often and over what time the insight's pattern was seen (the curator's mention signals):
     one mention per source, from the oldest source event to the newest."""
-    times = [m["event_time"] for m in members if m["event_time"] is not None]
+    times = [m.event_time for m in members if m.event_time is not None]
     span = {"first_seen": min(times).isoformat(), "last_seen": max(times).isoformat()} if times else {}
     return {"mentions": len(members), **span}
 
@@ -112,25 +113,25 @@ async def plan_insights(rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope
 
 async def _candidates(
     rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope
-) -> tuple[list[dict[str, Any]], np.ndarray]:
+) -> tuple[list[InsightCandidate], np.ndarray]:
     """The recent memories that may join a cluster, in a deterministic order, with their unit vectors
     (none when fewer than two have a vector)."""
-    rows = await night_rows.insight_candidates(conn, scope.entity_id, scope.namespace, _RECENT)
-    stored = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, [r["id"] for r in rows])
-    rows = [r for r in rows if r["id"] in stored]
+    rows = await link_rows.insight_candidates(conn, scope.entity_id, scope.namespace, _RECENT)
+    stored = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, [r.id for r in rows])
+    rows = [r for r in rows if r.id in stored]
     if len(rows) < 2:
         return rows, np.empty((0, 0))
-    rows.sort(key=lambda r: str(r["id"]))  # deterministic clustering order
-    matrix = np.stack([stored[r["id"]] for r in rows]).astype(np.float64)
+    rows.sort(key=lambda r: str(r.id))  # deterministic clustering order
+    matrix = np.stack([stored[r.id] for r in rows]).astype(np.float64)
     matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
     return rows, matrix
 
 
-def _claim(row: dict[str, Any]) -> Claim:
-    return claim_of(row["content"], subject=row["entity"], predicate=row["attribute"])
+def _claim(row: InsightCandidate) -> Claim:
+    return claim_of(row.content, subject=row.entity, predicate=row.attribute)
 
 
-def _conflicts(rows: Sequence[dict[str, Any]]) -> Callable[[int, int], bool]:
+def _conflicts(rows: Sequence[InsightCandidate]) -> Callable[[int, int], bool]:
     claims = [_claim(r) for r in rows]
 
     def conflicts(i: int, j: int) -> bool:
@@ -138,13 +139,13 @@ def _conflicts(rows: Sequence[dict[str, Any]]) -> Callable[[int, int], bool]:
         drawn from the same turns are one experience, not a pattern either; two statements that
         disagree on their times, names or objects are two events or claims, however near."""
         a, b = rows[i], rows[j]
-        if a["attribute"] and (a["entity"], a["attribute"]) == (b["entity"], b["attribute"]):
+        if a.attribute and (a.entity, a.attribute) == (b.entity, b.attribute):
             return True
-        if set(a["provenance"]) & set(b["provenance"]):
+        if set(a.provenance) & set(b.provenance):
             return True
         if not same_claim(claims[i], claims[j]):
             return True
-        return negation_conflict(a["content"], b["content"])
+        return negation_conflict(a.content, b.content)
 
     return conflicts
 
@@ -154,19 +155,19 @@ async def _insight(
     conn: psycopg.AsyncConnection,
     scope: Scope,
     run_id: uuid.UUID,
-    members: list[dict[str, Any]],
+    members: list[InsightCandidate],
     vectors: np.ndarray,
     stats: InsightStats,
 ) -> None:
     """One cluster's insight memory (and narrative, for three or more), linked to its sources, whose
     weights are lowered so the insight surfaces first."""
     cfg = rt.settings
-    texts = [m["content"] for m in members]
+    texts = [m.content for m in members]
     text = await llm.insight(rt.llm, texts) if rt.llm is not None else None
     text = text or offline_insight(texts, vectors, [_claim(m) for m in members])
     vector = (await rt.embeddings.embed_documents([rt.embeddings.document_text(text, "insight")]))[0]
     insight_id = uuid7()
-    source_ids = [m["id"] for m in members]
+    source_ids = [m.id for m in members]
     row = memory_row(
         rt,
         scope,
@@ -187,7 +188,7 @@ async def _insight(
         story_id = await _narrative(rt, conn, scope, run_id, insight_id, text, members)
         links.append((story_id, insight_id, "derived_from", None))
         stats.narratives += 1
-    await night_rows.insert_links(conn, scope.entity_id, scope.namespace, links)
+    await link_rows.insert_links(conn, scope.entity_id, scope.namespace, links)
     await dynamics.change_weights(
         conn,
         cfg,
@@ -210,10 +211,10 @@ async def _narrative(
     run_id: uuid.UUID,
     insight_id: uuid.UUID,
     text: str,
-    members: list[dict[str, Any]],
+    members: list[InsightCandidate],
 ) -> uuid.UUID:
     """The causal narrative of an insight's sources, stored as a memory; returns its id."""
-    texts = [m["content"] for m in members]
+    texts = [m.content for m in members]
     story = await llm.narrative(rt.llm, text, texts) if rt.llm is not None else None
     story = story or offline_narrative(text, texts)
     story_vec = (await rt.embeddings.embed_documents([rt.embeddings.document_text(story, "narrative")]))[0]

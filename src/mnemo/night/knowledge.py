@@ -45,7 +45,10 @@ from mnemo.cognition.extraction import (
 from mnemo.cognition.facts import sentence
 from mnemo.models import Scope, uuid7
 from mnemo.store import knowledge as knowledge_rows
-from mnemo.store import night as night_rows
+from mnemo.store import links as link_rows
+from mnemo.store import night_runs as run_rows
+from mnemo.store import surprisal as surprisal_rows
+from mnemo.store.surprisal import TurnRow
 from mnemo.write.remember import memory_row, store_memory, supersede
 
 __all__ = ["KnowledgeStats", "extract_knowledge", "fact_text"]
@@ -90,15 +93,13 @@ async def extract_knowledge(
 ) -> KnowledgeStats:
     stats = KnowledgeStats()
     async with rt.store.connection() as conn:
-        sessions = await night_rows.pending_sessions(conn, scope.entity_id, scope.namespace, as_of, "facts_through")
+        sessions = await run_rows.pending_sessions(conn, scope.entity_id, scope.namespace, as_of, "facts_through")
     for session_id, mark in sessions:
         async with rt.store.connection() as conn:
-            turns = await night_rows.session_turns(conn, scope.entity_id, scope.namespace, session_id, mark, as_of)
+            turns = await surprisal_rows.session_turns(conn, scope.entity_id, scope.namespace, session_id, mark, as_of)
         if not turns:
             continue
-        texts = [
-            TurnText(speaker=t.get("speaker"), role=t["role"], text=t["content"], at=t["created_at"]) for t in turns
-        ]
+        texts = [TurnText(speaker=t.speaker, role=t.role, text=t.content, at=t.created_at) for t in turns]
         found: Extraction | None = None
         if rt.llm is not None:
             found = await llm.extract(rt.llm, texts)
@@ -112,8 +113,8 @@ async def extract_knowledge(
         by_text = dict(zip(sentences, vectors, strict=True))
         async with rt.store.transaction() as conn:
             await _write(rt, conn, scope, turns, found, by_text, stats)
-            await night_rows.set_session_progress(
-                conn, scope.entity_id, scope.namespace, session_id, facts_through=turns[-1]["turn_number"]
+            await run_rows.set_session_progress(
+                conn, scope.entity_id, scope.namespace, session_id, facts_through=turns[-1].turn_number
             )
         stats.sessions += 1
         if progress is not None:
@@ -130,7 +131,7 @@ async def _write(
     rt: Runtime,
     conn: psycopg.AsyncConnection,
     scope: Scope,
-    turns: Sequence[dict[str, Any]],
+    turns: Sequence[TurnRow],
     found: Extraction,
     vectors: dict[str, Any],
     stats: KnowledgeStats,
@@ -140,7 +141,7 @@ async def _write(
         if not (fact.entity.strip() and fact.attribute.strip()) or (not fact.negated and not fact.value.strip()):
             continue  # nothing to store (a negation may have no value: "I quit my job")
         turn = turns[fact.source]
-        subject = await _entity(conn, scope, fact.entity, turn["created_at"])
+        subject = await _entity(conn, scope, fact.entity, turn.created_at)
         if fact.negated:
             stats.facts_closed += await _end_fact(rt, conn, scope, fact, turn)
         else:
@@ -152,24 +153,24 @@ async def _write(
 
 
 async def _end_fact(
-    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, fact: FactCandidate, turn: dict[str, Any]
+    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, fact: FactCandidate, turn: TurnRow
 ) -> int:
     """A negated fact ("no longer ..."): close the open values of its key that it ends (the value it names,
     any value of a one-value attribute, or every value when it names none); returns how many. A fact
     the same turn stated is never among them ("I moved from Freising to Munich" ends Freising, not
     the Munich it has just said)."""
-    at = turn["created_at"]
+    at = turn.created_at
     closed = 0
     key = fact_key(fact.entity, fact.attribute)
     for old in await knowledge_rows.open_facts_for_key(conn, scope.entity_id, scope.namespace, key):
-        if turn["id"] in (old["provenance"] or ()):
+        if turn.id in (old.provenance or ()):
             continue
         if (
             not fact.value.strip()
-            or normalise(old["value"]) == normalise(fact.value)
+            or normalise(old.value) == normalise(fact.value)
             or _functional(rt.settings.night_functional_attributes, fact.attribute)
         ):
-            await _close(rt, conn, scope, old, fact.valid_from or at, None, turn["id"])
+            await _close(rt, conn, scope, old, fact.valid_from or at, None, turn.id)
             closed += 1
     return closed
 
@@ -179,14 +180,14 @@ async def _record_fact(
     conn: psycopg.AsyncConnection,
     scope: Scope,
     fact: FactCandidate,
-    turn: dict[str, Any],
+    turn: TurnRow,
     subject: uuid.UUID,
     vectors: dict[str, Any],
     stats: KnowledgeStats,
 ) -> None:
     """A stated fact: a repeat counts a mention; a new one gets its memory and, for a one-value
     attribute, closes the key's other open values."""
-    at = turn["created_at"]
+    at = turn.created_at
     key = fact_key(fact.entity, fact.attribute)
     fact_id, memory_id = uuid7(), uuid7()
     new_id, created = await knowledge_rows.record_fact(
@@ -204,8 +205,8 @@ async def _record_fact(
             "confidence": fact.confidence,
             "first_seen": at,
             "last_seen": at,
-            "provenance": [turn["id"]],
-            "source": _source(turn["role"]),
+            "provenance": [turn.id],
+            "source": _source(turn.role),
             "valid_from": fact.valid_from or at,
             "memory_id": memory_id,
         },
@@ -217,8 +218,8 @@ async def _record_fact(
     await _fact_memory(rt, conn, scope, fact, turn, new_id, memory_id, vectors[fact_text(fact)])
     if _functional(rt.settings.night_functional_attributes, fact.attribute):
         for old in await knowledge_rows.open_facts_for_key(conn, scope.entity_id, scope.namespace, key):
-            if old["id"] != new_id:
-                await _close(rt, conn, scope, old, fact.valid_from or at, memory_id, turn["id"], new_fact=new_id)
+            if old.id != new_id:
+                await _close(rt, conn, scope, old, fact.valid_from or at, memory_id, turn.id, new_fact=new_id)
                 stats.facts_closed += 1
 
 
@@ -227,7 +228,7 @@ async def _fact_memory(
     conn: psycopg.AsyncConnection,
     scope: Scope,
     fact: FactCandidate,
-    turn: dict[str, Any],
+    turn: TurnRow,
     fact_id: uuid.UUID,
     memory_id: uuid.UUID,
     vector: Any,
@@ -242,13 +243,13 @@ async def _fact_memory(
         status="candidate",
         source_tag="night:fact",
         source_confidence=fact.confidence,
-        provenance=[str(turn["id"])],
-        event_time=turn["created_at"],  # when it was said; the fact keeps its own validity (valid_from)
+        provenance=[str(turn.id)],
+        event_time=turn.created_at,  # when it was said; the fact keeps its own validity (valid_from)
         metadata={"fact_id": str(fact_id), "entity": fact.entity, "attribute": fact.attribute},
     )
     await store_memory(conn, rt, scope, row, vector)
-    await night_rows.insert_links(
-        conn, scope.entity_id, scope.namespace, [(memory_id, turn["id"], "derived_from", fact.confidence)]
+    await link_rows.insert_links(
+        conn, scope.entity_id, scope.namespace, [(memory_id, turn.id, "derived_from", fact.confidence)]
     )
 
 
@@ -257,12 +258,12 @@ async def _record_triple(
     conn: psycopg.AsyncConnection,
     scope: Scope,
     triple: TripleCandidate,
-    turn: dict[str, Any],
+    turn: TurnRow,
     stats: KnowledgeStats,
 ) -> None:
     """A relation: "no longer ..." ends it; a new one is recorded (a new value of a one-value relation
     ends the old one); a repeat counts a mention."""
-    at = turn["created_at"]
+    at = turn.created_at
     subject = await _entity(conn, scope, triple.subject, at)
     obj = triple.object.strip()
     digest = triple_hash(triple.subject, triple.predicate, obj)
@@ -276,7 +277,7 @@ async def _record_triple(
             triple.predicate,
             at,
             only_hash=None if functional else digest,
-            not_from=turn["id"],  # never what this very turn states ("moved from X to Y": Y stays)
+            not_from=turn.id,  # never what this very turn states ("moved from X to Y": Y stays)
         )
         return
     object_id = await _entity(conn, scope, obj, at) if obj[:1].isupper() else None
@@ -294,7 +295,7 @@ async def _record_triple(
             "confidence": triple.confidence,
             "first_seen": at,
             "last_seen": at,
-            "provenance": [turn["id"]],
+            "provenance": [turn.id],
             "valid_from": triple.valid_from or at,
         },
     )
@@ -318,7 +319,7 @@ async def _close(
     rt: Runtime,
     conn: psycopg.AsyncConnection,
     scope: Scope,
-    old: dict[str, Any],
+    old: knowledge_rows.FactRow,
     at: datetime,
     by_memory: uuid.UUID | None,
     turn_id: uuid.UUID,
@@ -327,8 +328,8 @@ async def _close(
 ) -> None:
     """Close a fact's validity interval; its memory is superseded (by the new value's memory) or,
     for "no longer ...", contradicted. Nothing is deleted."""
-    await knowledge_rows.close_fact(conn, scope.entity_id, old["id"], at, new_fact)
-    old_memory = old.get("memory_id")
+    await knowledge_rows.close_fact(conn, scope.entity_id, old.id, at, new_fact)
+    old_memory = old.memory_id
     if old_memory is None:
         return
     if by_memory is not None:

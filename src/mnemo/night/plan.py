@@ -36,8 +36,9 @@ from mnemo.night import curator
 from mnemo.night.decay import decay
 from mnemo.night.insights import plan_insights
 from mnemo.night.retention import retain
-from mnemo.store import night as night_rows
+from mnemo.store import night_runs as run_rows
 from mnemo.store import reflexes as reflex_rows
+from mnemo.store import surprisal as surprisal_rows
 
 __all__ = ["plan_night"]
 
@@ -48,7 +49,7 @@ async def plan_night(rt: Runtime, scope: Scope, as_of: datetime, stages: tuple[s
     """The plan of :func:`mnemo.night.cycle.run_night` for ``scope`` at ``as_of`` over ``stages``."""
     e, ns = scope.entity_id, scope.namespace
     async with rt.store.connection() as conn, conn.transaction(force_rollback=True):
-        unfinished = await night_rows.unfinished_run(conn, e, ns)
+        unfinished = await run_rows.unfinished_run(conn, e, ns)
         run_id, done = (unfinished[0], unfinished[2]) if unfinished else (None, [])
         as_of = unfinished[1] if unfinished else as_of
         report = NightReport(scope=scope, run_id=run_id or uuid7(), as_of=as_of, resumed=unfinished is not None)
@@ -57,7 +58,7 @@ async def plan_night(rt: Runtime, scope: Scope, as_of: datetime, stages: tuple[s
             s for s in _SCOPE_STAGES if s not in stages or s in done
         )
         todo = [s for s in stages if s not in report.skipped]
-        report.turns = await night_rows.count_turns(conn, e, ns, as_of)
+        report.turns = await run_rows.count_turns(conn, e, ns, as_of)
         await _plan_turn_stages(conn, scope, as_of, todo, report)
         await _plan_scope_stages(rt, conn, scope, run_id, todo, report)
     return report
@@ -70,12 +71,12 @@ async def _plan_turn_stages(
     e, ns = scope.entity_id, scope.namespace
     scored_only = "surprisal" not in todo  # the stages score first, then cut and mine what was scored
     if "surprisal" in todo:
-        report.turns_scored = await night_rows.count_unscored(conn, e, ns, as_of)
+        report.turns_scored = await surprisal_rows.count_unscored(conn, e, ns, as_of)
     if "blocks" in todo:
-        sessions, turns = await night_rows.pending_work(conn, e, ns, as_of, "blocks_through", scored_only=scored_only)
+        sessions, turns = await run_rows.pending_work(conn, e, ns, as_of, "blocks_through", scored_only=scored_only)
         report.plan |= {"sessions_to_cut": sessions, "turns_to_cut": turns}
     if "knowledge" in todo:
-        sessions, turns = await night_rows.pending_work(conn, e, ns, as_of, "facts_through", scored_only=scored_only)
+        sessions, turns = await run_rows.pending_work(conn, e, ns, as_of, "facts_through", scored_only=scored_only)
         report.plan |= {"sessions_to_mine": sessions, "turns_to_mine": turns}
 
 
@@ -95,7 +96,7 @@ async def _plan_scope_stages(
         report.insights, report.narratives = insights.insights, insights.narratives
     if "curate" in todo:
         curated = await curator.night_stage(rt, conn, scope, as_of, run_id)
-        report.verdicts = curated["verdicts"]
+        report.verdicts = curated.verdicts
         report.plan["memories_to_judge"] = sum(report.verdicts.values())
     if "decay" in todo:
         decayed = await decay(rt, conn, scope, as_of, dry_run=True)

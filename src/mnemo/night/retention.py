@@ -29,8 +29,8 @@ import psycopg
 from mnemo.cognition.curation import TIERS, block_cutoff, raw_keep
 from mnemo.config import Settings
 from mnemo.models import NightReport, Scope
+from mnemo.store import blocks as block_rows
 from mnemo.store import forget as forget_rows
-from mnemo.store import night as night_rows
 from mnemo.store import tiers
 
 __all__ = ["RetentionStats", "describe", "retain"]
@@ -70,7 +70,7 @@ async def retain(
         return stats
     policy = settings.retention_policy()
     keep: dict[str, timedelta] = {tier: raw_keep(tier, policy) for tier in TIERS}
-    expired, stats.turns_kept, due = await night_rows.retention_turns(
+    expired, stats.turns_kept, due = await block_rows.retention_turns(
         conn, scope.entity_id, scope.namespace, now, keep, run_id
     )
     stats.next_due = due.isoformat() if due is not None else None
@@ -84,7 +84,7 @@ async def retain(
         await tiers.turns_to_lines(conn, scope.entity_id, lines)
         stats.turns_removed = removed.get("turns", 0)
     blocks: dict[str, datetime | None] = {tier: block_cutoff(tier, now, policy) for tier in TIERS}
-    stats.blocks_archived = await night_rows.archive_expired_blocks(
+    stats.blocks_archived = await block_rows.archive_expired_blocks(
         conn, scope.entity_id, scope.namespace, blocks, run_id, dry_run=dry_run
     )
     return stats

@@ -20,7 +20,8 @@ from datetime import datetime
 from mnemo._runtime import Runtime
 from mnemo.cognition.surprisal import LogprobSurprise, NGramModel, SurpriseModel, score_stream
 from mnemo.models import Scope
-from mnemo.store import night as night_rows
+from mnemo.store import night_runs as run_rows
+from mnemo.store import surprisal as surprisal_rows
 
 __all__ = ["STATE_KEY", "score_turns"]
 
@@ -50,24 +51,24 @@ async def score_turns(
     last_error: Exception | None = None
     while True:
         async with rt.store.transaction() as conn:
-            turns = await night_rows.unscored_turns(conn, scope.entity_id, scope.namespace, as_of, BATCH)
+            turns = await surprisal_rows.unscored_turns(conn, scope.entity_id, scope.namespace, as_of, BATCH)
             if not turns:
                 break
-            state = await night_rows.get_state(conn, scope.entity_id, scope.namespace, STATE_KEY)
+            state = await run_rows.get_state(conn, scope.entity_id, scope.namespace, STATE_KEY)
             if state:
                 ngram = NGramModel.from_state(state)
             else:  # first night, or the model was dropped when a turn was forgotten: learn what remains
                 ngram = NGramModel()
-                for text in await night_rows.scored_texts(conn, scope.entity_id, scope.namespace):
+                for text in await surprisal_rows.scored_texts(conn, scope.entity_id, scope.namespace):
                     ngram.observe(text)
             model: SurpriseModel = model_factory(ngram) if model_factory is not None else ngram
-            values = await asyncio.to_thread(score_stream, model, [t["content"] for t in turns])
+            values = await asyncio.to_thread(score_stream, model, [t.content for t in turns])
             if isinstance(model, LogprobSurprise) and model.failures:
                 fallbacks, last_error = fallbacks + model.failures, model.last_error
-            await night_rows.set_surprisal(
-                conn, scope.entity_id, [(t["id"], float(v)) for t, v in zip(turns, values, strict=True)]
+            await surprisal_rows.set_surprisal(
+                conn, scope.entity_id, [(t.id, float(v)) for t, v in zip(turns, values, strict=True)]
             )
-            await night_rows.put_state(conn, scope.entity_id, scope.namespace, STATE_KEY, ngram.to_state())
+            await run_rows.put_state(conn, scope.entity_id, scope.namespace, STATE_KEY, ngram.to_state())
         done += len(turns)
         if progress is not None:
             progress(len(turns))

@@ -39,11 +39,12 @@ from mnemo.cognition.spreading import spread
 from mnemo.cognition.weights import DEFAULT
 from mnemo.config import Settings
 from mnemo.recall.rank import _head
-from mnemo.recall.records import Blended, Candidates, Request, Scored
+from mnemo.recall.records import Blended, Candidates, RecallRow, Request, Scored
 from mnemo.recall.retrieve import _similarities
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import search as search_rows
 from mnemo.store import tiers
+from mnemo.store.dynamics import MemoryState
 
 
 # --- 6. cognitive blend -------------------------------------------------------------------------
@@ -74,15 +75,16 @@ async def blend(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, fo
         MATURE_ALPHAS if mature else COLD_START_ALPHAS,
         None if rng is None else np.random.default_rng(rng.getrandbits(64)),
     )
-    rows: dict[uuid.UUID, Mapping[str, Any]] = {**line_rows, **memory_rows, **turn_rows}
+    rows: dict[uuid.UUID, RecallRow] = {**line_rows, **memory_rows, **turn_rows}
     scored: Scored = []
     for item_id in head:
         row = rows.get(item_id)
         if row is None or _after(request, row):
             continue
-        parts = components(
-            cfg, row, found.kind_of[item_id], found.similarity.get(item_id, 0.0), request.now, request.cues, rng
-        ) | {"search": searched.get(item_id, 0.0), "coaccess": activated.get(item_id, 0.0)}
+        parts = components(cfg, row, found.similarity.get(item_id, 0.0), request.now, request.cues, rng) | {
+            "search": searched.get(item_id, 0.0),
+            "coaccess": activated.get(item_id, 0.0),
+        }
         scored.append((blend_score(parts, weights), item_id, parts))
     superseders = _superseders(scored, memory_rows)
     scored = below_superseders(scored, superseders)
@@ -101,12 +103,12 @@ def _tiers_of(scored: Scored, superseders: Mapping[uuid.UUID, Sequence[uuid.UUID
     return tier_of
 
 
-def _after(request: Request, row: Mapping[str, Any]) -> bool:
+def _after(request: Request, row: RecallRow) -> bool:
     """Whether an item happened after the point in time the recall is made at (``as_of``), by its event
     time (DESIGN §2 "Time"): a turn's own time, a memory's ``event_time`` (a derived memory's: its
     sources'), else when it was written. A night that ran later still leaves its work visible at the
     time of what it was made from."""
-    when = row.get("event_time") or row.get("created_at")
+    when = (row.event_time if isinstance(row, MemoryState) else None) or row.created_at
     return request.as_of is not None and isinstance(when, datetime) and when > request.as_of
 
 
@@ -142,14 +144,12 @@ async def _spread(
     return activated
 
 
-def _superseders(
-    scored: Scored, memory_rows: Mapping[uuid.UUID, Mapping[str, Any]]
-) -> dict[uuid.UUID, list[uuid.UUID]]:
+def _superseders(scored: Scored, memory_rows: Mapping[uuid.UUID, MemoryState]) -> dict[uuid.UUID, list[uuid.UUID]]:
     """Per superseded candidate, the candidates that superseded it."""
     present = {i for _, i, _ in scored}
     superseders: dict[uuid.UUID, list[uuid.UUID]] = {}
     for item_id, row in memory_rows.items():
-        for text in (row.get("metadata") or {}).get("superseded_by") or ():
+        for text in (row.metadata or {}).get("superseded_by") or ():
             with contextlib.suppress(ValueError, TypeError):
                 newer = uuid.UUID(str(text))
                 if newer in present and item_id in present:
@@ -175,8 +175,7 @@ def below_superseders(scored: Scored, superseders: Mapping[uuid.UUID, Sequence[u
 
 def components(
     cfg: Settings,
-    row: Mapping[str, Any],
-    item_kind: str,
+    row: RecallRow,
     similarity: float,
     now: datetime,
     cues: Mapping[str, object] | None,
@@ -184,20 +183,20 @@ def components(
 ) -> dict[str, float]:
     """ACT-R activation, weight, recency and noise of one candidate (turns have the prior weight and a
     single trace at their time)."""
-    if item_kind == "memory":
+    if isinstance(row, MemoryState):
         weight = weight_of(row)
         history = history_of(row)
-        last = row.get("last_accessed") or row.get("event_time") or row["created_at"]
-        attributes: dict[str, object] = {**(row.get("metadata") or {}), "kind": row["kind"]}
+        last = row.last_accessed or row.event_time or row.created_at
+        attributes: dict[str, object] = {**(row.metadata or {}), "kind": row.kind}
     else:
         weight = DEFAULT
-        history = AccessHistory(row["created_at"].timestamp())
-        last = row["created_at"]
+        history = AccessHistory(row.created_at.timestamp())
+        last = row.created_at
         attributes = {
-            **(row.get("metadata") or {}),
+            **(row.metadata or {}),
             "kind": "turn",
-            "role": row.get("role"),
-            "speaker": row.get("speaker"),
+            "role": row.role,
+            "speaker": row.speaker,
         }
     a = activation(
         base_level(history, now.timestamp(), cfg.actr_decay),

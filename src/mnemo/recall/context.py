@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -130,7 +130,7 @@ async def assemble(
     identity = _identity_items(rt, strongest, count, rng, int(left * cfg.identity_share) - header_cost["identity"])
     if identity:
         left -= sum(i.tokens for i in identity) + header_cost["identity"]
-    taken = {i.id for i in identity} | {m["id"] for m in anchored}
+    taken = {i.id for i in identity} | {m.id for m in anchored}
     hits = _fresh_hits(result.hits, taken)
     situational = _situational_items(rt, hits, count, max(left - header_cost["situational"], 0), taken)
     items += identity + situational
@@ -140,21 +140,19 @@ async def assemble(
     return _render(scope, items, count, budget, result.refused)
 
 
-def _anchored_items(anchored: Sequence[Mapping[str, Any]], count: TokenCounter) -> list[ContextItem]:
+def _anchored_items(anchored: Sequence[dynamic_rows.MemoryState], count: TokenCounter) -> list[ContextItem]:
     """Every anchored memory, whole (they are always true)."""
-    lines = [_line(m["content"], kind=m["kind"]) for m in anchored]
+    lines = [_line(m.content, kind=m.kind) for m in anchored]
     tokens = count(lines) if lines else []
-    return [
-        ContextItem(m["id"], "anchored", "full", line, n) for m, line, n in zip(anchored, lines, tokens, strict=True)
-    ]
+    return [ContextItem(m.id, "anchored", "full", line, n) for m, line, n in zip(anchored, lines, tokens, strict=True)]
 
 
 def _identity_items(
-    rt: Runtime, strongest: Sequence[Mapping[str, Any]], count: TokenCounter, rng: random.Random, share: int
+    rt: Runtime, strongest: Sequence[dynamic_rows.MemoryState], count: TokenCounter, rng: random.Random, share: int
 ) -> list[ContextItem]:
     """The strongest identity-level memories, each rolled against its Beta weight, within ``share`` tokens."""
     strongest = identity_pool(strongest, rt.settings.identity_top)
-    lines = [_line(m["content"], kind=m["kind"]) for m in strongest]
+    lines = [_line(m.content, kind=m.kind) for m in strongest]
     tokens = count(lines) if lines else []
     rolled = roll_identity(
         [Candidate(i, tokens[i], None, weight_of(m)) for i, m in enumerate(strongest)],
@@ -163,7 +161,7 @@ def _identity_items(
         budget=max(share, 0),
     )
     return [
-        ContextItem(strongest[p.key]["id"], "identity", "full", lines[p.key], p.tokens)
+        ContextItem(strongest[p.key].id, "identity", "full", lines[p.key], p.tokens)
         for p in sorted(rolled, key=lambda p: p.key)
     ]
 

@@ -10,7 +10,7 @@ import dataclasses
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from datetime import datetime
 
 import psycopg
 
@@ -23,11 +23,13 @@ from mnemo.cognition.relevance import (
 )
 from mnemo.cortex import search as cortex_search
 from mnemo.errors import InvalidContentError
-from mnemo.models import Hit, ItemKind, RecallResult, Refusal, Scope, uuid7
-from mnemo.recall.records import ITEM_KINDS, Blended, Candidates, Decision, Request
+from mnemo.models import Hit, ItemKind, MemoryKind, RecallResult, Refusal, Role, Scope, uuid7
+from mnemo.recall.records import ITEM_KINDS, Blended, Candidates, Decision, RecallRow, Request
 from mnemo.recall.retrieve import _facts, check
 from mnemo.store import traces as trace_rows
+from mnemo.store.dynamics import MemoryState
 from mnemo.store.pool import retry_conflicts
+from mnemo.store.tiers import LineHit
 
 
 # --- 7. decide ---------------------------------------------------------------------------------------
@@ -64,29 +66,30 @@ def decide(rt: Runtime, request: Request, found: Candidates, blended: Blended, s
 def _hit(
     request: Request,
     found: Candidates,
-    row: Mapping[str, Any],
+    row: RecallRow,
     item_id: uuid.UUID,
     score: float,
     parts: Mapping[str, float],
 ) -> Hit:
+    shown = _shown(row)
     return Hit(
         id=item_id,
         item_kind=_item_kind(found.kind_of[item_id]),
-        content=row["content"],
+        content=row.content,
         score=score,
         similarity=found.similarity.get(item_id),
         vector_rank=found.vector_rank.get(item_id),
         lexical_rank=found.lexical_rank.get(item_id),
         lexical_score=found.lexical_score.get(item_id),
-        created_at=row["created_at"],
+        created_at=row.created_at,
         scope=request.scope,
-        session_id=row.get("session_id"),
-        turn_number=row.get("turn_number"),
-        role=row.get("role"),
-        speaker=row.get("speaker"),
-        memory_kind=row.get("kind"),
-        token_count=row.get("token_count", 0),
-        metadata=row.get("metadata") or {},
+        session_id=shown.session_id,
+        turn_number=shown.turn_number,
+        role=shown.role,
+        speaker=shown.speaker,
+        memory_kind=shown.memory_kind,
+        token_count=shown.token_count,
+        metadata=row.metadata or {},
         neighbour_boost=(found.smoothed or found.final).get(item_id, 0.0) - found.base.get(item_id, 0.0),
         fused=(found.smoothed or found.final).get(item_id),
         late=found.late.get(item_id),
@@ -97,10 +100,40 @@ def _hit(
         recency=parts["recency"],
         coaccess=parts["coaccess"],
         noise=parts["noise"],
-        compressed=row.get("compressed"),
-        event_time=row.get("event_time"),
-        tier="cortex" if row.get("tier") == "cortex" else "hippocampus",
+        compressed=shown.compressed,
+        event_time=shown.event_time,
+        tier="cortex" if shown.tier == "cortex" else "hippocampus",
     )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Shown:
+    """What a hit shows of its row that only some kinds of row have (None, or 0 tokens, otherwise)."""
+
+    session_id: str | None = None
+    turn_number: int | None = None
+    role: Role | None = None
+    speaker: str | None = None
+    memory_kind: MemoryKind | None = None
+    token_count: int = 0
+    compressed: str | None = None
+    event_time: datetime | None = None
+    tier: str | None = None
+
+
+def _shown(row: RecallRow) -> _Shown:
+    if isinstance(row, MemoryState):
+        return _Shown(
+            memory_kind=row.kind,
+            token_count=row.token_count,
+            compressed=row.compressed,
+            event_time=row.event_time,
+            tier=row.tier,
+        )
+    said = _Shown(session_id=row.session_id, turn_number=row.turn_number, role=row.role, speaker=row.speaker)
+    if isinstance(row, LineHit):
+        return dataclasses.replace(said, tier=row.tier)
+    return dataclasses.replace(said, token_count=row.token_count)
 
 
 async def quote(
@@ -109,27 +142,32 @@ async def quote(
     request: Request,
     found: Candidates,
     decision: Decision,
-    rows: Mapping[uuid.UUID, Mapping[str, Any]],
+    rows: Mapping[uuid.UUID, RecallRow],
 ) -> Decision:
     """Bifocal hits (memory-architecture §6): each block hit quotes its lines that match the query;
     a line hit is its own quote, with its block's gist. A line is paid for once: a block hit drops
     the lines a better hit already shows, and goes when none is left (the next candidate moves up)."""
     ranked = (*decision.hits, *decision.spare)
     quoted = await cortex_search.bifocal(rt, conn, request.scope, found.vector, ranked, expand=request.expand)
-    lined = [cortex_search.line_hit(h, rows[h.id]) if h.item_kind == "line" and h.id in rows else h for h in quoted]
+    lined = [_lined(h, rows.get(h.id)) for h in quoted]
     hits = cortex_search.once(lined, lambda t: rt.embeddings.count_tokens([t])[0], _stated(rows))[: request.k]
     counts = iter(rt.embeddings.count_tokens([h.content for h in hits if h.item_kind == "line"]))
     hits = [dataclasses.replace(h, token_count=next(counts)) if h.item_kind == "line" else h for h in hits]
     return dataclasses.replace(decision, hits=tuple(hits), spare=())
 
 
-def _stated(rows: Mapping[uuid.UUID, Mapping[str, Any]]) -> dict[uuid.UUID, set[uuid.UUID]]:
+def _lined(hit: Hit, row: RecallRow | None) -> Hit:
+    """A line hit as its own quote (:func:`~mnemo.cortex.search.line_hit`); any other hit as it is."""
+    return cortex_search.line_hit(hit, row) if hit.item_kind == "line" and isinstance(row, LineHit) else hit
+
+
+def _stated(rows: Mapping[uuid.UUID, RecallRow]) -> dict[uuid.UUID, set[uuid.UUID]]:
     """Per fact memory among ``rows``, the turns it was read from (its provenance)."""
     stated: dict[uuid.UUID, set[uuid.UUID]] = {}
     for item_id, row in rows.items():
-        if "fact_id" in (row.get("metadata") or {}) and row.get("provenance"):
+        if isinstance(row, MemoryState) and "fact_id" in (row.metadata or {}) and row.provenance:
             with contextlib.suppress(ValueError, TypeError):
-                stated[item_id] = {uuid.UUID(str(t)) for t in row["provenance"]}
+                stated[item_id] = {uuid.UUID(str(t)) for t in row.provenance}
     return stated
 
 

@@ -28,30 +28,30 @@ async def why(rt: Runtime, scope: Scope, memory_id: uuid.UUID | str) -> MemoryHi
     row = states[item]
     fired: dict[uuid.UUID, list[str]] = {}
     for e in events:
-        fired.setdefault(e["change_id"], []).append(f"{e['ceiling']} ({'enforced' if e['enforced'] else 'shadow'})")
+        fired.setdefault(e.change_id, []).append(f"{e.ceiling} ({'enforced' if e.enforced else 'shadow'})")
     return MemoryHistory(
         id=item,
         scope=scope,
-        content=row["content"],
-        kind=row["kind"],
-        status=row["status"],
-        anchored=row["anchored"],
-        alpha=row["alpha"],
-        beta=row["beta"],
-        access_count=row["access_count"],
-        last_accessed=row["last_accessed"],
-        created_at=row["created_at"],
+        content=row.content,
+        kind=row.kind,
+        status=row.status,
+        anchored=row.anchored,
+        alpha=row.alpha,
+        beta=row.beta,
+        access_count=row.access_count,
+        last_accessed=row.last_accessed,
+        created_at=row.created_at,
         changes=tuple(
             WeightChange(
-                at=c["at"],
-                operation=c["operation"],
-                gain=c["gain"],
-                old=None if c["old_alpha"] is None else (c["old_alpha"], c["old_beta"]),
-                new=(c["new_alpha"], c["new_beta"]),
-                reason=c["reason"],
-                evidence=c["evidence"] or {},
-                blocked=c["blocked"],
-                ceilings=tuple(fired.get(c["id"], ())),
+                at=c.at,
+                operation=c.operation,
+                gain=c.gain,
+                old=None if c.old_alpha is None or c.old_beta is None else (c.old_alpha, c.old_beta),
+                new=(c.new_alpha, c.new_beta),
+                reason=c.reason,
+                evidence=c.evidence or {},
+                blocked=c.blocked,
+                ceilings=tuple(fired.get(c.id, ())),
             )
             for c in changes
         ),

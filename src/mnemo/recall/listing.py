@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from mnemo._runtime import Runtime
@@ -20,10 +19,10 @@ MAX_PAGE = 200
 R = TypeVar("R")
 
 
-def _record(cls: type[R], row: Mapping[str, Any]) -> R:
-    """The record ``cls`` of a row's columns of the same names (the row may hold more)."""
+def _record(cls: type[R], row: Any) -> R:
+    """The public record ``cls`` of a store row's fields of the same names (the row may hold more)."""
     names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    return cls(**{k: v for k, v in row.items() if k in names})
+    return cls(**{k: v for k, v in dataclasses.asdict(row).items() if k in names})
 
 
 async def memories(rt: Runtime, scope: Scope, *, limit: int = 50, cursor: uuid.UUID | None = None) -> MemoryPage:
@@ -35,7 +34,7 @@ async def memories(rt: Runtime, scope: Scope, *, limit: int = 50, cursor: uuid.U
     async with rt.store.connection() as conn:
         rows = await memory_rows.list_memories(conn, scope.entity_id, scope.namespace, limit=limit + 1, before=cursor)
     page = rows[:limit]
-    following = page[-1]["id"] if len(rows) > limit else None
+    following = page[-1].id if len(rows) > limit else None
     return MemoryPage(tuple(_record(ListedMemory, r) for r in page), following)
 
 

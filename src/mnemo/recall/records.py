@@ -15,6 +15,9 @@ import numpy as np
 from mnemo.cognition.late import TokenVectors
 from mnemo.models import Hit, Scope
 from mnemo.store import scopes as scope_rows
+from mnemo.store.dynamics import MemoryState
+from mnemo.store.search import TurnHit
+from mnemo.store.tiers import LineHit
 
 ITEM_KINDS = ("turn", "memory")
 Scored = list[tuple[float, uuid.UUID, dict[str, float]]]
@@ -100,13 +103,17 @@ class Candidates:
     read index, or SQL."""
 
 
+#: A candidate's row, by its kind: a memory's state, a raw turn, or a block's verbatim line.
+RecallRow = MemoryState | TurnHit | LineHit
+
+
 @dataclass(frozen=True, slots=True)
 class Blended:
     """The cognitively scored head of the ranking, best first."""
 
     scored: Scored
     weights: Mapping[str, float]
-    rows: Mapping[uuid.UUID, Mapping[str, Any]]
+    rows: Mapping[uuid.UUID, RecallRow]
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
+from mnemo.cognition.curation import Provenance
+from mnemo.models import MemoryKind, MemoryStatus
+
 __all__ = [
+    "CandidateRow",
+    "VersionItem",
     "apply_version",
     "candidates",
     "latest_version",
@@ -24,30 +30,47 @@ __all__ = [
     "version_state",
 ]
 
-_CANDIDATE_COLS = (
-    "id",
-    "kind",
-    "content",
-    "status",
-    "anchored",
-    "alpha",
-    "beta",
-    "access_count",
-    "older_access_count",
-    "last_accessed",
-    "created_at",
-    "source_tag",
-    "source_confidence",
-    "metadata",
-    "mention_count",
-    "fact_source",
-    "fact_closed",
-    "first_seen",
-    "last_seen",
-)
+
+@dataclass(frozen=True, slots=True)
+class CandidateRow:
+    """A memory the curator judges, with its fact's signals when it is a fact (:func:`candidates`)."""
+
+    id: uuid.UUID
+    kind: MemoryKind
+    content: str
+    status: MemoryStatus
+    anchored: bool
+    alpha: float
+    beta: float
+    access_count: int
+    older_access_count: int
+    last_accessed: datetime | None
+    created_at: datetime
+    source_tag: str | None
+    source_confidence: float
+    metadata: dict[str, Any]  # free-form JSONB
+    mention_count: int | None  # the fact's, None when the memory is no fact
+    fact_source: Provenance | None
+    fact_closed: bool | None
+    first_seen: datetime | None
+    last_seen: datetime | None
 
 
-async def candidates(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class VersionItem:
+    """One verdict of a staged curation version, with its memory's content and kind (:func:`version_items`)."""
+
+    memory_id: uuid.UUID
+    verdict: str
+    score: float
+    reasons: list[str]
+    from_status: str
+    to_status: str
+    content: str | None  # None: the memory is gone
+    kind: str | None
+
+
+async def candidates(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> list[CandidateRow]:
     """Every memory the curator judges (candidate or active), with its fact signals when it is a fact."""
     cur = await conn.execute(
         """SELECT m.id, m.kind, m.content, m.status, m.anchored, m.alpha, m.beta, m.access_count,
@@ -60,7 +83,7 @@ async def candidates(conn: psycopg.AsyncConnection, entity_id: str, namespace: s
            ORDER BY m.id""",
         (entity_id, namespace),
     )
-    return [dict(zip(_CANDIDATE_COLS, r, strict=True)) for r in await cur.fetchall()]
+    return [CandidateRow(*r) for r in await cur.fetchall()]
 
 
 async def latest_version(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> int:
@@ -117,7 +140,7 @@ async def stage_version(
 
 async def version_items(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, version: int
-) -> list[dict[str, Any]]:
+) -> list[VersionItem]:
     cur = await conn.execute(
         """SELECT i.memory_id, i.verdict, i.score, i.reasons, i.from_status, i.to_status, m.content, m.kind
            FROM mnemo.curation_items i
@@ -125,8 +148,7 @@ async def version_items(
            WHERE i.entity_id = %s AND i.namespace = %s AND i.version = %s ORDER BY i.verdict, i.memory_id""",
         (entity_id, namespace, version),
     )
-    cols = ("memory_id", "verdict", "score", "reasons", "from_status", "to_status", "content", "kind")
-    return [dict(zip(cols, r, strict=True)) for r in await cur.fetchall()]
+    return [VersionItem(*r) for r in await cur.fetchall()]
 
 
 async def apply_version(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, version: int) -> int | None:

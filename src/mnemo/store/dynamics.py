@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import psycopg
 from psycopg.types.json import Jsonb
 
+from mnemo.models import MemoryKind, MemoryStatus
+
 __all__ = [
     "STATE_COLUMNS",
+    "AuditedChange",
+    "MemoryRecord",
+    "MemoryState",
+    "SafetyEvent",
     "bump_co_access",
     "co_access_edges",
     "delete_co_access",
@@ -35,27 +42,33 @@ __all__ = [
     "weight_profile",
 ]
 
-STATE_COLUMNS = (
-    "id",
-    "kind",
-    "content",
-    "compressed",
-    "alpha",
-    "beta",
-    "anchored",
-    "status",
-    "created_at",
-    "event_time",
-    "access_timestamps",
-    "older_access_count",
-    "oldest_access",
-    "access_count",
-    "last_accessed",
-    "token_count",
-    "metadata",
-    "tier",
-    "provenance",
-)
+
+@dataclass(frozen=True, slots=True)
+class MemoryState:
+    """A memory's weight and access state with its text (:data:`STATE_COLUMNS`, in field order)."""
+
+    id: uuid.UUID
+    kind: MemoryKind
+    content: str
+    compressed: str | None
+    alpha: float
+    beta: float
+    anchored: bool
+    status: MemoryStatus
+    created_at: datetime
+    event_time: datetime | None
+    access_timestamps: list[datetime]
+    older_access_count: int
+    oldest_access: datetime | None
+    access_count: int
+    last_accessed: datetime | None
+    token_count: int
+    metadata: dict[str, Any]  # free-form JSONB
+    tier: str
+    provenance: list[str]
+
+
+STATE_COLUMNS = tuple(f.name for f in fields(MemoryState))
 _STATE_SQL = ", ".join(STATE_COLUMNS)
 
 
@@ -67,7 +80,7 @@ async def memory_states(
     *,
     lock: bool = False,
     live_only: bool = True,
-) -> dict[uuid.UUID, dict[str, Any]]:
+) -> dict[uuid.UUID, MemoryState]:
     """Weight and access state of memories (``lock``: FOR UPDATE, inside a transaction)."""
     if not ids:
         return {}
@@ -78,7 +91,7 @@ async def memory_states(
         f"WHERE entity_id = %s AND namespace = %s AND id = ANY(%s) {status} {suffix}",
         (entity_id, namespace, list(ids)),
     )
-    return {r[0]: dict(zip(STATE_COLUMNS, r, strict=True)) for r in await cur.fetchall()}
+    return {r[0]: MemoryState(*r) for r in await cur.fetchall()}
 
 
 async def lock_memories(
@@ -104,7 +117,7 @@ async def strongest(
     anchored: bool,
     kinds: Sequence[str] | None = None,
     written_by: datetime | None = None,
-) -> list[dict[str, Any]]:
+) -> list[MemoryState]:
     """Active memories by weight centre, strongest first: anchored ones, or the top ``limit`` others
     (only of ``kinds`` when given; only those that happened by ``written_by`` when given: their event
     time, else when written)."""
@@ -117,7 +130,7 @@ async def strongest(
         "ORDER BY alpha / (alpha + beta) DESC, id LIMIT %s",
         (entity_id, namespace, anchored, only, only, written_by, written_by, limit),
     )
-    return [dict(zip(STATE_COLUMNS, r, strict=True)) for r in await cur.fetchall()]
+    return [MemoryState(*r) for r in await cur.fetchall()]
 
 
 async def memory_count(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> int:
@@ -205,36 +218,52 @@ async def insert_safety_events(conn: psycopg.AsyncConnection, rows: Sequence[dic
         )
 
 
+@dataclass(frozen=True, slots=True)
+class AuditedChange:
+    """One audited weight change of a memory (:func:`weight_history`)."""
+
+    id: uuid.UUID
+    at: datetime
+    operation: Literal["reinforce", "contradict", "create"]
+    gain: float
+    old_alpha: float | None
+    old_beta: float | None
+    new_alpha: float
+    new_beta: float
+    reason: str
+    evidence: dict[str, Any]  # free-form JSONB
+    blocked: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SafetyEvent:
+    """A ceiling a weight change met (:func:`weight_history`)."""
+
+    at: datetime
+    ceiling: str
+    enforced: bool
+    detail: str
+    change_id: uuid.UUID
+
+
 async def weight_history(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, memory_id: uuid.UUID
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[AuditedChange], list[SafetyEvent]]:
     """A memory's weight changes and safety events, oldest first."""
-    cols = (
-        "id",
-        "at",
-        "operation",
-        "gain",
-        "old_alpha",
-        "old_beta",
-        "new_alpha",
-        "new_beta",
-        "reason",
-        "evidence",
-        "blocked",
-    )
+    cols = tuple(f.name for f in fields(AuditedChange))
     cur = await conn.execute(
         f"SELECT {', '.join(cols)} FROM traces.weight_changes "  # noqa: S608
         "WHERE entity_id = %s AND namespace = %s AND memory_id = %s ORDER BY at, id",
         (entity_id, namespace, memory_id),
     )
-    changes = [dict(zip(cols, r, strict=True)) for r in await cur.fetchall()]
-    ecols = ("at", "ceiling", "enforced", "detail", "change_id")
+    changes = [AuditedChange(*r) for r in await cur.fetchall()]
+    ecols = tuple(f.name for f in fields(SafetyEvent))
     cur = await conn.execute(
         f"SELECT {', '.join(ecols)} FROM traces.safety_events "  # noqa: S608
         "WHERE entity_id = %s AND namespace = %s AND memory_id = %s ORDER BY at, id",
         (entity_id, namespace, memory_id),
     )
-    events = [dict(zip(ecols, r, strict=True)) for r in await cur.fetchall()]
+    events = [SafetyEvent(*r) for r in await cur.fetchall()]
     return changes, events
 
 
@@ -278,7 +307,7 @@ _EDGES = """SELECT a, b, count, last_at FROM mnemo.co_access  -- two index probe
 
 async def lock_with_edges(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
-) -> tuple[dict[uuid.UUID, dict[str, Any]], list[tuple[uuid.UUID, uuid.UUID, int, datetime]]]:
+) -> tuple[dict[uuid.UUID, MemoryState], list[tuple[uuid.UUID, uuid.UUID, int, datetime]]]:
     """:func:`memory_states` of ``ids`` (any status), locked in id order, and then every link
     touching them (:func:`co_access_edges`), both sent before either is read: one round trip in
     a pipeline. The links are read after the locks are held, so no other recall changes them
@@ -291,7 +320,7 @@ async def lock_with_edges(
         (entity_id, namespace, list(ids)),
     )
     edges = await conn.execute(_EDGES, {"e": entity_id, "ns": namespace, "ids": list(ids)})
-    found = {r[0]: dict(zip(STATE_COLUMNS, r, strict=True)) for r in await states.fetchall()}
+    found = {r[0]: MemoryState(*r) for r in await states.fetchall()}
     return found, [(r[0], r[1], int(r[2]), r[3]) for r in await edges.fetchall()]
 
 
@@ -352,30 +381,35 @@ async def duplicate_memory(
     return None if row is None else row[0]
 
 
-_RECORD_COLUMNS = (
-    "id",
-    "kind",
-    "content",
-    "created_at",
-    "alpha",
-    "beta",
-    "status",
-    "anchored",
-    "compressed",
-    "source_tag",
-    "source_confidence",
-    "provenance",
-    "event_time",
-    "access_count",
-    "last_accessed",
-    "token_count",
-    "metadata",
-)
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """One memory's fields as :class:`~mnemo.models.Memory` names them, without its scope (:func:`memory_record`)."""
+
+    id: uuid.UUID
+    kind: MemoryKind
+    content: str
+    created_at: datetime
+    alpha: float
+    beta: float
+    status: MemoryStatus
+    anchored: bool
+    compressed: str | None
+    source_tag: str | None
+    source_confidence: float
+    provenance: list[str]
+    event_time: datetime | None
+    access_count: int
+    last_accessed: datetime | None
+    token_count: int
+    metadata: dict[str, Any]  # free-form JSONB
+
+
+_RECORD_COLUMNS = tuple(f.name for f in fields(MemoryRecord))
 
 
 async def memory_record(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, memory_id: uuid.UUID
-) -> dict[str, Any] | None:
+) -> MemoryRecord | None:
     """One memory's fields, as :class:`~mnemo.models.Memory` names them (without its scope)."""
     cur = await conn.execute(
         f"SELECT {', '.join(_RECORD_COLUMNS)} FROM mnemo.memories "  # noqa: S608  (fixed column list)
@@ -383,4 +417,4 @@ async def memory_record(
         (entity_id, namespace, memory_id),
     )
     row = await cur.fetchone()
-    return None if row is None else dict(zip(_RECORD_COLUMNS, row, strict=True))
+    return None if row is None else MemoryRecord(*row)

@@ -11,12 +11,26 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import dict_row
+from psycopg.rows import class_row, dict_row
 from psycopg.types.json import Jsonb
+
+from mnemo.store.inspect_views import (
+    AuditEntry,
+    BlockListing,
+    CurationView,
+    CurvePoint,
+    EntityView,
+    LinkView,
+    MemoryListing,
+    MemoryView,
+    RunView,
+    ScopeCounts,
+    ScopeView,
+)
 
 __all__ = [
     "audit",
@@ -36,13 +50,22 @@ __all__ = [
 ]
 
 
-async def _rows(conn: psycopg.AsyncConnection, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+T = TypeVar("T")
+
+
+async def _rows(conn: psycopg.AsyncConnection, query: str, params: Mapping[str, Any], kind: type[T]) -> list[T]:
+    async with conn.cursor(row_factory=class_row(kind)) as cur:
+        await cur.execute(query.encode(), params)
+        return list(await cur.fetchall())
+
+
+async def _dict_rows(conn: psycopg.AsyncConnection, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(query.encode(), params)
         return list(await cur.fetchall())
 
 
-async def visible_scopes(conn: psycopg.AsyncConnection, entity_id: str) -> list[dict[str, Any]]:
+async def visible_scopes(conn: psycopg.AsyncConnection, entity_id: str) -> list[ScopeView]:
     """The reader's own scopes, then the scopes granted to it (``owner`` False)."""
     return await _rows(
         conn,
@@ -51,10 +74,11 @@ async def visible_scopes(conn: psycopg.AsyncConnection, entity_id: str) -> list[
            SELECT g.entity_id, g.namespace, false, NULL FROM mnemo.grants g WHERE g.grantee = %(e)s
            ORDER BY owner DESC, entity_id, namespace""",
         {"e": entity_id},
+        ScopeView,
     )
 
 
-async def scope_counts(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> dict[str, Any]:
+async def scope_counts(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> ScopeCounts:
     """Rows per chamber and tier of one scope."""
     rows = await _rows(
         conn,
@@ -70,20 +94,22 @@ async def scope_counts(conn: psycopg.AsyncConnection, entity_id: str, namespace:
              (SELECT coalesce(jsonb_object_agg(tier, n), '{}') FROM (SELECT tier, count(*) AS n FROM mnemo.memories
                 WHERE entity_id = %(e)s AND namespace = %(ns)s GROUP BY tier) t) AS by_tier""",
         {"e": entity_id, "ns": namespace},
+        ScopeCounts,
     )
     return rows[0]
 
 
-async def night_runs(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, limit: int) -> list[dict[str, Any]]:
+async def night_runs(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, limit: int) -> list[RunView]:
     return await _rows(
         conn,
         """SELECT id, as_of, started_at, finished_at, stages_done, report FROM mnemo.night_runs
            WHERE entity_id = %(e)s AND namespace = %(ns)s ORDER BY started_at DESC LIMIT %(n)s""",
         {"e": entity_id, "ns": namespace, "n": limit},
+        RunView,
     )
 
 
-async def entities(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, limit: int) -> list[dict[str, Any]]:
+async def entities(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, limit: int) -> list[EntityView]:
     """The scope's ``limit`` most mentioned entities (then by name), each with its current facts and
     open relations counted."""
     return await _rows(
@@ -98,6 +124,7 @@ async def entities(conn: psycopg.AsyncConnection, entity_id: str, namespace: str
                   ORDER BY mention_count DESC, name LIMIT %(n)s) n
            ORDER BY n.mention_count DESC, n.name""",
         {"e": entity_id, "ns": namespace, "n": limit},
+        EntityView,
     )
 
 
@@ -115,7 +142,7 @@ async def browse(
     until: datetime | None,
     before: tuple[datetime, uuid.UUID] | None,
     limit: int,
-) -> list[dict[str, Any]]:
+) -> list[MemoryListing]:
     """One page of the scope's memories, newest first, after the ``before`` key (keyset paging on
     the ``memories_scope_time`` index: page 1,000 costs what page 1 does). ``query`` is a full-text
     search (the english ``tsvector``)."""
@@ -138,12 +165,13 @@ async def browse(
             "tier": tier, "since": since, "until": until, "at": before[0] if before else None,
             "id": before[1] if before else None, "n": limit,
         },
+        MemoryListing,
     )  # fmt: skip
 
 
 async def memory(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, memory_id: uuid.UUID
-) -> dict[str, Any] | None:
+) -> MemoryView | None:
     rows = await _rows(
         conn,
         """SELECT m.id, m.kind, m.content, m.compressed, m.status, m.anchored, m.tier, m.alpha, m.beta,
@@ -152,13 +180,12 @@ async def memory(
            FROM mnemo.memories m LEFT JOIN mnemo.blocks b ON b.entity_id = m.entity_id AND b.memory_id = m.id
            WHERE m.entity_id = %(e)s AND m.namespace = %(ns)s AND m.id = %(id)s""",
         {"e": entity_id, "ns": namespace, "id": memory_id},
+        MemoryView,
     )
     return rows[0] if rows else None
 
 
-async def links_of(
-    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, item_id: uuid.UUID
-) -> list[dict[str, Any]]:
+async def links_of(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, item_id: uuid.UUID) -> list[LinkView]:
     """Structural links from and to an item, and its strongest co-access links."""
     return await _rows(
         conn,
@@ -169,12 +196,13 @@ async def links_of(
            WHERE entity_id = %(e)s AND namespace = %(ns)s AND target_id = %(id)s
            ORDER BY 1, 2 LIMIT 100""",
         {"e": entity_id, "ns": namespace, "id": item_id},
+        LinkView,
     )
 
 
 async def blocks(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, before: datetime | None, limit: int
-) -> list[dict[str, Any]]:
+) -> list[BlockListing]:
     return await _rows(
         conn,
         """SELECT id, kind, session_id, first_turn, last_turn, coherence_gain, salience_scores, arc_start_time,
@@ -183,13 +211,15 @@ async def blocks(
              AND (%(before)s::timestamptz IS NULL OR arc_start_time < %(before)s)
            ORDER BY arc_start_time DESC LIMIT %(n)s""",
         {"e": entity_id, "ns": namespace, "before": before, "n": limit},
+        BlockListing,
     )
 
 
 async def block(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, block_id: uuid.UUID
 ) -> dict[str, Any] | None:
-    rows = await _rows(
+    """A block's whole row (every column of ``mnemo.blocks``), its gist and the block continuing it."""
+    rows = await _dict_rows(
         conn,
         """SELECT b.*, m.compressed AS gist,
                   (SELECT c.id FROM mnemo.blocks c WHERE c.entity_id = b.entity_id AND c.continues_from = b.id
@@ -203,7 +233,7 @@ async def block(
 
 async def turn_curve(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, block_id: uuid.UUID, turn_ids: list[uuid.UUID]
-) -> list[dict[str, Any]]:
+) -> list[CurvePoint]:
     """A block's turns in order with their surprisal (raw turns), or its verbatim lines when the raw
     turns left the day table (no surprisal then)."""
     return await _rows(
@@ -216,6 +246,7 @@ async def turn_curve(
              AND NOT EXISTS (SELECT 1 FROM mnemo.turns t WHERE t.entity_id = l.entity_id AND t.id = l.turn_id)
            ORDER BY 1""",
         {"e": entity_id, "ns": namespace, "ids": turn_ids, "b": block_id},
+        CurvePoint,
     )
 
 
@@ -228,7 +259,7 @@ async def audit(
     enforced: bool | None,
     reason: str | None,
     limit: int,
-) -> list[dict[str, Any]]:
+) -> list[AuditEntry]:
     """Weight changes (``what="weights"``), safety events (``"safety"``) or inspector actions
     (``"actions"``) of the scope, newest first."""
     if what == "safety":
@@ -248,10 +279,11 @@ async def audit(
                    FROM traces.weight_changes WHERE entity_id = %(e)s AND namespace = %(ns)s
                      AND (%(enf)s::boolean IS NULL OR blocked = NOT %(enf)s) AND (%(r)s::text IS NULL OR reason = %(r)s)
                    ORDER BY at DESC LIMIT %(n)s"""
-    return await _rows(conn, query, {"e": entity_id, "ns": namespace, "enf": enforced, "r": reason, "n": limit})
+    params = {"e": entity_id, "ns": namespace, "enf": enforced, "r": reason, "n": limit}
+    return await _rows(conn, query, params, AuditEntry)
 
 
-async def curation(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> list[dict[str, Any]]:
+async def curation(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> list[CurationView]:
     """Every staged version, newest first, with its items (up to 200 each)."""
     return await _rows(
         conn,
@@ -266,6 +298,7 @@ async def curation(conn: psycopg.AsyncConnection, entity_id: str, namespace: str
            FROM mnemo.curation_versions v WHERE v.entity_id = %(e)s AND v.namespace = %(ns)s
            ORDER BY v.version DESC LIMIT 20""",
         {"e": entity_id, "ns": namespace},
+        CurationView,
     )
 
 

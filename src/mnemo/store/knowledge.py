@@ -10,13 +10,19 @@ closed (``valid_to``, ``closed_by``), never deleted.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
+from mnemo.cognition.patterns import FactKind
+
 __all__ = [
+    "EntityRow",
+    "FactRow",
+    "TripleRow",
     "close_fact",
     "close_triples",
     "facts_of",
@@ -48,31 +54,60 @@ async def upsert_entity(
     return uuid.UUID(str(row[0]))
 
 
-_FACT_COLS: tuple[str, ...] = (
-    "id",
-    "subject_id",
-    "attribute",
-    "value",
-    "fact_kind",
-    "hash",
-    "confidence",
-    "mention_count",
-    "first_seen",
-    "last_seen",
-    "provenance",
-    "source",
-    "valid_from",
-    "valid_to",
-    "closed_by",
-    "memory_id",
-)
+@dataclass(frozen=True, slots=True)
+class FactRow:
+    """An attribute fact, as every fact SELECT here reads it (:data:`_FACT_COLS`, in field order)."""
+
+    id: uuid.UUID
+    subject_id: uuid.UUID
+    attribute: str
+    value: str
+    fact_kind: FactKind
+    hash: str
+    confidence: float
+    mention_count: int
+    first_seen: datetime
+    last_seen: datetime
+    provenance: list[uuid.UUID]
+    source: str
+    valid_from: datetime | None
+    valid_to: datetime | None
+    closed_by: uuid.UUID | None
+    memory_id: uuid.UUID | None
+
+
+@dataclass(frozen=True, slots=True)
+class EntityRow:
+    """An entity's record (:func:`facts_of`)."""
+
+    id: uuid.UUID
+    name: str
+    mention_count: int
+    first_seen: datetime
+    last_seen: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TripleRow:
+    """A subject-predicate-object triple of an entity (:func:`facts_of`)."""
+
+    id: uuid.UUID
+    predicate: str
+    object: str
+    confidence: float
+    mention_count: int
+    valid_from: datetime | None
+    valid_to: datetime | None
+
+
+_FACT_COLS: tuple[str, ...] = tuple(f.name for f in fields(FactRow))
 
 
 def _fact_cols() -> sql.Composed:
     return sql.SQL(", ").join(sql.Identifier(c) for c in _FACT_COLS)
 
 
-async def open_fact(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, hash_: str) -> dict[str, Any] | None:
+async def open_fact(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, hash_: str) -> FactRow | None:
     cur = await conn.execute(
         sql.SQL(
             "SELECT {} FROM mnemo.facts WHERE entity_id = %s AND namespace = %s AND hash = %s AND valid_to IS NULL"
@@ -80,12 +115,12 @@ async def open_fact(conn: psycopg.AsyncConnection, entity_id: str, namespace: st
         (entity_id, namespace, hash_),
     )
     row = await cur.fetchone()
-    return None if row is None else dict(zip(_FACT_COLS, row, strict=True))
+    return None if row is None else FactRow(*row)
 
 
 async def open_facts_for_key(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, key_hash: str
-) -> list[dict[str, Any]]:
+) -> list[FactRow]:
     cur = await conn.execute(
         sql.SQL(
             """SELECT {} FROM mnemo.facts
@@ -93,7 +128,7 @@ async def open_facts_for_key(
         ).format(_fact_cols()),
         (entity_id, namespace, key_hash),
     )
-    return [dict(zip(_FACT_COLS, r, strict=True)) for r in await cur.fetchall()]
+    return [FactRow(*r) for r in await cur.fetchall()]
 
 
 async def record_fact(conn: psycopg.AsyncConnection, row: dict[str, Any]) -> tuple[uuid.UUID, bool]:
@@ -112,10 +147,10 @@ async def record_fact(conn: psycopg.AsyncConnection, row: dict[str, Any]) -> tup
                 "confidence": row["confidence"],
                 "provenance": list(row["provenance"]),
                 "entity_id": row["entity_id"],
-                "id": existing["id"],
+                "id": existing.id,
             },
         )
-        return uuid.UUID(str(existing["id"])), False
+        return uuid.UUID(str(existing.id)), False
     await conn.execute(
         """INSERT INTO mnemo.facts (entity_id, id, namespace, subject_id, attribute, value, fact_kind, key_hash, hash,
                                     confidence, first_seen, last_seen, provenance, source, valid_from, memory_id)
@@ -171,7 +206,7 @@ async def record_triple(conn: psycopg.AsyncConnection, row: dict[str, Any]) -> t
 
 async def facts_of(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, norm: str
-) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[EntityRow | None, list[FactRow], list[TripleRow]]:
     """An entity's record, all its facts (current and past) and its triples."""
     cur = await conn.execute(
         """SELECT id, name, mention_count, first_seen, last_seen FROM mnemo.entities
@@ -181,22 +216,21 @@ async def facts_of(
     ent = await cur.fetchone()
     if ent is None:
         return None, [], []
-    entity = dict(zip(("id", "name", "mention_count", "first_seen", "last_seen"), ent, strict=True))
+    entity = EntityRow(*ent)
     cur = await conn.execute(
         sql.SQL(
             """SELECT {} FROM mnemo.facts WHERE entity_id = %s AND subject_id = %s
                ORDER BY attribute, valid_to IS NOT NULL, coalesce(valid_from, first_seen) DESC"""
         ).format(_fact_cols()),
-        (entity_id, entity["id"]),
+        (entity_id, entity.id),
     )
-    facts = [dict(zip(_FACT_COLS, r, strict=True)) for r in await cur.fetchall()]
+    facts = [FactRow(*r) for r in await cur.fetchall()]
     cur = await conn.execute(
         """SELECT id, predicate, object, confidence, mention_count, valid_from, valid_to FROM mnemo.triples
            WHERE entity_id = %s AND subject_id = %s ORDER BY predicate, object""",
-        (entity_id, entity["id"]),
+        (entity_id, entity.id),
     )
-    cols = ("id", "predicate", "object", "confidence", "mention_count", "valid_from", "valid_to")
-    triples = [dict(zip(cols, r, strict=True)) for r in await cur.fetchall()]
+    triples = [TripleRow(*r) for r in await cur.fetchall()]
     return entity, facts, triples
 
 

@@ -9,16 +9,22 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 import psycopg
 from psycopg import sql
-from psycopg.rows import dict_row
+from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
+from mnemo.models import Role
+
 __all__ = [
+    "MemoryPageRow",
+    "TurnPageRow",
+    "WeightChangeRow",
     "export_access",
     "fork_of",
     "imported",
@@ -49,11 +55,80 @@ async def export_access(
     return allowed and bool(row[0]), allowed
 
 
+@dataclass(frozen=True, slots=True)
+class TurnPageRow:
+    """A turn as a packet exports it (:func:`turn_page`)."""
+
+    id: uuid.UUID
+    session_id: str
+    turn_number: int
+    role: Role
+    speaker: str | None
+    content: str
+    created_at: datetime
+    metadata: dict[str, Any]  # free-form JSONB
+    process_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPageRow:
+    """A memory as a packet exports it, with its block's prose, salience and references when it is a
+    block's memory (:func:`memory_page`; the block columns are None otherwise)."""
+
+    id: uuid.UUID
+    kind: str
+    content: str
+    compressed: str | None
+    alpha: float
+    beta: float
+    access_count: int
+    last_accessed: datetime | None
+    access_timestamps: list[datetime]
+    older_access_count: int
+    oldest_access: datetime | None
+    status: str
+    anchored: bool
+    source_tag: str | None
+    source_confidence: float
+    provenance: list[str]
+    event_time: datetime | None
+    created_at: datetime
+    metadata: dict[str, Any]  # free-form JSONB
+    process_id: str
+    tier: str
+    block_id: uuid.UUID | None
+    prose: dict[str, Any] | None  # free-form JSONB
+    flux_metrics: dict[str, Any] | None
+    salience_scores: dict[str, Any] | None
+    coherence_gain: float | None
+    arc_start_time: datetime | None
+    arc_end_time: datetime | None
+    continues_from: uuid.UUID | None
+    derived_from: uuid.UUID | None
+    citations: list[uuid.UUID] | None
+
+
+@dataclass(frozen=True, slots=True)
+class WeightChangeRow:
+    """An audited weight change, as a packet exports it (:func:`weight_histories`)."""
+
+    at: datetime
+    operation: str
+    gain: float
+    old_alpha: float | None
+    old_beta: float | None
+    new_alpha: float
+    new_beta: float
+    reason: str
+    evidence: dict[str, Any]  # free-form JSONB
+    blocked: bool
+
+
 async def turn_page(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, after: uuid.UUID | None, limit: int
-) -> list[dict[str, Any]]:
+) -> list[TurnPageRow]:
     """The scope's turns in id order, after ``after``."""
-    async with conn.cursor(row_factory=dict_row) as cur:
+    async with conn.cursor(row_factory=class_row(TurnPageRow)) as cur:
         await cur.execute(
             """SELECT id, session_id, turn_number, role, speaker, content, created_at, metadata, process_id
                FROM mnemo.turns WHERE entity_id = %s AND namespace = %s AND (%s::uuid IS NULL OR id > %s)
@@ -70,10 +145,10 @@ async def memory_page(
     after: uuid.UUID | None,
     limit: int,
     ids: Sequence[uuid.UUID] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[MemoryPageRow]:
     """The scope's memories (all of them, or ``ids``) in id order after ``after``, each with its
     block's prose, salience and references when it is a block's memory."""
-    async with conn.cursor(row_factory=dict_row) as cur:
+    async with conn.cursor(row_factory=class_row(MemoryPageRow)) as cur:
         await cur.execute(
             """SELECT m.id, m.kind, m.content, m.compressed, m.alpha, m.beta, m.access_count, m.last_accessed,
                       m.access_timestamps, m.older_access_count, m.oldest_access,
@@ -138,12 +213,12 @@ async def imported(
 
 async def weight_histories(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
-) -> dict[uuid.UUID, list[dict[str, Any]]]:
+) -> dict[uuid.UUID, list[WeightChangeRow]]:
     """Each memory's audited weight changes, oldest first: ``{memory id: [change, ...]}``."""
-    found: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    found: dict[uuid.UUID, list[WeightChangeRow]] = {}
     if not ids:
         return found
-    async with conn.cursor(row_factory=dict_row) as cur:
+    async with conn.cursor() as cur:
         await cur.execute(
             """SELECT memory_id, at, operation, gain, old_alpha, old_beta, new_alpha, new_beta, reason, evidence,
                       blocked
@@ -152,7 +227,7 @@ async def weight_histories(
             (entity_id, namespace, list(ids)),
         )
         for row in await cur.fetchall():
-            found.setdefault(row.pop("memory_id"), []).append(row)
+            found.setdefault(row[0], []).append(WeightChangeRow(*row[1:]))
     return found
 
 

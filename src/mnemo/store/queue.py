@@ -14,6 +14,7 @@ stored in the jobs table, like column values, and both sides must agree on them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -29,6 +30,7 @@ __all__ = [
     "QUEUES",
     "REEMBED",
     "RETRY_STALLED",
+    "JobRow",
     "enqueue",
     "jobs_of",
     "night_scopes",
@@ -82,15 +84,28 @@ async def enqueue(
     return int(row[0])
 
 
-async def jobs_of(conn: psycopg.AsyncConnection, task: str | None = None) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class JobRow:
+    """A queued job (:func:`jobs_of`)."""
+
+    id: int
+    queue: str
+    task: str
+    status: str
+    attempts: int
+    args: dict[str, Any]  # the task's JSON arguments
+    lock: str | None
+    queueing_lock: str | None
+
+
+async def jobs_of(conn: psycopg.AsyncConnection, task: str | None = None) -> list[JobRow]:
     """Jobs (all, or of one task), oldest first: id, queue, task, status, attempts, args, locks."""
     cur = await conn.execute(
         """SELECT id, queue_name, task_name, status::text, attempts, args, lock, queueing_lock
            FROM queue.procrastinate_jobs WHERE %(t)s::text IS NULL OR task_name = %(t)s ORDER BY id""",
         {"t": task},
     )
-    names = ("id", "queue", "task", "status", "attempts", "args", "lock", "queueing_lock")
-    return [dict(zip(names, row, strict=True)) for row in await cur.fetchall()]
+    return [JobRow(*row) for row in await cur.fetchall()]
 
 
 async def night_scopes(conn: psycopg.AsyncConnection) -> list[tuple[str, str]]:

@@ -7,20 +7,71 @@ night's self-pruning rules, kept as the seed states them).
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Literal
 
 import numpy as np
 import psycopg
 from pgvector import HalfVector
-from psycopg.rows import dict_row
+from psycopg.rows import class_row
 
-__all__ = ["candidates", "edges_from", "link", "prunable", "prune", "touch", "upsert"]
+__all__ = [
+    "CausalEdgeRow",
+    "PruneStats",
+    "ReflexMatch",
+    "ReflexRow",
+    "candidates",
+    "edges_from",
+    "link",
+    "prunable",
+    "prune",
+    "touch",
+    "upsert",
+]
 
 _STALE = "last_accessed < %(now)s - interval '30 days' AND success_count < 2"
 
 _COLUMNS = """id, context, action, action_type, success_count, failure_count, total_count, success_rate,
               last_accessed, last_success, created_at, process_id"""
+
+
+@dataclass(frozen=True, slots=True)
+class ReflexRow:
+    """A reflex, as :data:`_COLUMNS` reads it."""
+
+    id: uuid.UUID
+    context: str
+    action: str
+    action_type: Literal["tool_call", "response_pattern", "delegation"]
+    success_count: int
+    failure_count: int
+    total_count: int
+    success_rate: float
+    last_accessed: datetime
+    last_success: datetime | None
+    created_at: datetime
+    process_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReflexMatch(ReflexRow):
+    """A reflex near a context (:func:`candidates`), with its cosine similarity."""
+
+    similarity: float
+
+
+@dataclass(frozen=True, slots=True)
+class CausalEdgeRow:
+    """A causal edge leaving a reflex, with its target's action (:func:`edges_from`)."""
+
+    source_id: uuid.UUID
+    target_id: uuid.UUID
+    strength: float
+    gap_seconds: float
+    observations: int
+    action: str
+    action_type: str
 
 
 async def upsert(
@@ -35,9 +86,9 @@ async def upsert(
     vector: np.ndarray,
     success: bool,
     at: datetime,
-) -> dict[str, Any]:
+) -> ReflexRow:
     """Count one outcome of ``action`` in ``context`` (the reflex is made on its first outcome)."""
-    async with conn.cursor(row_factory=dict_row) as cur:
+    async with conn.cursor(row_factory=class_row(ReflexRow)) as cur:
         await cur.execute(
             f"""INSERT INTO mnemo.reflexes AS r (entity_id, namespace, context, action, action_type, slug, embedding,
                                                 success_count, failure_count, last_accessed, last_success, created_at)
@@ -93,9 +144,9 @@ async def link(
 
 async def candidates(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, slug: str, vector: np.ndarray, limit: int
-) -> list[dict[str, Any]]:
+) -> list[ReflexMatch]:
     """The scope's reflexes of model ``slug`` nearest to ``vector`` (cosine similarity), best first."""
-    async with conn.cursor(row_factory=dict_row) as cur:
+    async with conn.cursor(row_factory=class_row(ReflexMatch)) as cur:
         await cur.execute(
             f"""SELECT {_COLUMNS}, 1 - (embedding <=> %(vec)s) AS similarity FROM mnemo.reflexes
                 WHERE entity_id = %(e)s AND namespace = %(ns)s AND slug = %(slug)s
@@ -105,9 +156,9 @@ async def candidates(
         return list(await cur.fetchall())
 
 
-async def edges_from(conn: psycopg.AsyncConnection, entity_id: str, ids: list[uuid.UUID]) -> list[dict[str, Any]]:
+async def edges_from(conn: psycopg.AsyncConnection, entity_id: str, ids: list[uuid.UUID]) -> list[CausalEdgeRow]:
     """The causal edges leaving ``ids``, strongest first, with the target's action."""
-    async with conn.cursor(row_factory=dict_row) as cur:
+    async with conn.cursor(row_factory=class_row(CausalEdgeRow)) as cur:
         await cur.execute(
             """SELECT c.source_id, c.target_id, c.strength, c.gap_seconds, c.observations, r.action, r.action_type
                FROM mnemo.causal_edges c
@@ -126,7 +177,16 @@ async def touch(conn: psycopg.AsyncConnection, entity_id: str, ids: list[uuid.UU
     )
 
 
-async def prune(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, now: datetime) -> dict[str, int]:
+@dataclass(slots=True)
+class PruneStats:
+    """What :func:`prune` removed and weakened."""
+
+    pruned: int = 0
+    weakened: int = 0
+    edges_dropped: int = 0
+
+
+async def prune(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, now: datetime) -> PruneStats:
     """The seed's self-pruning (§10.5), as of ``now``: reflexes unused for 30 days with fewer than
     two successes go; edges unobserved for 7 days weaken by 10%; edges under 0.1 go."""
     p = {"e": entity_id, "ns": namespace, "now": now}
@@ -142,7 +202,7 @@ async def prune(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, n
     dropped = await conn.execute(
         "DELETE FROM mnemo.causal_edges WHERE entity_id = %(e)s AND namespace = %(ns)s AND strength < 0.1", p
     )
-    return {"pruned": pruned.rowcount, "weakened": weakened.rowcount, "edges_dropped": dropped.rowcount}
+    return PruneStats(pruned=pruned.rowcount, weakened=weakened.rowcount, edges_dropped=dropped.rowcount)
 
 
 async def prunable(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, now: datetime) -> int:

@@ -4,15 +4,32 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
-__all__ = ["buffer_item", "claim", "delete_items", "fresh_count", "keep_buffered", "pending_scopes"]
+__all__ = ["ScratchItem", "buffer_item", "claim", "delete_items", "fresh_count", "keep_buffered", "pending_scopes"]
 
-_COLS = ("id", "content", "kind", "role", "source_tag", "metadata", "created_at", "expires_at", "rounds")
+
+@dataclass(frozen=True, slots=True)
+class ScratchItem:
+    """A buffered item (:func:`claim`), the columns of :data:`_COLS` in order."""
+
+    id: uuid.UUID
+    content: str
+    kind: str
+    role: str | None
+    source_tag: str | None
+    metadata: dict[str, Any]  # free-form JSONB
+    created_at: datetime
+    expires_at: datetime
+    rounds: int
+
+
+_COLS = tuple(f.name for f in fields(ScratchItem))
 
 
 async def buffer_item(conn: psycopg.AsyncConnection, row: dict[str, Any]) -> None:
@@ -37,7 +54,7 @@ async def fresh_count(conn: psycopg.AsyncConnection, entity_id: str, namespace: 
 
 async def claim(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID] | None = None
-) -> list[dict[str, Any]]:
+) -> list[ScratchItem]:
     """Lock a scope's buffered items (only ``ids`` when given) for a flush, oldest first, skipping
     ones another flush holds."""
     cur = await conn.execute(
@@ -46,7 +63,7 @@ async def claim(
         "ORDER BY created_at, id FOR UPDATE SKIP LOCKED",
         (entity_id, namespace, None if ids is None else list(ids), None if ids is None else list(ids)),
     )
-    return [dict(zip(_COLS, r, strict=True)) for r in await cur.fetchall()]
+    return [ScratchItem(*r) for r in await cur.fetchall()]
 
 
 async def delete_items(conn: psycopg.AsyncConnection, entity_id: str, ids: Sequence[uuid.UUID]) -> None:

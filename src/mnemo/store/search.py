@@ -10,12 +10,25 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
 import psycopg
 
-__all__ = ["ItemText", "has_at_least", "hydrate_memories", "hydrate_turns", "item_texts", "lexical", "positions"]
+from mnemo.models import Role
+
+__all__ = [
+    "ItemText",
+    "MemoryHit",
+    "TurnHit",
+    "has_at_least",
+    "hydrate_memories",
+    "hydrate_turns",
+    "item_texts",
+    "lexical",
+    "positions",
+]
 
 _LEXICAL_TURNS = """
     SELECT id, 'turn' AS item_kind, ts_rank_cd(tsv, q.q, 1) AS rank
@@ -47,9 +60,36 @@ async def lexical(
     return [(r[0], r[1], float(r[2])) for r in await cur.fetchall()]
 
 
+@dataclass(frozen=True, slots=True)
+class TurnHit:
+    """A turn as recall shows it (:func:`hydrate_turns`)."""
+
+    id: uuid.UUID
+    content: str
+    created_at: datetime
+    session_id: str
+    turn_number: int
+    role: Role
+    speaker: str | None
+    token_count: int
+    metadata: dict[str, Any]  # free-form JSONB
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryHit:
+    """A live memory's text and kind (:func:`hydrate_memories`)."""
+
+    id: uuid.UUID
+    content: str
+    created_at: datetime
+    memory_kind: str
+    token_count: int
+    metadata: dict[str, Any]  # free-form JSONB
+
+
 async def hydrate_turns(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
-) -> dict[uuid.UUID, dict[str, Any]]:
+) -> dict[uuid.UUID, TurnHit]:
     if not ids:
         return {}
     cur = await conn.execute(
@@ -57,23 +97,12 @@ async def hydrate_turns(
            FROM mnemo.turns WHERE entity_id = %s AND namespace = %s AND id = ANY(%s)""",
         (entity_id, namespace, list(ids)),
     )
-    cols = (
-        "id",
-        "content",
-        "created_at",
-        "session_id",
-        "turn_number",
-        "role",
-        "speaker",
-        "token_count",
-        "metadata",
-    )
-    return {r[0]: dict(zip(cols, r, strict=True)) for r in await cur.fetchall()}
+    return {r[0]: TurnHit(*r) for r in await cur.fetchall()}
 
 
 async def hydrate_memories(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, ids: Sequence[uuid.UUID]
-) -> dict[uuid.UUID, dict[str, Any]]:
+) -> dict[uuid.UUID, MemoryHit]:
     if not ids:
         return {}
     cur = await conn.execute(
@@ -81,8 +110,7 @@ async def hydrate_memories(
            WHERE entity_id = %s AND namespace = %s AND id = ANY(%s) AND status IN ('candidate', 'active')""",
         (entity_id, namespace, list(ids)),
     )
-    cols = ("id", "content", "created_at", "memory_kind", "token_count", "metadata")
-    return {r[0]: dict(zip(cols, r, strict=True)) for r in await cur.fetchall()}
+    return {r[0]: MemoryHit(*r) for r in await cur.fetchall()}
 
 
 async def positions(

@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import dict_row
+from psycopg.rows import class_row, dict_row
 from psycopg.types.json import Jsonb
 
+from mnemo.models import Role
 from mnemo.store.dynamics import lock_memories
 
 __all__ = [
+    "BlockLine",
+    "LineHit",
     "block_lines",
     "cortex_id",
     "has_cortex",
@@ -64,13 +68,28 @@ async def insert_lines(conn: psycopg.AsyncConnection, rows: Sequence[Mapping[str
         )
 
 
+@dataclass(frozen=True, slots=True)
+class BlockLine:
+    """One verbatim line of a block (:func:`block_lines`)."""
+
+    block_id: uuid.UUID
+    turn_id: uuid.UUID
+    session_id: str
+    turn_number: int
+    role: Role
+    speaker: str | None
+    content: str
+    created_at: datetime
+    metadata: dict[str, Any]  # free-form JSONB
+
+
 async def block_lines(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, block_ids: Sequence[uuid.UUID]
-) -> dict[uuid.UUID, list[dict[str, Any]]]:
+) -> dict[uuid.UUID, list[BlockLine]]:
     """The lines of ``block_ids``, in turn order."""
     if not block_ids:
         return {}
-    async with conn.cursor(row_factory=dict_row) as cur:
+    async with conn.cursor(row_factory=class_row(BlockLine)) as cur:
         await cur.execute(
             """SELECT block_id, turn_id, session_id, turn_number, role, speaker, content, created_at, metadata
                FROM mnemo.block_lines WHERE entity_id = %s AND namespace = %s AND block_id = ANY(%s)
@@ -78,19 +97,37 @@ async def block_lines(
             (entity_id, namespace, list(block_ids)),
         )
         rows = await cur.fetchall()
-    out: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    out: dict[uuid.UUID, list[BlockLine]] = {}
     for row in rows:
-        out.setdefault(row["block_id"], []).append(row)
+        out.setdefault(row.block_id, []).append(row)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class LineHit:
+    """A block's verbatim line as recall shows it (:func:`hydrate_lines`): its id is its turn's."""
+
+    id: uuid.UUID
+    block_id: uuid.UUID
+    session_id: str
+    turn_number: int
+    role: Role
+    speaker: str | None
+    content: str
+    created_at: datetime
+    metadata: dict[str, Any]  # free-form JSONB
+    tier: str  # its block's: hippocampus or cortex
+    gist: str | None  # its block's compressed text
+    chars: int
 
 
 async def hydrate_lines(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, turn_ids: Sequence[uuid.UUID]
-) -> dict[uuid.UUID, dict[str, Any]]:
+) -> dict[uuid.UUID, LineHit]:
     """Line items by id (their turn's id): the line, its block's id, tier and gist (recall's rows)."""
     if not turn_ids:
         return {}
-    async with conn.cursor(row_factory=dict_row) as cur:
+    async with conn.cursor(row_factory=class_row(LineHit)) as cur:
         await cur.execute(
             """SELECT DISTINCT ON (l.turn_id) l.turn_id AS id, l.block_id, l.session_id, l.turn_number, l.role,
                       l.speaker, l.content, l.created_at, l.metadata,
@@ -103,7 +140,7 @@ async def hydrate_lines(
                ORDER BY l.turn_id, b.created_at""",
             (entity_id, namespace, list(turn_ids)),
         )
-        return {r["id"]: r for r in await cur.fetchall()}
+        return {r.id: r for r in await cur.fetchall()}
 
 
 async def line_turns(conn: psycopg.AsyncConnection, entity_id: str, turn_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:

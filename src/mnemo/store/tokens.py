@@ -4,12 +4,12 @@ migrations 0005, 0008)."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import psycopg
 
-__all__ = ["create_token", "find_token", "list_tokens", "revoke_token"]
+__all__ = ["FoundToken", "TokenRow", "create_token", "find_token", "list_tokens", "revoke_token"]
 
 
 async def create_token(
@@ -33,7 +33,30 @@ async def create_token(
     return row[0]
 
 
-async def find_token(conn: psycopg.AsyncConnection, entity_id: str, token_hash: str) -> dict[str, Any] | None:
+@dataclass(frozen=True, slots=True)
+class FoundToken:
+    """A token looked up by its hash (:func:`find_token`)."""
+
+    id: uuid.UUID
+    namespace: str | None
+    revoked_at: datetime | None
+    expired: bool  # by the database's clock
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRow:
+    """A token as :func:`list_tokens` lists it (never its hash)."""
+
+    id: uuid.UUID
+    namespace: str | None
+    label: str | None
+    created_at: datetime
+    revoked_at: datetime | None
+    expires_at: datetime | None
+    expired: bool  # by the database's clock
+
+
+async def find_token(conn: psycopg.AsyncConnection, entity_id: str, token_hash: str) -> FoundToken | None:
     """The token with this hash: its id, namespace, revocation and whether it has expired (by the
     database's clock, the one that wrote ``created_at``)."""
     cur = await conn.execute(
@@ -44,7 +67,7 @@ async def find_token(conn: psycopg.AsyncConnection, entity_id: str, token_hash: 
     row = await cur.fetchone()
     if row is None:
         return None
-    return {"id": row[0], "namespace": row[1], "revoked_at": row[2], "expired": bool(row[3])}
+    return FoundToken(row[0], row[1], row[2], bool(row[3]))
 
 
 async def revoke_token(conn: psycopg.AsyncConnection, entity_id: str, token_id: uuid.UUID) -> bool:
@@ -55,12 +78,11 @@ async def revoke_token(conn: psycopg.AsyncConnection, entity_id: str, token_id: 
     return cur.rowcount == 1
 
 
-async def list_tokens(conn: psycopg.AsyncConnection, entity_id: str) -> list[dict[str, Any]]:
+async def list_tokens(conn: psycopg.AsyncConnection, entity_id: str) -> list[TokenRow]:
     """Every token of ``entity_id``, oldest first; never the hash. ``expired``: by the database's clock."""
     cur = await conn.execute(
         """SELECT id, namespace, label, created_at, revoked_at, expires_at, coalesce(expires_at <= now(), false)
            FROM mnemo.tokens WHERE entity_id = %s ORDER BY created_at""",
         (entity_id,),
     )
-    cols = ("id", "namespace", "label", "created_at", "revoked_at", "expires_at", "expired")
-    return [dict(zip(cols, r, strict=True)) for r in await cur.fetchall()]
+    return [TokenRow(*r) for r in await cur.fetchall()]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime
 from typing import Any
 
 import psycopg
 
-__all__ = ["commit_lazily", "gate_decisions", "record_gate_decisions", "record_retrieval"]
+__all__ = ["GateDecision", "commit_lazily", "gate_decisions", "record_gate_decisions", "record_retrieval"]
 
 
 async def commit_lazily(conn: psycopg.AsyncConnection) -> None:
@@ -77,23 +79,28 @@ async def record_gate_decisions(conn: psycopg.AsyncConnection, rows: Sequence[di
         )
 
 
-async def gate_decisions(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> list[dict[str, Any]]:
-    cols = (
-        "at",
-        "gate",
-        "item_id",
-        "action",
-        "reason",
-        "relevance",
-        "similarity",
-        "contradiction",
-        "related_id",
-        "memory_id",
-        "content",
-    )
+@dataclass(frozen=True, slots=True)
+class GateDecision:
+    """One logged gate decision (:func:`gate_decisions`)."""
+
+    at: datetime
+    gate: str
+    item_id: uuid.UUID
+    action: str
+    reason: str
+    relevance: float | None
+    similarity: float | None
+    contradiction: str | None
+    related_id: uuid.UUID | None
+    memory_id: uuid.UUID | None
+    content: str
+
+
+async def gate_decisions(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> list[GateDecision]:
+    cols = tuple(f.name for f in fields(GateDecision))
     cur = await conn.execute(
         f"SELECT {', '.join(cols)} FROM traces.gate_decisions "  # noqa: S608
         "WHERE entity_id = %s AND namespace = %s ORDER BY at, id",
         (entity_id, namespace),
     )
-    return [dict(zip(cols, r, strict=True)) for r in await cur.fetchall()]
+    return [GateDecision(*r) for r in await cur.fetchall()]

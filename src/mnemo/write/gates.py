@@ -201,21 +201,19 @@ async def flush(
         buffered = await scratch.claim(conn, scope.entity_id, scope.namespace, wanted)
         if not buffered:
             return FlushReport(scope, ())
-        expired = [i for i in buffered if i["expires_at"] <= when]
-        live = [i for i in buffered if i["expires_at"] > when]
-        outcomes += [GateOutcome(i["id"], i["content"], "expired", "past its TTL unflushed") for i in expired]
+        expired = [i for i in buffered if i.expires_at <= when]
+        live = [i for i in buffered if i.expires_at > when]
+        outcomes += [GateOutcome(i.id, i.content, "expired", "past its TTL unflushed") for i in expired]
         if live:
             vectors = np.asarray(
-                await rt.embeddings.embed_documents(
-                    [rt.embeddings.document_text(i["content"], i["kind"]) for i in live]
-                )
+                await rt.embeddings.embed_documents([rt.embeddings.document_text(i.content, i.kind) for i in live])
             )
             focus = None if attention is None else np.asarray(await rt.embeddings.embed_query(attention))
             for index, item in enumerate(live):
                 relevance = _relevance(vectors, index, focus, cfg.gate_default_relevance)
                 outcomes.append(await _decide(rt, conn, scope, item, vectors[index], relevance, rng, thresholds, when))
         kept = [o.item_id for o in outcomes if o.action == "buffer"]
-        exhausted = {i["id"] for i in live if i["rounds"] + 1 >= cfg.buffer_rounds}
+        exhausted = {i.id for i in live if i.rounds + 1 >= cfg.buffer_rounds}
         outcomes = [
             GateOutcome(
                 o.item_id,
@@ -267,7 +265,7 @@ async def _decide(
     rt: Runtime,
     conn: psycopg.AsyncConnection,
     scope: Scope,
-    item: Mapping[str, Any],
+    item: scratch.ScratchItem,
     vector: np.ndarray,
     relevance: float,
     rng: Any,
@@ -275,7 +273,7 @@ async def _decide(
     when: datetime,
 ) -> GateOutcome:
     cfg = rt.settings
-    text = item["content"]
+    text = item.content
     nearest = await vector_rows.search(
         conn, rt.table, rt.embeddings.dim, scope.entity_id, scope.namespace, rt.slug, vector, 3, item_kind="memory"
     )
@@ -288,7 +286,7 @@ async def _decide(
     if candidates:
         stored = await vector_rows.vectors_of(conn, rt.table, scope.entity_id, rt.slug, [n[0] for n in candidates])
         for other_id, _, sim in candidates:
-            layer = await _contradiction(rt, text, vector, states[other_id]["content"], stored.get(other_id))
+            layer = await _contradiction(rt, text, vector, states[other_id].content, stored.get(other_id))
             if layer:
                 related, similarity = other_id, sim
                 break
@@ -297,7 +295,7 @@ async def _decide(
     memory_id = None
     if decision.action in ("persist", "persist_flag"):
         memory_id = uuid7()
-        meta = dict(item["metadata"] or {})
+        meta = dict(item.metadata or {})
         if decision.action == "persist_flag" and related is not None:
             meta |= {"flagged": True, "contradicts": [str(related)], "supersedes": [str(related)]}
         row = memory_row(
@@ -305,10 +303,10 @@ async def _decide(
             scope,
             memory_id,
             text,
-            item["kind"],
-            source_tag=item["source_tag"] or "gate",
-            provenance=[f"scratch:{item['id']}"],
-            event_time=item["created_at"],
+            item.kind,
+            source_tag=item.source_tag or "gate",
+            provenance=[f"scratch:{item.id}"],
+            event_time=item.created_at,
             metadata=meta,
         )
         await store_memory(conn, rt, scope, row, vector)
@@ -331,7 +329,7 @@ async def _decide(
             ],
             at=when,
         )
-    return GateOutcome(item["id"], text, decision.action, reason, relevance, similarity, related, layer, memory_id)
+    return GateOutcome(item.id, text, decision.action, reason, relevance, similarity, related, layer, memory_id)
 
 
 async def recover(rt: Runtime, *, before: datetime | None = None) -> list[FlushReport]:

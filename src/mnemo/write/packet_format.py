@@ -23,6 +23,7 @@ import binascii
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -182,12 +183,12 @@ async def _turn_packets(rt: Runtime, scope: Scope, tables: Sequence[str]) -> Asy
     while True:
         async with rt.store.connection() as conn:
             rows = await packet_rows.turn_page(conn, scope.entity_id, scope.namespace, after, PAGE)
-            vectors = await packet_rows.vectors_of(conn, scope.entity_id, tables, [r["id"] for r in rows])
+            vectors = await packet_rows.vectors_of(conn, scope.entity_id, tables, [r.id for r in rows])
         for row in rows:
-            yield _turn_packet(scope, row, vectors.get(row["id"], {}))
+            yield _turn_packet(scope, row, vectors.get(row.id, {}))
         if len(rows) < PAGE:
             return
-        after = rows[-1]["id"]
+        after = rows[-1].id
 
 
 async def _memory_packets(
@@ -197,16 +198,16 @@ async def _memory_packets(
     while True:
         async with rt.store.connection() as conn:
             rows = await packet_rows.memory_page(conn, scope.entity_id, scope.namespace, after, PAGE, ids)
-            found = [r["id"] for r in rows]
+            found = [r.id for r in rows]
             vectors = await packet_rows.vectors_of(conn, scope.entity_id, tables, found)
             history = await packet_rows.weight_histories(conn, scope.entity_id, scope.namespace, found)
-        deep = await _cortex_vectors(rt, scope, [r["id"] for r in rows if r["tier"] == "cortex"])
+        deep = await _cortex_vectors(rt, scope, [r.id for r in rows if r.tier == "cortex"])
         for row in rows:
-            row["weight_history"] = history.get(row["id"], [])
-            yield _memory_packet(scope, row, vectors.get(row["id"], {}) | deep.get(row["id"], {}))
+            changes = [asdict(c) for c in history.get(row.id, [])]
+            yield _memory_packet(scope, row, vectors.get(row.id, {}) | deep.get(row.id, {}), changes)
         if len(rows) < PAGE:
             return
-        after = rows[-1]["id"]
+        after = rows[-1].id
 
 
 async def _cortex_vectors(
@@ -238,59 +239,66 @@ def _vectors(found: Mapping[str, tuple[str, np.ndarray]]) -> dict[str, Any]:
     }
 
 
-def _turn_packet(scope: Scope, row: Mapping[str, Any], vectors: Mapping[str, tuple[str, np.ndarray]]) -> dict[str, Any]:
+def _turn_packet(
+    scope: Scope, row: packet_rows.TurnPageRow, vectors: Mapping[str, tuple[str, np.ndarray]]
+) -> dict[str, Any]:
     return {
-        "packet_id": str(row["id"]),
+        "packet_id": str(row.id),
         "packet_type": "turn",
-        "timestamp": row["created_at"].isoformat(),
+        "timestamp": row.created_at.isoformat(),
         "source_scope": str(scope),
-        "prose": {"content": row["content"], "content_type": "full"},
+        "prose": {"content": row.content, "content_type": "full"},
         "vectors": _vectors(vectors),
         "metadata": to_jsonable({
-            "session_id": row["session_id"],
-            "turn_number": row["turn_number"],
-            "role": row["role"],
-            "speaker": row["speaker"],
-            "process_id": row["process_id"],
-            "metadata": row["metadata"],
+            "session_id": row.session_id,
+            "turn_number": row.turn_number,
+            "role": row.role,
+            "speaker": row.speaker,
+            "process_id": row.process_id,
+            "metadata": row.metadata,
         }),
         "references": {},
     }  # fmt: skip
 
 
 def _memory_packet(
-    scope: Scope, row: Mapping[str, Any], vectors: Mapping[str, tuple[str, np.ndarray]]
+    scope: Scope,
+    row: packet_rows.MemoryPageRow,
+    vectors: Mapping[str, tuple[str, np.ndarray]],
+    weight_history: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    block = row["block_id"] is not None
     prose: dict[str, Any] = {
-        "content": row["content"],
-        "content_type": "excerpt" if block else "full",
-        "compressed": row["compressed"],
+        "content": row.content,
+        "content_type": "excerpt" if row.block_id is not None else "full",
+        "compressed": row.compressed,
     }
     references: dict[str, Any] = {}
     metadata: dict[str, Any] = {
-        key: row[key]
-        for key in ("kind", "status", "anchored", "alpha", "beta", "access_count", "access_timestamps",
-                    "older_access_count", "oldest_access", "last_accessed", "source_tag", "source_confidence",
-                    "provenance", "event_time", "process_id", "metadata", "weight_history")
+        "kind": row.kind, "status": row.status, "anchored": row.anchored, "alpha": row.alpha, "beta": row.beta,
+        "access_count": row.access_count, "access_timestamps": row.access_timestamps,
+        "older_access_count": row.older_access_count, "oldest_access": row.oldest_access,
+        "last_accessed": row.last_accessed, "source_tag": row.source_tag, "source_confidence": row.source_confidence,
+        "provenance": row.provenance, "event_time": row.event_time, "process_id": row.process_id,
+        "metadata": row.metadata, "weight_history": weight_history,
     }  # fmt: skip
-    if block:
-        prose["live_zones"] = row["prose"].get("live_zones", [])
-        prose["dead_zone_summaries"] = row["prose"].get("dead_zone_summaries", [])
+    if row.block_id is not None:
+        block_prose = row.prose or {}
+        prose["live_zones"] = block_prose.get("live_zones", [])
+        prose["dead_zone_summaries"] = block_prose.get("dead_zone_summaries", [])
         metadata["block"] = {
-            key: row[key]
-            for key in ("block_id", "flux_metrics", "salience_scores", "coherence_gain", "arc_start_time",
-                        "arc_end_time")
+            "block_id": row.block_id, "flux_metrics": row.flux_metrics, "salience_scores": row.salience_scores,
+            "coherence_gain": row.coherence_gain, "arc_start_time": row.arc_start_time,
+            "arc_end_time": row.arc_end_time,
         }  # fmt: skip
         references = {
-            "citations": [str(c) for c in row["citations"] or []],
-            "derived_from": [str(row["derived_from"])] if row["derived_from"] else [],
-            "continues_from": str(row["continues_from"]) if row["continues_from"] else None,
+            "citations": [str(c) for c in row.citations or []],
+            "derived_from": [str(row.derived_from)] if row.derived_from else [],
+            "continues_from": str(row.continues_from) if row.continues_from else None,
         }
     return {
-        "packet_id": str(row["id"]),
+        "packet_id": str(row.id),
         "packet_type": "memory",
-        "timestamp": row["created_at"].isoformat(),
+        "timestamp": row.created_at.isoformat(),
         "source_scope": str(scope),
         "prose": prose,
         "vectors": _vectors(vectors),

@@ -12,9 +12,7 @@ success rate, with what tended to follow each. The night prunes them
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
 
 from mnemo._runtime import Runtime
 from mnemo._validate import check_content, check_id, check_text, to_utc
@@ -57,7 +55,7 @@ async def record_outcome(
             slug=rt.slug, vector=vector, success=success, at=when,
         )  # fmt: skip
         if before is not None and not await reflex_rows.link(
-            conn, scope.entity_id, scope.namespace, before, row["id"], when
+            conn, scope.entity_id, scope.namespace, before, row.id, when
         ):
             raise UnknownItemError(f"no reflex {before} in scope {scope} to follow")
     return _reflex(scope, row)
@@ -75,41 +73,42 @@ async def reflexes_for(
     vector = await rt.embeddings.embed_query(text)
     async with rt.store.connection() as conn:
         rows = await reflex_rows.candidates(conn, scope.entity_id, scope.namespace, rt.slug, vector, k * 4)
-        for row in rows:
-            row["score"] = float(row["similarity"]) * (row["success_count"] + 1) / (row["total_count"] + 2)
-        best = sorted(rows, key=lambda r: (-r["score"], str(r["id"])))[:k]
-        edges = await reflex_rows.edges_from(conn, scope.entity_id, [r["id"] for r in best])
+        score = {r.id: float(r.similarity) * (r.success_count + 1) / (r.total_count + 2) for r in rows}
+        best = sorted(rows, key=lambda r: (-score[r.id], str(r.id)))[:k]
+        edges = await reflex_rows.edges_from(conn, scope.entity_id, [r.id for r in best])
         if best and not read_only:
-            await reflex_rows.touch(conn, scope.entity_id, [r["id"] for r in best], datetime.now(UTC))
+            await reflex_rows.touch(conn, scope.entity_id, [r.id for r in best], datetime.now(UTC))
     following: dict[uuid.UUID, list[CausalEdge]] = {}
     for e in edges:
-        following.setdefault(e["source_id"], []).append(
+        following.setdefault(e.source_id, []).append(
             CausalEdge(
-                e["target_id"],
-                e["action"],
-                e["action_type"],
-                float(e["strength"]),
-                float(e["gap_seconds"]),
-                int(e["observations"]),
+                e.target_id,
+                e.action,
+                e.action_type,
+                float(e.strength),
+                float(e.gap_seconds),
+                int(e.observations),
             )
         )
-    return [_reflex(scope, r, tuple(following.get(r["id"], ()))) for r in best]
+    return [_reflex(scope, r, tuple(following.get(r.id, ())), score=score[r.id]) for r in best]
 
 
-def _reflex(scope: Scope, row: Mapping[str, Any], following: tuple[CausalEdge, ...] = ()) -> Reflex:
+def _reflex(
+    scope: Scope, row: reflex_rows.ReflexRow, following: tuple[CausalEdge, ...] = (), *, score: float | None = None
+) -> Reflex:
     return Reflex(
-        id=row["id"],
+        id=row.id,
         scope=scope,
-        context=row["context"],
-        action=row["action"],
-        action_type=row["action_type"],
-        success_count=int(row["success_count"]),
-        failure_count=int(row["failure_count"]),
-        success_rate=float(row["success_rate"]),
-        last_accessed=row["last_accessed"],
-        last_success=row["last_success"],
-        created_at=row["created_at"],
-        similarity=float(row["similarity"]) if "similarity" in row else None,
-        score=float(row["score"]) if "score" in row else None,
+        context=row.context,
+        action=row.action,
+        action_type=row.action_type,
+        success_count=int(row.success_count),
+        failure_count=int(row.failure_count),
+        success_rate=float(row.success_rate),
+        last_accessed=row.last_accessed,
+        last_success=row.last_success,
+        created_at=row.created_at,
+        similarity=float(row.similarity) if isinstance(row, reflex_rows.ReflexMatch) else None,
+        score=score,
         next=following,
     )

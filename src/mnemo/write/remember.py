@@ -206,7 +206,23 @@ async def _remembered_again(
     assert found is not None  # locked by duplicate_memory in this transaction
     return Memory(
         scope=scope,
-        **{**found, "provenance": tuple(found["provenance"] or ()), "metadata": dict(found["metadata"] or {})},
+        id=found.id,
+        kind=found.kind,
+        content=found.content,
+        created_at=found.created_at,
+        alpha=found.alpha,
+        beta=found.beta,
+        status=found.status,
+        anchored=found.anchored,
+        compressed=found.compressed,
+        source_tag=found.source_tag,
+        source_confidence=found.source_confidence,
+        provenance=tuple(found.provenance or ()),
+        event_time=found.event_time,
+        access_count=found.access_count,
+        last_accessed=found.last_accessed,
+        token_count=found.token_count,
+        metadata=dict(found.metadata or {}),
     )
 
 
