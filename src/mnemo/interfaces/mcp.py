@@ -44,7 +44,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mnemo._validate import check_id, to_utc
 from mnemo.config import Settings
 from mnemo.errors import MnemoError
-from mnemo.interfaces.shapes import ForgetOut, ReflexesOut, dump
+from mnemo.interfaces.shapes import ForgetOut, PacketsOut, ReflexesOut, dump
 from mnemo.models import MEMORY_KINDS, Scope, to_jsonable
 
 if TYPE_CHECKING:
@@ -308,6 +308,6 @@ def _packet_tools(server: MCPServer[Any], bound: _Bound) -> None:
                     skipping = packet["packet_id"] != after
                     continue
                 if len(packets) == limit:
-                    return {"packets": packets, "next": packets[-1]["packet_id"]}
+                    return dump(PacketsOut(packets=packets, next=packets[-1]["packet_id"]))
                 packets.append(packet)
-        return {"packets": packets, "next": None}
+        return dump(PacketsOut(packets=packets, next=None))
