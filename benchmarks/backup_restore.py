@@ -32,7 +32,6 @@ async def build(home: Path, locomo: Path, turns: int, cache: Path) -> None:
     from mnemo import AsyncArchive, Scope, Settings
     from mnemo.bench.perf import VectorCache, build_corpus
     from mnemo.embed import load_embedder
-    from mnemo.write.importer import import_turns
 
     embeddings = load_embedder()
     corpus, _ = build_corpus(locomo, turns)
@@ -43,11 +42,11 @@ async def build(home: Path, locomo: Path, turns: int, cache: Path) -> None:
         scope = Scope("bench", "perf")
         for start in range(0, turns, 20_000):
             end = start + 20_000
-            await import_turns(
-                archive.runtime, scope, corpus[start:end], vectors=vectors[start:end], token_vectors=tokens[start:end]
+            await archive.import_turns(
+                scope, corpus[start:end], vectors=vectors[start:end], token_vectors=tokens[start:end]
             )
         side = Scope("bench", "night")  # a scope small enough for one night: blocks, facts, cortex
-        await import_turns(archive.runtime, side, corpus[:600], vectors=vectors[:600], token_vectors=tokens[:600])
+        await archive.import_turns(side, corpus[:600], vectors=vectors[:600], token_vectors=tokens[:600])
         await archive.night_cycle(side)
     finally:
         await archive.close()

@@ -37,7 +37,6 @@ import httpx
 from mnemo import AsyncArchive, Scope, Settings
 from mnemo.bench.perf import VectorCache, build_corpus
 from mnemo.embed import load_embedder
-from mnemo.write.importer import import_turns
 
 
 async def _build_memories(locomo: Path, size: int, home: Path) -> tuple[str, list[str]]:
@@ -59,8 +58,7 @@ async def _build(locomo: Path, size: int, home: Path) -> tuple[str, list[str]]:
     try:
         for start in range(0, len(turns), 5000):
             end = start + 5000
-            await import_turns(
-                archive.runtime,
+            await archive.import_turns(
                 Scope("load"),
                 turns[start:end],
                 vectors=vectors[start:end],

@@ -9,7 +9,7 @@ kinds of items from the first ``--conversations`` LoCoMo conversations: the turn
 (short, "Speaker: text"), and each session cut into items of about ``--tokens`` tokens (as
 ``benchmarks/long_items.py`` cuts them: longer than the model reads, so they are embedded as
 passages too). Each round times the raw embedder on exactly what the write path embeds (the
-write path's own ``embed_items``: vectors with token embeddings, and the passages), then the
+write path's own embedding, ``AsyncArchive.probes().embed``: vectors with token embeddings, and the passages), then the
 import of the same items into a fresh scope, then the raw embedder again; the ratio is the
 write rate over the mean of the two raw rates (the machine's load drifts between runs). Prints
 every round's ratio and the medians.
@@ -32,27 +32,25 @@ from long_items import long_items
 from mnemo import AsyncArchive, Scope, Settings
 from mnemo.bench.locomo import load_locomo
 from mnemo.embed import load_embedder
-from mnemo.write.embedding import embed_items
 from mnemo.write.formats import TurnInput
-from mnemo.write.importer import import_turns
 
 
 async def _round(archive: AsyncArchive, parts: list[list[TurnInput]], name: str) -> dict[str, float]:
     """One round: the raw embedder, the write path (each conversation into its own fresh scope:
     their session ids and turn numbers overlap), the raw embedder again."""
-    rt = archive.runtime
+    probes = archive.probes()
     items = [t for part in parts for t in part]
     texts = [(t.content, f"{t.speaker}: " if t.speaker else "") for t in items]
 
     async def raw() -> float:
         started = time.perf_counter()
-        await embed_items(rt, texts)
+        await probes.embed(texts)
         return len(items) / (time.perf_counter() - started)
 
     before = await raw()
     started = time.perf_counter()
     for n, part in enumerate(parts):
-        await import_turns(rt, Scope("ingest", f"{name}-{n}"), part)
+        await archive.import_turns(Scope("ingest", f"{name}-{n}"), part)
     write = len(items) / (time.perf_counter() - started)
     after = await raw()
     return {"raw_per_s": (before + after) / 2, "write_per_s": write, "ratio": write / ((before + after) / 2)}
@@ -69,7 +67,7 @@ async def run(path: Path, conversations: int, rounds: int, tokens: int) -> dict[
     with tempfile.TemporaryDirectory(prefix="mnemo-ingest-") as home:
         archive = await AsyncArchive.open(Settings(home=Path(home)), embeddings=embeddings)
         try:
-            await embed_items(archive.runtime, [("warm-up", "")] * 64)
+            await archive.probes().embed([("warm-up", "")] * 64)
             for name, parts in kinds.items():
                 runs = [await _round(archive, parts, f"{name[:4]}{n}") for n in range(rounds)]
                 out[name] = {

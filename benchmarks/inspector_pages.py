@@ -34,47 +34,21 @@ TARGET = "memories"
 async def prepare(home: Path, source: str) -> dict[str, Any]:
     """The memories scope (copied once), a token, and a memory id and a deep page key to visit."""
     from mnemo import AsyncArchive, Scope, Settings
-    from mnemo.store import inspect as inspect_rows
-    from mnemo.store import lexicon
 
     archive = await AsyncArchive.open(Settings(home=home))
     try:
-        entity, namespace = Scope.parse(source).entity_id, Scope.parse(source).namespace
-        rt = archive.runtime
-        async with rt.store.connection() as conn:
-            cur = await conn.execute(
-                "SELECT count(*) FROM mnemo.memories WHERE entity_id = %s AND namespace = %s", (entity, TARGET)
-            )
-            row = await cur.fetchone()
-            have = int(row[0]) if row else 0
-        if have == 0:
-            print(f"copying the turns of {source} into {entity}/{TARGET} ...", flush=True)
-            async with rt.store.transaction() as conn:
-                copied = await inspect_rows.copy_turns_as_memories(conn, entity, namespace, TARGET, rt.table)
-                cur = await conn.execute(
-                    "SELECT id FROM mnemo.memories WHERE entity_id = %s AND namespace = %s", (entity, TARGET)
-                )
-                ids = [r[0] for r in await cur.fetchall()]
-                await lexicon.add_postings(conn, entity, TARGET, "memory", ids)
-            async with rt.store.connection() as conn:
-                await conn.execute("VACUUM (ANALYZE) mnemo.memories")
-                await lexicon.analyze(conn)
+        probes, origin = archive.probes(), Scope.parse(source)
+        entity, target = origin.entity_id, Scope(origin.entity_id, TARGET)
+        if await probes.memory_count(target) == 0:
+            print(f"copying the turns of {source} into {target} ...", flush=True)
+            copied = await probes.copy_turns_as_memories(origin, TARGET)
             print(f"copied {copied:,} memories", flush=True)
-        async with rt.store.connection() as conn:
-            cur = await conn.execute(
-                """SELECT created_at, id FROM mnemo.memories WHERE entity_id = %s AND namespace = %s
-                   ORDER BY created_at DESC, id DESC OFFSET 10000 LIMIT 1""",
-                (entity, TARGET),
-            )
-            deep = await cur.fetchone()
-            cur = await conn.execute(
-                "SELECT count(*) FROM mnemo.memories WHERE entity_id = %s AND namespace = %s", (entity, TARGET)
-            )
-            total = await cur.fetchone()
-        assert deep is not None and total is not None
+        deep = await probes.memory_at(target, 10_000)
+        total = await probes.memory_count(target)
+        assert deep is not None
         token, _ = await archive.create_token(entity, label="inspector benchmark")
         return {"entity": entity, "token": token, "deep": f"{deep[0].isoformat()}|{deep[1]}", "memory": str(deep[1]),
-                "count": int(total[0])}  # fmt: skip
+                "count": total}  # fmt: skip
     finally:
         await archive.close()
 

@@ -31,7 +31,6 @@ from mnemo.bench.locomo import Conversation, load_locomo
 from mnemo.bench.metrics import mean, percentile, recall_any_at_k, recall_at_k
 from mnemo.embed import Embeddings, load_embedder
 from mnemo.write.formats import TurnInput
-from mnemo.write.importer import import_turns
 
 KS = (1, 5, 10)
 
@@ -84,7 +83,7 @@ async def run(path: Path, tokens: int, embeddings: Embeddings) -> dict[str, Any]
                     long_share.extend(float(c + 2 > (embeddings.max_tokens or 10**9)) for c in counts)
                     scope = Scope("long", conv.sample_id)
                     started = time.perf_counter()
-                    stored = await import_turns(archive.runtime, scope, [i for i, _ in items])
+                    stored = await archive.import_turns(scope, [i for i, _ in items])
                     ingest += time.perf_counter() - started
                     cover = {str(t.id): ids for t, (_, ids) in zip(stored, items, strict=True)}
                     for q in conv.questions:

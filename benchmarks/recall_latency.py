@@ -24,7 +24,6 @@ from mnemo import AsyncArchive, Scope, Settings
 from mnemo.bench.locomo import load_locomo
 from mnemo.bench.metrics import percentile
 from mnemo.embed import load_embedder
-from mnemo.write.importer import import_turns
 
 BEFORE = {"late_interaction": False, "refuse_unknown_names": False, "time_aware": False, "passages": False}
 # name -> (setting overrides, the scopes it reads: imported once per distinct name)
@@ -48,7 +47,7 @@ async def run(path: Path, rounds: int, k: int) -> dict[str, tuple[float, float]]
                 if data not in imported:
                     imported.add(data)
                     for conv in conversations:
-                        await import_turns(archives[name].runtime, Scope(data, conv.sample_id), conv.turns)
+                        await archives[name].import_turns(Scope(data, conv.sample_id), conv.turns)
             figures: dict[str, list[tuple[float, float]]] = {name: [] for name in archives}
             for round_ in range(rounds):
                 names = list(CONFIGS)

@@ -39,7 +39,6 @@ from mnemo.bench.locomo import LATER, Conversation, load_locomo
 from mnemo.config import load_settings
 from mnemo.embed import Embeddings, load_embedder
 from mnemo.models import RecallResult
-from mnemo.write.importer import import_turns
 
 
 async def measure(
@@ -65,7 +64,7 @@ async def measure(
         try:
             for conv in conversations:
                 scope = Scope("tree", conv.sample_id)
-                turns = await import_turns(archive.runtime, scope, conv.turns)
+                turns = await archive.import_turns(scope, conv.turns)
                 first = await archive.night_cycle(scope)
                 later = await archive.night_cycle(scope, as_of=first.as_of + LATER)
                 seconds += first.stage_seconds.get("cluster", 0.0) + later.stage_seconds.get("cluster", 0.0)
@@ -105,13 +104,8 @@ async def measure(
 
 async def _blocks_of_dia(archive: AsyncArchive, scope: Scope, turn_of: Mapping[str, str]) -> dict[str, str]:
     """dia_id -> the id of the block holding that turn."""
-    async with archive.runtime.store.connection() as conn:
-        cur = await conn.execute(
-            "SELECT id, turn_ids FROM mnemo.blocks WHERE entity_id = %s AND namespace = %s",
-            (scope.entity_id, scope.namespace),
-        )
-        rows = await cur.fetchall()
-    block_of_turn = {str(t): str(block) for block, turn_ids in rows for t in turn_ids}
+    blocks = await archive.probes().block_turns(scope)
+    block_of_turn = {str(t): str(block) for block, turn_ids in blocks.items() for t in turn_ids}
     return {dia: block_of_turn[t] for dia, t in turn_of.items() if t in block_of_turn}
 
 

@@ -194,6 +194,21 @@ def test_interfaces_and_benches_never_touch_the_runtime() -> None:
     assert found == []
 
 
+BENCHMARKS = SRC.parents[1] / "benchmarks"
+"""The top-level benchmark scripts: they too measure through ``AsyncArchive`` (its ``probes()``)."""
+
+
+def test_the_benchmark_scripts_never_touch_the_runtime() -> None:
+    scripts = sorted(BENCHMARKS.glob("*.py"))
+    assert len(scripts) >= 10  # the rule sees the scripts
+    found = [
+        f"benchmarks/{path.name}:{line}"
+        for path in scripts
+        for line in runtime_touches(path.read_text(encoding="utf-8"))
+    ]
+    assert found == []
+
+
 def test_the_runtime_check_catches_a_reach_past_the_archive() -> None:
     assert runtime_touches("async def f(archive):\n    return archive.runtime.store\n") == [2]
     assert runtime_touches("x = archive().runtime\n") == [1]

@@ -2,8 +2,11 @@
 ``AsyncArchive`` only, which hands them a :class:`Probes` from :meth:`mnemo.AsyncArchive.probes`).
 
 Reads for measuring, never for serving: a memory's provenance and size (LoCoMo's evidence
-cover), what use left in a set of scopes (reinforcements, accesses), and the dense index's
-approximate search on its own (its recall against an exact scan). Seed: the benchmark plans of
+cover), what use left in a set of scopes (reinforcements, accesses), the dense index's
+approximate search on its own (its recall against an exact scan), the write path's embedding on
+its own (the raw rate the write path keeps), the turns each block holds (the cortex tree's
+clustering against LoCoMo's evidence), and the inspector benchmark's fixture (a scope of many
+memories, and the key of a page deep in it). Seed: the benchmark plans of
 memory-architecture §12 and the perf harness of DESIGN §3.
 """
 
@@ -11,14 +14,19 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from datetime import datetime
 
 import numpy as np
 
 from mnemo._runtime import Runtime
 from mnemo.models import Scope
+from mnemo.store import inspect as inspect_rows
+from mnemo.store import lexicon
 from mnemo.store import links as link_rows
+from mnemo.store import probes as probe_rows
 from mnemo.store import status as status_rows
 from mnemo.store import vectors as vector_rows
+from mnemo.write.embedding import embed_items
 
 __all__ = ["Probes"]
 
@@ -60,3 +68,38 @@ class Probes:
     async def settle(self) -> None:
         """Until the background reads (the late-interaction token backfill) are done."""
         await self._rt.backfill.wait()
+
+    async def embed(self, items: Sequence[tuple[str, str]]) -> int:
+        """Embed ``(content, prefix)`` items as the write path does (vectors, token embeddings,
+        passages) and write nothing: the raw rate the write path is measured against; how many."""
+        await embed_items(self._rt, items)
+        return len(items)
+
+    async def block_turns(self, scope: Scope) -> dict[uuid.UUID, list[uuid.UUID]]:
+        """Each of ``scope``'s blocks and the turns it holds."""
+        async with self._rt.store.connection() as conn:
+            return await probe_rows.block_turns(conn, scope.entity_id, scope.namespace)
+
+    async def memory_count(self, scope: Scope) -> int:
+        """The memories of ``scope``, in any status."""
+        async with self._rt.store.connection() as conn:
+            return await probe_rows.memory_count(conn, scope.entity_id, scope.namespace)
+
+    async def copy_turns_as_memories(self, source: Scope, namespace: str) -> int:
+        """The inspector benchmark's fixture: every turn of ``source`` becomes an episodic memory of
+        ``namespace`` (same entity, text, time and vector), with its postings; how many."""
+        rt, entity = self._rt, source.entity_id
+        async with rt.store.transaction() as conn:
+            copied = await inspect_rows.copy_turns_as_memories(conn, entity, source.namespace, namespace, rt.table)
+            ids = await probe_rows.memory_ids(conn, entity, namespace)
+            await lexicon.add_postings(conn, entity, namespace, "memory", ids)
+        async with rt.store.connection() as conn:
+            await probe_rows.vacuum_memories(conn)
+            await lexicon.analyze(conn)
+        return copied
+
+    async def memory_at(self, scope: Scope, offset: int) -> tuple[datetime, uuid.UUID] | None:
+        """The ``(created_at, id)`` of ``scope``'s memory ``offset`` rows in, newest first (the
+        inspector's page key), or None when it holds fewer."""
+        async with self._rt.store.connection() as conn:
+            return await probe_rows.memory_at(conn, scope.entity_id, scope.namespace, offset)

@@ -51,13 +51,15 @@ from mnemo.interfaces.shapes import (
     OutcomeIn,
     Process,
     ProcessForgetOut,
-    RecallFields,
     ReflexesOut,
     ReflexQueryIn,
     RememberIn,
     RevokeOut,
     StatusOut,
     TurnIn,
+)
+from mnemo.interfaces.shapes import (
+    RecallIn as RecallBody,
 )
 from mnemo.models import (
     ContextBlock,
@@ -157,7 +159,7 @@ def reads(settings: Settings) -> APIRouter:
     """Recall, context and export; ``k`` is limited by ``settings.max_k``."""
     router = APIRouter()
 
-    class RecallIn(RecallFields):
+    class RecallIn(RecallBody):
         """Made here: ``k`` is limited by ``settings.max_k``, and the spec shows that maximum."""
 
         k: int = Field(

@@ -31,8 +31,8 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -44,7 +44,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mnemo._validate import check_id, to_utc
 from mnemo.config import Settings
 from mnemo.errors import MnemoError
-from mnemo.interfaces.shapes import ForgetOut, ReflexesOut, dump
+from mnemo.interfaces.shapes import ForgetOut, PacketsOut, ReflexesOut, dump
 from mnemo.models import MEMORY_KINDS, Scope, to_jsonable
 
 if TYPE_CHECKING:
@@ -141,6 +141,40 @@ class _TokenVerifier:
         )
 
 
+class _Bound:
+    """What every tool shares: the archive (waited for), the caller's scope and ``recall``'s ``k`` limit."""
+
+    def __init__(self, opening: _Opening, scope: Scope, *, auth: bool, limit: int) -> None:
+        self._opening = opening
+        self._scope = scope
+        self._auth = auth
+        self.limit = limit
+
+    async def archive(self) -> AsyncArchive:
+        try:
+            return await self._opening.get()
+        except MnemoError as exc:
+            raise ToolError(str(exc)) from exc
+
+    def current(self) -> Scope:
+        """The configured scope, or with ``auth`` the request's token's (Sigil Scope)."""
+        if not self._auth:
+            return self._scope
+        token = get_access_token()
+        if token is None or not token.subject:  # the middleware lets no such request through
+            raise ToolError("not authenticated")
+        return Scope(token.subject, (token.claims or {}).get("namespace") or self._scope.namespace)
+
+
+@contextmanager
+def _tool_errors() -> Iterator[None]:
+    """The archive's errors answer as the tool's error."""
+    try:
+        yield
+    except MnemoError as exc:
+        raise ToolError(str(exc)) from exc
+
+
 def build_server(
     settings: Settings,
     scope: Scope,
@@ -172,20 +206,14 @@ def build_server(
         token_verifier=_TokenVerifier(opening) if auth else None,
         auth=AuthSettings(issuer_url=url, resource_server_url=f"{url}/mcp") if auth else None,  # type: ignore[arg-type]
     )
+    bound = _Bound(opening, scope, auth=auth, limit=limit)
+    for tools in (_memory_tools, _reflex_tools, _packet_tools):
+        tools(server, bound)
+    return server
 
-    async def archive() -> AsyncArchive:
-        try:
-            return await opening.get()
-        except MnemoError as exc:
-            raise ToolError(str(exc)) from exc
 
-    def current() -> Scope:
-        if not auth:
-            return scope
-        token = get_access_token()
-        if token is None or not token.subject:  # the middleware lets no such request through
-            raise ToolError("not authenticated")
-        return Scope(token.subject, (token.claims or {}).get("namespace") or scope.namespace)
+def _memory_tools(server: MCPServer[Any], bound: _Bound) -> None:
+    """``recall``, ``remember``, ``context`` and ``forget``."""
 
     @server.tool()
     async def recall(
@@ -197,15 +225,15 @@ def build_server(
         ``refused`` true with the refusal ``message`` when nothing reliable is stored. ``expand``:
         episodes whole; ``level`` 1-3: summaries of the long-term tree (branch, trunk, canopy);
         ``as_of`` (ISO-8601): recall as at that time, nothing written after it."""
-        if not 1 <= k <= limit:
-            raise ToolError(f"k must be an integer between 1 and {limit}, not {k!r}")
+        if not 1 <= k <= bound.limit:
+            raise ToolError(f"k must be an integer between 1 and {bound.limit}, not {k!r}")
         if level is not None and not 0 <= level <= 3:
             raise ToolError(f"level must be 0, 1, 2 or 3, not {level!r}")
-        try:
+        with _tool_errors():
             when = None if as_of is None else to_utc(as_of, label="as_of")
-            result = await (await archive()).recall(current(), query, k, expand=expand, level=level, as_of=when)
-        except MnemoError as exc:
-            raise ToolError(str(exc)) from exc
+            result = await (await bound.archive()).recall(
+                bound.current(), query, k, expand=expand, level=level, as_of=when
+            )
         return _record(result)
 
     @server.tool()
@@ -214,10 +242,8 @@ def build_server(
         preference, reflection, correction, narrative, tension or insight). Returns the memory."""
         if kind not in MEMORY_KINDS:
             raise ToolError(f"kind must be one of {', '.join(MEMORY_KINDS)}")
-        try:
-            memory = await (await archive()).remember(current(), content, kind=kind)
-        except MnemoError as exc:
-            raise ToolError(str(exc)) from exc
+        with _tool_errors():
+            memory = await (await bound.archive()).remember(bound.current(), content, kind=kind)
         return _record(memory)
 
     @server.tool()
@@ -225,22 +251,22 @@ def build_server(
         """The block of memory to prepend for ``text`` (the current request), within ``budget``
         tokens: ``text`` is the block (empty, with ``refused`` true, when nothing reliable is
         stored), ``items`` what went into it; ``as_of`` (ISO-8601) as for ``recall``."""
-        try:
+        with _tool_errors():
             when = None if as_of is None else to_utc(as_of, label="as_of")
-            block = await (await archive()).context(current(), text, budget, as_of=when)
-        except MnemoError as exc:
-            raise ToolError(str(exc)) from exc
+            block = await (await bound.archive()).context(bound.current(), text, budget, as_of=when)
         return _record(block)
 
     @server.tool()
     async def forget(item_id: str) -> dict[str, Any]:
         """Delete one memory or turn (by the id recall returned) from every part of memory."""
-        try:
+        with _tool_errors():
             wanted = check_id(item_id, label="item id")
-            removed = await (await archive()).forget(current(), wanted)
-        except MnemoError as exc:
-            raise ToolError(str(exc)) from exc
+            removed = await (await bound.archive()).forget(bound.current(), wanted)
         return dump(ForgetOut(forgotten=wanted, removed=removed))
+
+
+def _reflex_tools(server: MCPServer[Any], bound: _Bound) -> None:
+    """``record_outcome`` and ``reflexes_for`` (procedural memory)."""
 
     @server.tool()
     async def record_outcome(
@@ -249,23 +275,23 @@ def build_server(
         """Remember how an action turned out in a context (procedural memory): ``action_type`` is
         tool_call, response_pattern or delegation; ``follows`` the id of the reflex just before.
         Returns the reflex with its success and failure counts."""
-        try:
-            reflex = await (await archive()).record_outcome(
-                current(), context, action, success=success, action_type=action_type, follows=follows
+        with _tool_errors():
+            reflex = await (await bound.archive()).record_outcome(
+                bound.current(), context, action, success=success, action_type=action_type, follows=follows
             )
-        except MnemoError as exc:
-            raise ToolError(str(exc)) from exc
         return _record(reflex)
 
     @server.tool()
     async def reflexes_for(context: str, k: int = 5) -> dict[str, Any]:
         """What worked (and failed) before in contexts like this one: ``reflexes`` best first, each
         with its action, success rate, similarity and ``next`` (what tended to follow it)."""
-        try:
-            found = await (await archive()).reflexes_for(current(), context, k)
-        except MnemoError as exc:
-            raise ToolError(str(exc)) from exc
+        with _tool_errors():
+            found = await (await bound.archive()).reflexes_for(bound.current(), context, k)
         return dump(ReflexesOut(reflexes=found))
+
+
+def _packet_tools(server: MCPServer[Any], bound: _Bound) -> None:
+    """``export_packets`` (memory-architecture §6.2: the bifocal packets, paged)."""
 
     @server.tool()
     async def export_packets(limit: int = 1000, after: str | None = None) -> dict[str, Any]:
@@ -276,16 +302,12 @@ def build_server(
             raise ToolError(f"limit must be an integer between 1 and 10000, not {limit!r}")
         packets: list[dict[str, Any]] = []
         skipping = after is not None
-        try:
-            async for packet in (await archive()).packets(current()):
+        with _tool_errors():
+            async for packet in (await bound.archive()).packets(bound.current()):
                 if skipping:
                     skipping = packet["packet_id"] != after
                     continue
                 if len(packets) == limit:
-                    return {"packets": packets, "next": packets[-1]["packet_id"]}
+                    return dump(PacketsOut(packets=packets, next=packets[-1]["packet_id"]))
                 packets.append(packet)
-        except MnemoError as exc:
-            raise ToolError(str(exc)) from exc
-        return {"packets": packets, "next": None}
-
-    return server
+        return dump(PacketsOut(packets=packets, next=None))

@@ -15,7 +15,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from mnemo.models import Belief, MemoryKind, MemoryStatus, Reflex, Role, Timestamp
+from mnemo.models import (
+    BackupManifest,
+    Belief,
+    ContextBlock,
+    MemoryKind,
+    MemoryStatus,
+    NightReport,
+    RecallResult,
+    Reflex,
+    Refusal,
+    Role,
+    Timestamp,
+)
 
 MAX_BODY_BYTES = 256 * 1024
 IMPORT_PATH = "/v1/import"
@@ -85,6 +97,13 @@ class RecallFields(_In):
     processes: list[Process] | None = Field(
         default=None, min_length=1, max_length=32, description="Only items these processes wrote."
     )
+
+
+class RecallIn(RecallFields):
+    """``POST /v1/recall``'s body as a client sends it (``mnemo recall`` to a running service); the
+    service's own, made in :func:`mnemo.interfaces._routers.reads`, limits ``k`` to its ``max_k``."""
+
+    k: int = Field(default=10, ge=1)
 
 
 class ContextIn(_In):
@@ -263,6 +282,110 @@ class GrantsOut(BaseModel):
 class BelieveOut(BaseModel):
     id: uuid.UUID
     chain: list[Belief] = Field(description="What the memory was derived from, step by step.")
+
+
+# --- the command line's and MCP's answers that the HTTP service does not give ------------------------
+
+
+class FileSkippedOut(BaseModel):
+    line: int | None = Field(description="The file's line (None for formats without lines: LoCoMo).")
+    reason: str
+
+
+class FileImportOut(BaseModel):
+    """``mnemo import --json``: what importing a file wrote."""
+
+    scope: str
+    format: str
+    turns: int
+    sessions: int
+    seconds: float
+    skipped: list[FileSkippedOut]
+
+
+class PurgeOut(BaseModel):
+    """``mnemo purge --json``: the scope purged (``entity/*``: every namespace) and the rows removed."""
+
+    purged: str
+    removed: dict[str, int]
+
+
+class ReembedQueuedOut(BaseModel):
+    """``mnemo reembed --background --json``: the job queued (None: one was already waiting)."""
+
+    job: int | None
+    queued: bool
+
+
+class ReembedOut(BaseModel):
+    """``mnemo reembed --json``: items re-embedded, and those still waiting."""
+
+    reembedded: int
+    pending: int
+
+
+class CurationAppliedOut(BaseModel):
+    """``mnemo curate --apply --json``: the version applied and how many memories changed status."""
+
+    version: int
+    changed: int
+
+
+class BackupOut(BaseModel):
+    """``mnemo backup --json`` (and ``restore``, ``backup verify``): the file and its manifest."""
+
+    file: str
+    bytes: int
+    seconds: float | None
+    manifest: BackupManifest
+
+
+class ForkOut(BaseModel):
+    """``mnemo fork --json``: the new scope and the one it branched from."""
+
+    fork: str
+    parent: str
+
+
+class TokenOut(BaseModel):
+    """``mnemo token create --json``: the token (shown once) and what it is bound to."""
+
+    token: str
+    id: str
+    entity: str
+    namespace: str | None
+    expires_at: str | None
+
+
+class DemoOut(BaseModel):
+    """``mnemo demo --json``: the sample conversation's recalls, context block and night cycle."""
+
+    recalls: list[RecallResult | Refusal]
+    context: ContextBlock
+    night: NightReport
+
+
+class DemoHomeOut(DemoOut):
+    """``mnemo demo --fresh --json``: also the home it ran in, and whether it was kept."""
+
+    home: str
+    kept: bool
+
+
+class PacketsOut(BaseModel):
+    """MCP ``export_packets``: one page of bifocal packets (memory-architecture §6.2)."""
+
+    packets: list[dict[str, Any]]
+    next: str | None = Field(description="Pass as ``after`` for the next page; None on the last.")
+
+
+def request_body(shape: type[_In], **fields: Any) -> dict[str, Any]:
+    """The JSON body of a request of ``shape`` as a client sends it: the fields given, in that order
+    (a name the shape lacks is a ``TypeError`` here); the service checks the values."""
+    unknown = fields.keys() - shape.model_fields.keys()
+    if unknown:
+        raise TypeError(f"{shape.__name__} has no field {', '.join(sorted(unknown))}")
+    return dict(fields)
 
 
 def dump(shape: BaseModel) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from mnemo.interfaces.cli._common import (
     service,
     settings,
 )
-from mnemo.interfaces.shapes import GrantOut, GrantsOut, RevokeOut, dump
+from mnemo.interfaces.shapes import GrantOut, GrantsOut, ReembedOut, ReembedQueuedOut, RevokeOut, dump
 from mnemo.models import Scope, to_jsonable
 
 __all__ = ["register"]
@@ -78,7 +78,7 @@ def reembed(
         with open_archive() as archive:
             job = archive.defer_reembed()
         if as_json:
-            print_json({"job": job, "queued": job is not None})
+            print_json(dump(ReembedQueuedOut(job=job, queued=job is not None)))
         else:
             out.print(f"queued re-embed job {job}" if job is not None else "a re-embed job is already waiting")
         return
@@ -86,7 +86,7 @@ def reembed(
         done = archive.reembed(batch_size=batch_size, progress=update)
         left = archive.pending_reembed
     if as_json:
-        print_json({"reembedded": done, "pending": left})
+        print_json(dump(ReembedOut(reembedded=done, pending=left)))
     else:
         out.print(f"re-embedded {done:,} items; {left:,} pending")
 

@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
@@ -40,7 +40,8 @@ from mnemo.interfaces.cli._common import (
     progress,
 )
 from mnemo.interfaces.cli.night import report_table
-from mnemo.models import ContextBlock, ImportReport, NightReport, RecallResult, Refusal, Scope, to_jsonable
+from mnemo.interfaces.shapes import DemoHomeOut, DemoOut, dump
+from mnemo.models import ContextBlock, ImportReport, NightReport, RecallResult, Refusal, Scope
 
 if TYPE_CHECKING:
     from mnemo._sync import Archive
@@ -101,11 +102,19 @@ def run_sample(archive: Archive, scope: Scope = SAMPLE_SCOPE) -> SampleRun:
     return SampleRun(turns_before, imported, night, recalls, block)
 
 
-def show_sample(run: SampleRun, as_json: bool, scope: Scope = SAMPLE_SCOPE, **extra: Any) -> None:
-    """Print ``run``: tables and the context block, or one JSON object (with ``extra`` keys)."""
+def show_sample(
+    run: SampleRun, as_json: bool, scope: Scope = SAMPLE_SCOPE, *, home: str | None = None, kept: bool = False
+) -> None:
+    """Print ``run``: tables and the context block, or one JSON object (with the ``home`` it ran in
+    and whether it was ``kept``, when it ran in a home of its own)."""
     if as_json:
-        data = {"recalls": [to_jsonable(r) for r in run.recalls], "context": to_jsonable(run.context)}
-        print_json({**data, "night": to_jsonable(run.night), **extra})
+        recalls, block, night = list(run.recalls), run.context, run.night
+        shown = (
+            DemoOut(recalls=recalls, context=block, night=night)
+            if home is None
+            else DemoHomeOut(recalls=recalls, context=block, night=night, home=home, kept=kept)
+        )
+        print_json(dump(shown))
         return
     if run.imported is not None:
         out.print(

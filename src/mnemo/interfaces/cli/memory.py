@@ -29,7 +29,18 @@ from mnemo.interfaces.cli._common import (
     service,
     settings,
 )
-from mnemo.interfaces.shapes import ForgetOut, dump
+from mnemo.interfaces.shapes import (
+    ContextIn,
+    FileImportOut,
+    FileSkippedOut,
+    ForgetOut,
+    PurgeOut,
+    RecallIn,
+    RememberIn,
+    TurnIn,
+    dump,
+    request_body,
+)
 from mnemo.models import MEMORY_KINDS, Scope, to_jsonable
 
 __all__ = ["register"]
@@ -81,7 +92,7 @@ def remember(
     check_content(text, max_chars=config.max_content_chars)  # bad input fails before anything starts
     check_kind(kind)
     if not anchored and not candidate and (svc := service(config)) is not None:
-        body = {"content": text, "kind": kind, "namespace": namespace}
+        body = request_body(RememberIn, content=text, kind=kind, namespace=namespace)
         saved = ask(svc, "POST", "/v1/memories", entity, body)
     else:
         with open_archive(config) as archive:
@@ -113,7 +124,7 @@ def record(
     check_role(role)
     check_content(text, max_chars=config.max_content_chars)
     if (svc := service(config)) is not None:
-        body = {"session": session, "role": role, "content": text, "speaker": speaker, "namespace": namespace}
+        body = request_body(TurnIn, session=session, role=role, content=text, speaker=speaker, namespace=namespace)
         turn = ask(svc, "POST", "/v1/turns", entity, body)
     else:
         with open_archive(config) as archive:
@@ -148,15 +159,18 @@ def import_(
     with open_archive() as archive, progress("embedding") as update:
         report = archive.import_file(scope, path, fmt=fmt, sample=sample, progress=update, skip_invalid=skip_invalid)
     if as_json:
+        left_out = [FileSkippedOut(line=line, reason=reason) for line, reason in report.skipped]
         print_json(
-            {
-                "scope": str(scope),
-                "format": report.format,
-                "turns": report.turns,
-                "sessions": report.sessions,
-                "seconds": round(report.seconds, 3),
-                "skipped": [{"line": line, "reason": reason} for line, reason in report.skipped],
-            }
+            dump(
+                FileImportOut(
+                    scope=str(scope),
+                    format=report.format,
+                    turns=report.turns,
+                    sessions=report.sessions,
+                    seconds=round(report.seconds, 3),
+                    skipped=left_out,
+                )
+            )
         )
         return
     for line, reason in report.skipped:
@@ -200,10 +214,11 @@ def recall(
     if as_entity is not None:
         Scope(as_entity)  # a malformed reader fails here, as in the archive
     if (svc := service(config)) is not None:
-        body = {"query": query, "k": k, "namespace": namespace, "threshold": threshold, "read_only": read_only,
-                "as_of": None if when is None else when.isoformat()}  # fmt: skip
-        if as_entity is not None and as_entity != entity:
-            body["owner"] = entity  # read as the grantee: the service checks the grant
+        body = request_body(
+            RecallIn, query=query, k=k, namespace=namespace, threshold=threshold, read_only=read_only,
+            as_of=None if when is None else when.isoformat(),
+            owner=None if as_entity in (None, entity) else entity,  # read as the grantee: the service checks the grant
+        )  # fmt: skip
         print_recall(ask(svc, "POST", "/v1/recall", as_entity or entity, body), as_json)
         return
     with open_archive(config) as archive:
@@ -235,12 +250,9 @@ def context(
     check_query(text, max_chars=config.max_content_chars, label="attention text")
     when = None if as_of is None else to_utc(as_of, label="--as-of")
     if seed is None and not read_only and (svc := service(config)) is not None:
-        body = {
-            "text": text,
-            "budget": budget,
-            "namespace": namespace,
-            "as_of": None if when is None else when.isoformat(),
-        }
+        body = request_body(
+            ContextIn, text=text, budget=budget, namespace=namespace, as_of=None if when is None else when.isoformat()
+        )
         block = ask(svc, "POST", "/v1/context", entity, body)
     else:
         with open_archive(config) as archive:
@@ -358,6 +370,6 @@ def purge(
     with open_archive() as archive:
         removed = archive.purge_entity(entity) if all_namespaces else archive.purge(Scope(entity, namespace))
     if as_json:
-        print_json({"purged": target if not all_namespaces else f"{entity}/*", "removed": removed})
+        print_json(dump(PurgeOut(purged=target if not all_namespaces else f"{entity}/*", removed=removed)))
         return
     out.print(f"purged {target}: " + ", ".join(f"{k} {v}" for k, v in removed.items() if v))

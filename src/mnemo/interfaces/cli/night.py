@@ -22,7 +22,7 @@ from mnemo.interfaces.cli._common import (
     out,
     print_json,
 )
-from mnemo.interfaces.shapes import BelieveOut, dump
+from mnemo.interfaces.shapes import BelieveOut, CurationAppliedOut, dump
 from mnemo.models import Curation, NightReport, Scope, to_jsonable
 
 # The night cycle's stages, as in mnemo.night.cycle.STAGES (tests/integration/test_cli.py keeps
@@ -237,7 +237,7 @@ def curate(
         if apply is not None:
             changed = archive.apply_curation(scope, apply)
             if as_json:
-                print_json({"version": apply, "changed": changed})
+                print_json(dump(CurationAppliedOut(version=apply, changed=changed)))
             else:
                 out.print(f"applied curation version {apply} of {scope}: {changed} memories changed status")
             return

@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 
 from mnemo.interfaces.cli._common import JsonOpt, err, fail_cleanly, open_archive, out, print_json, settings
+from mnemo.interfaces.shapes import BackupOut, ForkOut, dump
 from mnemo.models import BackupManifest, PacketImport, Scope, to_jsonable
 
 __all__ = ["register"]
@@ -90,7 +91,7 @@ def restore(
 def _show(manifest: BackupManifest, file: Path, seconds: float | None, as_json: bool, verb: str) -> None:
     size = file.stat().st_size
     if as_json:
-        print_json({"file": str(file), "bytes": size, "seconds": seconds, "manifest": to_jsonable(manifest)})
+        print_json(dump(BackupOut(file=str(file), bytes=size, seconds=seconds, manifest=manifest)))
         return
     rows = sum(manifest.counts.values())
     took = f" in {seconds:.1f} s" if seconds is not None else ""
@@ -153,7 +154,7 @@ def fork(
     with open_archive() as archive:
         branch = archive.fork(Scope.parse(scope), into)
     if as_json:
-        print_json({"fork": str(branch), "parent": scope})
+        print_json(dump(ForkOut(fork=str(branch), parent=scope)))
     else:
         out.print(f"forked {scope} into {branch}")
 

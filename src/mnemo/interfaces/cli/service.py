@@ -39,6 +39,7 @@ from mnemo.interfaces.cli._common import (
     out,
     print_json,
 )
+from mnemo.interfaces.shapes import TokenOut, dump
 from mnemo.models import Scope, TokenInfo, to_jsonable
 
 __all__ = ["parse_duration", "register"]
@@ -337,15 +338,9 @@ def token_create(
     with open_archive() as archive:
         token, token_id = archive.create_token(entity, namespace=namespace, label=label, expires_at=expires_at)
     if as_json:
-        print_json(
-            {
-                "token": token,
-                "id": str(token_id),
-                "entity": entity,
-                "namespace": namespace,
-                "expires_at": None if expires_at is None else expires_at.isoformat(),
-            }
-        )
+        expiry = None if expires_at is None else expires_at.isoformat()
+        shown = TokenOut(token=token, id=str(token_id), entity=entity, namespace=namespace, expires_at=expiry)
+        print_json(dump(shown))
         return
     out.print(token, markup=False, highlight=False)
     lasts = "" if expires_at is None else f", valid until {_when(expires_at)}"

@@ -1,0 +1,59 @@
+"""Reads that benchmarks measure with (:mod:`mnemo.admin.probes`), never used to serve a user.
+
+Every statement binds one entity and one namespace (DESIGN §7), except the whole-table
+``VACUUM (ANALYZE)`` after the inspector benchmark's bulk fixture.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+import psycopg
+
+__all__ = ["block_turns", "memory_at", "memory_count", "memory_ids", "vacuum_memories"]
+
+
+async def block_turns(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str
+) -> dict[uuid.UUID, list[uuid.UUID]]:
+    """Each block of the scope and the turns it holds."""
+    cur = await conn.execute(
+        "SELECT id, turn_ids FROM mnemo.blocks WHERE entity_id = %s AND namespace = %s", (entity_id, namespace)
+    )
+    return {block: list(turn_ids) for block, turn_ids in await cur.fetchall()}
+
+
+async def memory_count(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> int:
+    """The memories of the scope, in any status."""
+    cur = await conn.execute(
+        "SELECT count(*) FROM mnemo.memories WHERE entity_id = %s AND namespace = %s", (entity_id, namespace)
+    )
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def memory_ids(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> list[uuid.UUID]:
+    """Every memory id of the scope."""
+    cur = await conn.execute(
+        "SELECT id FROM mnemo.memories WHERE entity_id = %s AND namespace = %s", (entity_id, namespace)
+    )
+    return [row[0] for row in await cur.fetchall()]
+
+
+async def vacuum_memories(conn: psycopg.AsyncConnection) -> None:
+    """``VACUUM (ANALYZE)`` the memories after a bulk fixture (outside a transaction)."""
+    await conn.execute("VACUUM (ANALYZE) mnemo.memories")
+
+
+async def memory_at(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, offset: int
+) -> tuple[datetime, uuid.UUID] | None:
+    """The ``(created_at, id)`` of the scope's memory ``offset`` rows in, newest first."""
+    cur = await conn.execute(
+        """SELECT created_at, id FROM mnemo.memories WHERE entity_id = %s AND namespace = %s
+           ORDER BY created_at DESC, id DESC OFFSET %s LIMIT 1""",
+        (entity_id, namespace, offset),
+    )
+    row = await cur.fetchone()
+    return None if row is None else (row[0], row[1])
