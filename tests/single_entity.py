@@ -72,6 +72,19 @@ ALLOWED: dict[str, Allowance] = {
         "administration (mnemo scopes without an entity) counts each scope's rows, every scope",
         "a multi-shard read whose sub-selects are correlated on entity_id (pushed down to each shard)",
     ),
+    "mnemo.store.vectors.count_missing": Allowance(
+        "at start-up (and in status) the archive counts the items of every scope that lack a vector "
+        "of the active model, to say a re-embed is due",
+        "a multi-shard count whose joins are on entity_id (pushed down to each shard)",
+    ),
+    "mnemo.store.vectors.slug_counts": Allowance(
+        "mnemo status counts each vector space's rows per model slug, over the whole archive",
+        "a multi-shard aggregate run by an operator",
+    ),
+    "mnemo.store.probes.vacuum_memories": Allowance(
+        "a benchmark's bulk fixture: VACUUM (ANALYZE) of the memories table",
+        "a maintenance command Citus propagates to every shard",
+    ),
     "mnemo.store.status.chamber_counts": Allowance(
         "mnemo status counts the rows of the whole archive",
         "a multi-shard count run by an operator",

@@ -138,11 +138,12 @@ class RecordingCursor(psycopg.AsyncCursor[Any]):
 
 
 def _site() -> str:
-    """The innermost mnemo function on the stack (not the pool's): where the statement was written."""
+    """The innermost public mnemo function on the stack (not the pool's): where the statement was
+    written. A private helper (``_rows``) runs what its caller wrote, so the caller is named."""
     frame = sys._getframe(2)
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
-        if module.startswith("mnemo.") and module != "mnemo.store.pool":
+        if module.startswith("mnemo.") and module != "mnemo.store.pool" and not frame.f_code.co_name.startswith("_"):
             return f"{module}.{frame.f_code.co_qualname}"
         frame = frame.f_back  # type: ignore[assignment]
     return "(outside mnemo)"
