@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -33,12 +34,29 @@ def quickstart(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[s
 
 
 def processes_naming(path: Path) -> list[int]:
-    """The live processes whose command line names ``path`` (a postmaster has it in ``-D``)."""
-    pids = []
+    """The live PostgreSQL processes whose command line names ``path`` (a postmaster has it in
+    ``-D``); the data directory's watchdog (``_owners.py``) is :func:`watchdogs_gone`'s."""
+    return [pid for pid, cmdline in _naming(path) if not any(part.endswith("_owners.py") for part in cmdline)]
+
+
+def watchdogs_gone(path: Path, seconds: float = 15.0) -> bool:
+    """Whether the watchdog of ``path``'s server exits once the server is gone (it looks every
+    ``_owners.INTERVAL`` seconds, so it may outlive the directory by that much)."""
+    deadline = time.monotonic() + seconds
+    while any(part.endswith("_owners.py") for _, cmdline in _naming(path) for part in cmdline):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def _naming(path: Path) -> list[tuple[int, list[str]]]:
+    found = []
     for proc in psutil.process_iter(["pid", "cmdline"]):
-        if any(str(path) in part for part in proc.info["cmdline"] or ()):
-            pids.append(proc.info["pid"])
-    return pids
+        cmdline = proc.info["cmdline"] or []
+        if any(str(path) in part for part in cmdline):
+            found.append((proc.info["pid"], cmdline))
+    return found
 
 
 def check_demo_content(data: dict) -> None:
@@ -67,6 +85,7 @@ def test_quickstart_runs_in_a_temporary_home_and_deletes_it(env: dict[str, str],
     assert "does not use MNEMO_DATABASE_URL" in done.stderr
     assert not home.exists()
     assert processes_naming(home) == []  # its PostgreSQL stopped before the directory went
+    assert watchdogs_gone(home)
     assert not (tmp_path / "users-home").exists()  # MNEMO_HOME alone does not choose the home
 
 
