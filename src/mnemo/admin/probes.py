@@ -20,7 +20,6 @@ import numpy as np
 
 from mnemo._runtime import Runtime
 from mnemo.models import Scope
-from mnemo.store import inspect as inspect_rows
 from mnemo.store import lexicon
 from mnemo.store import links as link_rows
 from mnemo.store import probes as probe_rows
@@ -90,7 +89,7 @@ class Probes:
         ``namespace`` (same entity, text, time and vector), with its postings; how many."""
         rt, entity = self._rt, source.entity_id
         async with rt.store.transaction() as conn:
-            copied = await inspect_rows.copy_turns_as_memories(conn, entity, source.namespace, namespace, rt.table)
+            copied = await probe_rows.copy_turns_as_memories(conn, entity, source.namespace, namespace, rt.table)
             ids = await probe_rows.memory_ids(conn, entity, namespace)
             await lexicon.add_postings(conn, entity, namespace, "memory", ids)
         async with rt.store.connection() as conn:

@@ -3,26 +3,17 @@ one turn or memory by id. Reads only: no access traces, no weight changes."""
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
-from typing import Any, TypeVar
 
 from mnemo._runtime import Runtime
 from mnemo._validate import check_id
 from mnemo.errors import InvalidInputError, UnknownItemError
-from mnemo.models import Item, ListedMemory, MemoryPage, Scope
+from mnemo.models import Item, MemoryPage, Scope
 from mnemo.store import memories as memory_rows
 
 __all__ = ["MAX_PAGE", "item", "memories"]
 
 MAX_PAGE = 200
-R = TypeVar("R")
-
-
-def _record(cls: type[R], row: Any) -> R:
-    """The public record ``cls`` of a store row's fields of the same names (the row may hold more)."""
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    return cls(**{k: v for k, v in dataclasses.asdict(row).items() if k in names})
 
 
 async def memories(rt: Runtime, scope: Scope, *, limit: int = 50, cursor: uuid.UUID | None = None) -> MemoryPage:
@@ -35,7 +26,7 @@ async def memories(rt: Runtime, scope: Scope, *, limit: int = 50, cursor: uuid.U
         rows = await memory_rows.list_memories(conn, scope.entity_id, scope.namespace, limit=limit + 1, before=cursor)
     page = rows[:limit]
     following = page[-1].id if len(rows) > limit else None
-    return MemoryPage(tuple(_record(ListedMemory, r) for r in page), following)
+    return MemoryPage(tuple(page), following)
 
 
 async def item(rt: Runtime, scope: Scope, item_id: uuid.UUID | str) -> Item:
@@ -46,4 +37,4 @@ async def item(rt: Runtime, scope: Scope, item_id: uuid.UUID | str) -> Item:
         row = await memory_rows.find_item(conn, scope.entity_id, scope.namespace, wanted)
     if row is None:
         raise UnknownItemError(f"no item {wanted} in scope {scope}")
-    return _record(Item, row)
+    return row

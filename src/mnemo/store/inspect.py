@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg import sql
 from psycopg.rows import class_row, dict_row
 from psycopg.types.json import Jsonb
 
@@ -329,34 +328,3 @@ async def record_action(
            VALUES (%s, %s, %s, %s, %s, %s)""",
         (entity_id, namespace, item_id, action, actor, Jsonb(dict(detail or {}))),
     )
-
-
-async def copy_turns_as_memories(
-    conn: psycopg.AsyncConnection, entity_id: str, source: str, target: str, vector_table: str
-) -> int:
-    """Benchmark fixture (``benchmarks/inspector_pages.py``): every turn of scope ``source`` becomes
-    an episodic memory of scope ``target`` (same text, time and vector; ids are new), in one
-    statement per table. Postings are the caller's (``lexicon.add_postings``)."""
-    await conn.execute(
-        "INSERT INTO mnemo.scopes (entity_id, namespace) VALUES (%s, %s) ON CONFLICT DO NOTHING", (entity_id, target)
-    )
-    await conn.execute(
-        """CREATE TEMP TABLE copied ON COMMIT DROP AS
-           SELECT id AS turn_id, uuidv7() AS id, content, created_at FROM mnemo.turns
-           WHERE entity_id = %s AND namespace = %s""",
-        (entity_id, source),
-    )
-    cur = await conn.execute(
-        """INSERT INTO mnemo.memories (entity_id, id, namespace, kind, content, created_at, alpha, beta, status)
-           SELECT %s, id, %s, 'episodic', content, created_at, 1 + (abs(hashtext(content)) %% 7), 4,
-                  (ARRAY['active', 'active', 'active', 'candidate', 'archived'])[1 + abs(hashtext(id::text)) %% 5]
-           FROM copied""",
-        (entity_id, target),
-    )
-    query = sql.SQL(
-        """INSERT INTO vectors.{} (entity_id, item_id, namespace, item_kind, slug, embedding)
-           SELECT v.entity_id, c.id, %s, 'memory', v.slug, v.embedding FROM copied c
-           JOIN vectors.{} v ON v.entity_id = %s AND v.item_id = c.turn_id"""
-    ).format(sql.Identifier(vector_table), sql.Identifier(vector_table))
-    await conn.execute(query, (target, entity_id))
-    return cur.rowcount

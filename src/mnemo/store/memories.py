@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
-__all__ = ["LISTED_COLUMNS", "FoundItem", "ListedMemory", "MemoryRow", "find_item", "insert_memory", "list_memories"]
+from mnemo.models import Item, ListedMemory
+
+__all__ = ["MemoryRow", "find_item", "insert_memory", "list_memories"]
 
 MemoryRow = dict[str, Any]  # a memory to insert: its columns by name
 
@@ -32,50 +33,11 @@ async def insert_memory(conn: psycopg.AsyncConnection, row: MemoryRow) -> dateti
     return created[0]
 
 
-@dataclass(frozen=True, slots=True)
-class ListedMemory:
-    """A memory as a page of :func:`list_memories` lists it."""
-
-    id: uuid.UUID
-    kind: str
-    status: str
-    content: str
-    created_at: datetime
-    event_time: datetime | None
-    anchored: bool
-    alpha: float
-    beta: float
-
-
-LISTED_COLUMNS = tuple(f.name for f in fields(ListedMemory))
-
-
-@dataclass(frozen=True, slots=True)
-class FoundItem:
-    """One turn or memory (:func:`find_item`; ``type`` says which): a memory's fields, or a turn's
-    (``session``, ``turn``, ``role``, ``speaker``); the other kind's are None."""
-
-    type: str
-    id: uuid.UUID
-    content: str
-    created_at: datetime
-    kind: str | None
-    status: str | None
-    event_time: datetime | None
-    anchored: bool | None
-    alpha: float | None
-    beta: float | None
-    session: str | None
-    turn: int | None
-    role: str | None
-    speaker: str | None
-
-
 async def list_memories(
     conn: psycopg.AsyncConnection, entity_id: str, namespace: str, *, limit: int, before: uuid.UUID | None = None
 ) -> list[ListedMemory]:
-    """Up to ``limit`` memories of the scope (any status), newest id first (ids are UUIDv7), keyset-paged:
-    only ids below ``before`` when given."""
+    """Up to ``limit`` memories of the scope (any status) as the public record lists them, newest
+    id first (ids are UUIDv7), keyset-paged: only ids below ``before`` when given."""
     cur = await conn.execute(
         """SELECT id, kind, status, content, created_at, event_time, anchored, alpha, beta
            FROM mnemo.memories
@@ -87,8 +49,9 @@ async def list_memories(
     return [ListedMemory(*r) for r in await cur.fetchall()]
 
 
-async def find_item(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, item: uuid.UUID) -> FoundItem | None:
-    """One turn or memory of the scope (any status), or None; ``type`` says which."""
+async def find_item(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, item: uuid.UUID) -> Item | None:
+    """One turn or memory of the scope (any status), or None; ``type`` says which (a turn has no
+    weight, a memory no session: those fields are None)."""
     cur = await conn.execute(
         """SELECT 'memory', id, content, created_at, kind, status, event_time, anchored, alpha, beta,
                   NULL::text, NULL::integer, NULL::text, NULL::text
@@ -101,4 +64,4 @@ async def find_item(conn: psycopg.AsyncConnection, entity_id: str, namespace: st
         {"e": entity_id, "ns": namespace, "id": item},
     )
     row = await cur.fetchone()
-    return None if row is None else FoundItem(*row)
+    return None if row is None else Item(*row)

@@ -1,6 +1,6 @@
 """Reads that benchmarks measure with (:mod:`mnemo.admin.probes`), never used to serve a user.
 
-Every statement binds one entity and one namespace (DESIGN §7), except the whole-table
+Every statement binds one entity (DESIGN §7), except the whole-table
 ``VACUUM (ANALYZE)`` after the inspector benchmark's bulk fixture.
 """
 
@@ -10,8 +10,9 @@ import uuid
 from datetime import datetime
 
 import psycopg
+from psycopg import sql
 
-__all__ = ["block_turns", "memory_at", "memory_count", "memory_ids", "vacuum_memories"]
+__all__ = ["block_turns", "copy_turns_as_memories", "memory_at", "memory_count", "memory_ids", "vacuum_memories"]
 
 
 async def block_turns(
@@ -57,3 +58,34 @@ async def memory_at(
     )
     row = await cur.fetchone()
     return None if row is None else (row[0], row[1])
+
+
+async def copy_turns_as_memories(
+    conn: psycopg.AsyncConnection, entity_id: str, source: str, target: str, vector_table: str
+) -> int:
+    """Benchmark fixture (``benchmarks/inspector_pages.py``): every turn of scope ``source`` becomes
+    an episodic memory of scope ``target`` (same text, time and vector; ids are new), in one
+    statement per table. Postings are the caller's (``lexicon.add_postings``)."""
+    await conn.execute(
+        "INSERT INTO mnemo.scopes (entity_id, namespace) VALUES (%s, %s) ON CONFLICT DO NOTHING", (entity_id, target)
+    )
+    await conn.execute(
+        """CREATE TEMP TABLE copied ON COMMIT DROP AS
+           SELECT id AS turn_id, uuidv7() AS id, content, created_at FROM mnemo.turns
+           WHERE entity_id = %s AND namespace = %s""",
+        (entity_id, source),
+    )
+    cur = await conn.execute(
+        """INSERT INTO mnemo.memories (entity_id, id, namespace, kind, content, created_at, alpha, beta, status)
+           SELECT %s, id, %s, 'episodic', content, created_at, 1 + (abs(hashtext(content)) %% 7), 4,
+                  (ARRAY['active', 'active', 'active', 'candidate', 'archived'])[1 + abs(hashtext(id::text)) %% 5]
+           FROM copied""",
+        (entity_id, target),
+    )
+    query = sql.SQL(
+        """INSERT INTO vectors.{} (entity_id, item_id, namespace, item_kind, slug, embedding)
+           SELECT v.entity_id, c.id, %s, 'memory', v.slug, v.embedding FROM copied c
+           JOIN vectors.{} v ON v.entity_id = %s AND v.item_id = c.turn_id"""
+    ).format(sql.Identifier(vector_table), sql.Identifier(vector_table))
+    await conn.execute(query, (target, entity_id))
+    return cur.rowcount
