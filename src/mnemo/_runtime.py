@@ -10,6 +10,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mnemo.cognition.ranker import Ranker
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.store import Store
@@ -51,6 +52,7 @@ class Runtime:
     cortex: Cortex | None = None  # the long-term tier (LanceDB), connected on first use
     token_cache: token_rows.Cache = field(default_factory=token_rows.Cache)  # late interaction's reads
     reranker: Any = None  # a local cross-encoder (mnemo.rerank.Reranker) when settings.reranker is set
+    ranker: Ranker = field(default_factory=Ranker.hand_set)  # the head's learned fusion (mnemo.recall.learned)
 
     def __post_init__(self) -> None:
         self.token_cache.max_bytes = self.settings.token_cache_mb << 20

@@ -89,6 +89,20 @@ class Settings(BaseSettings):
         default=True,
         description="Refuse a question whose names (capitalised words inside a sentence) the scope never mentions.",
     )
+    refuse_unsupported: bool = Field(
+        default=False,
+        description="Refuse a question whose content word the scope rarely holds and the hits do not match "
+        "(token-level MaxSim under support_threshold): something never said.",
+    )
+    support_threshold: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="The token-level match under which a question word is unsupported."
+    )
+    support_rarity: int = Field(
+        default=0,
+        ge=0,
+        le=1_000_000,
+        description="A question word held by at most this many items of the scope may be unsupported.",
+    )
     rrf_k: int = Field(default=60, ge=1, le=10_000)
     candidate_depth: int = Field(default=100, ge=1, le=10_000, description="Candidates per retriever.")
     lexical: Literal["bm25", "tsrank"] = Field(
@@ -103,6 +117,20 @@ class Settings(BaseSettings):
         description="Score shared from turns 1, 2, ... places away in the same session; () switches it off.",
     )
     neighbour_anchors: int = Field(default=30, ge=0, le=1000, description="Top candidates whose neighbours join.")
+    ranker: Literal["learned", "hand"] = Field(
+        default="learned",
+        description="Order the head by the learned fusion shipped in the package (mnemo/data/ranker.json, or "
+        "ranker_file), or keep the hand-set order (z-score fusion, neighbours, late interaction, time).",
+    )
+    ranker_file: Path | None = Field(
+        default=None,
+        description="A ranking model trained by benchmarks/learn_fusion.py, used instead of the shipped one.",
+    )
+    spread_sessions: bool = Field(
+        default=True,
+        description="Spread the top of the ranking over sessions: a session's further candidates pay the "
+        "ranking model's penalty, so the evidence of other sessions comes up.",
+    )
     turn_context: bool = Field(default=True, description="Embed turns as 'Speaker: content'.")
     late_interaction: bool = Field(
         default=True,

@@ -361,6 +361,9 @@ class Refusal:
     unknown: tuple[str, ...] = ()
     """The names the question is about that nothing in the scope mentions, when that is why it was
     refused (empty when nothing was similar enough)."""
+    unsupported: tuple[str, ...] = ()
+    """The words the question is about that the scope rarely holds and nothing returned matches,
+    when that is why it was refused (``refuse_unsupported``)."""
 
     @property
     def hits(self) -> tuple[Hit, ...]:

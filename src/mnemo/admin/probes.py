@@ -12,6 +12,7 @@ memory-architecture §12 and the perf harness of DESIGN §3.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
@@ -20,6 +21,8 @@ import numpy as np
 
 from mnemo._runtime import Runtime
 from mnemo.models import Scope
+from mnemo.recall import learned
+from mnemo.recall.learned import Capture
 from mnemo.store import lexicon
 from mnemo.store import links as link_rows
 from mnemo.store import probes as probe_rows
@@ -96,6 +99,12 @@ class Probes:
             await probe_rows.vacuum_memories(conn)
             await lexicon.analyze(conn)
         return copied
+
+    def capturing(self) -> contextlib.AbstractContextManager[Capture]:
+        """Collect what every recall made inside the ``with`` block saw: its head as the learned
+        fusion sees it (:class:`mnemo.recall.learned.Pool`: candidates, features, sessions) and its
+        question words' support (:mod:`mnemo.recall.support`)."""
+        return learned.capturing()
 
     async def memory_at(self, scope: Scope, offset: int) -> tuple[datetime, uuid.UUID] | None:
         """The ``(created_at, id)`` of ``scope``'s memory ``offset`` rows in, newest first (the

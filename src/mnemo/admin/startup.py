@@ -19,6 +19,7 @@ from mnemo.config import Settings, load_settings
 from mnemo.cortex.store import Cortex
 from mnemo.embed import Embeddings, load_embedder
 from mnemo.recall.index import ReadIndexes
+from mnemo.recall.learned import load_ranker
 from mnemo.rerank import load_reranker
 from mnemo.store import Store, tiers
 from mnemo.store import vectors as vector_rows
@@ -37,6 +38,7 @@ async def start(
     settings = settings_of(settings, overrides)
     if embeddings is None:
         embeddings = await asyncio.to_thread(load_embedder, settings.embedder, **settings.embedder_options())
+    ranker = load_ranker(settings.ranker_file)  # a bad model file fails before anything opens
     store = await Store.open(
         settings.database_url,
         home=settings.home,
@@ -58,6 +60,7 @@ async def start(
             llm or settings.llm,
             cortex=Cortex(settings.cortex_uri or _cortex_locator(settings, store)),
             reranker=load_reranker(settings.reranker),
+            ranker=ranker,
         )
         pending = await reembed.note_active_slug(runtime)
         recovered = await gates.recover(runtime)

@@ -24,13 +24,17 @@ terms BM25 searches.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
+from mnemo.cognition.gates import content_words
+from mnemo.cognition.late import TokenVectors
 from mnemo.cognition.timex import CALENDAR_WORDS
 
-__all__ = ["Verdict", "judge", "proper_names"]
+__all__ = ["Verdict", "judge", "proper_names", "question_words", "unsupported", "word_support"]
 
 _TOKEN = re.compile(r"[^\W\d_][\w'’.-]*|[.!?;:\"“”()]+")
 _SENTENCE_END = re.compile(r"[.!?;:\"“”(]")
@@ -72,21 +76,184 @@ class Verdict:
     """Whether to refuse a recall, and why."""
 
     refused: bool
-    reason: Literal["unknown names", "dissimilar"] | None = None
+    reason: Literal["unknown names", "unsupported", "dissimilar"] | None = None
     """``"unknown names"``: the question names only things the scope never mentions;
-    ``"dissimilar"``: nothing reaches the similarity threshold."""
+    ``"unsupported"``: a word the question is about is rare in the scope and nothing returned
+    matches it; ``"dissimilar"``: nothing reaches the similarity threshold."""
     unknown: tuple[str, ...] = ()
-    """The names the scope never mentions (only when refused for them)."""
+    """The names the scope never mentions, or the words nothing supports (only when refused for them)."""
 
 
-def judge(best_similarity: float | None, threshold: float, known: Mapping[str, bool]) -> Verdict:
+def judge(
+    best_similarity: float | None, threshold: float, known: Mapping[str, bool], missing: Sequence[str] = ()
+) -> Verdict:
     """Refuse when the question names things (``known``: each name that is a searchable word, and
-    whether the scope mentions it), none is known and no match is strong (under ``(1 + threshold) / 2``),
-    else when the best similarity is missing or under ``threshold``."""
+    whether the scope mentions it), none is known and no match is strong (under ``(1 + threshold) / 2``);
+    else when a word it is about is unsupported (``missing``, :func:`unsupported`); else when the
+    best similarity is missing or under ``threshold``."""
     names = list(known)
     strong = best_similarity is not None and best_similarity >= (1.0 + threshold) / 2
     if names and not any(known.values()) and not strong:
         return Verdict(True, "unknown names", tuple(names))
+    if missing:
+        return Verdict(True, "unsupported", tuple(missing))
     if best_similarity is None or best_similarity < threshold:
         return Verdict(True, "dissimilar")
     return Verdict(False)
+
+
+# what a question asks with, not about: interrogatives, auxiliaries, the verbs of asking and telling
+_ASKING = frozenset(
+    [
+        "what",
+        "when",
+        "where",
+        "who",
+        "whom",
+        "whose",
+        "which",
+        "why",
+        "how",
+        "was",
+        "were",
+        "been",
+        "being",
+        "does",
+        "did",
+        "doing",
+        "done",
+        "is",
+        "are",
+        "would",
+        "could",
+        "should",
+        "might",
+        "must",
+        "may",
+        "shall",
+        "will",
+        "can",
+        "kind",
+        "type",
+        "sort",
+        "sorts",
+        "kinds",
+        "types",
+        "likely",
+        "think",
+        "thinks",
+        "thought",
+        "feel",
+        "feels",
+        "felt",
+        "mention",
+        "mentioned",
+        "mentions",
+        "say",
+        "says",
+        "said",
+        "tell",
+        "tells",
+        "told",
+        "talk",
+        "talked",
+        "talks",
+        "ever",
+        "also",
+        "still",
+        "recently",
+        "yet",
+        "about",
+        "many",
+        "much",
+        "some",
+        "any",
+        "one",
+        "ones",
+        "thing",
+        "things",
+        "time",
+        "times",
+        "there",
+        "here",
+        "then",
+        "than",
+        "not",
+        "all",
+        "both",
+        "each",
+        "other",
+        "others",
+        "own",
+        "same",
+        "such",
+        "only",
+        "just",
+        "very",
+        "more",
+        "most",
+        "less",
+        "least",
+        "after",
+        "before",
+        "during",
+        "since",
+        "until",
+        "while",
+        "into",
+        "onto",
+        "over",
+        "under",
+        "again",
+        "get",
+        "gets",
+        "got",
+        "her",
+        "his",
+        "him",
+        "hers",
+        "us",
+        "ours",
+        "theirs",
+        "yours",
+        "mine",
+        "myself",
+        "herself",
+        "himself",
+        "themselves",
+    ]
+)
+
+
+def question_words(text: str) -> list[str]:
+    """The words of a question that carry what it is about: lower-cased, three letters or more,
+    without stop words, the words of asking (:data:`_ASKING`), months and weekdays, each once."""
+    words = [w.strip("'") for w in content_words(text)]
+    kept = (w for w in words if len(w) >= 3 and w.isalpha() and w not in _ASKING and w not in CALENDAR_WORDS)
+    return list(dict.fromkeys(kept))
+
+
+def word_support(query: TokenVectors, pieces: Sequence[Sequence[int]], hits: Sequence[TokenVectors]) -> list[float]:
+    """For each word of the question (its token ids, ``pieces``), how well the hits' tokens match it:
+    the mean over its tokens in the query of their best cosine among every token of ``hits``
+    (MaxSim, token by token). 1 for a word whose tokens the query does not hold (nothing to judge);
+    0 for every word when there are no hits."""
+    if not hits or not any(len(h.ids) for h in hits):
+        return [0.0] * len(pieces)
+    held = np.concatenate([np.asarray(h.vectors, dtype=np.float32) * np.float32(h.scale) for h in hits if len(h.ids)])
+    asked = np.asarray(query.vectors, dtype=np.float32) * np.float32(query.scale)
+    best = (asked @ held.T).max(axis=1) if len(asked) else np.zeros(0, dtype=np.float32)
+    ids = [int(t) for t in query.ids]
+    out = []
+    for word in pieces:
+        wanted = {int(t) for t in word}
+        at = [n for n, t in enumerate(ids) if t in wanted]
+        out.append(float(best[at].mean()) if at else 1.0)
+    return out
+
+
+def unsupported(support: Mapping[str, tuple[int, float]], threshold: float, rarity: int) -> list[str]:
+    """The question words (``support``: word -> (items of the scope holding it, its match among the
+    hits)) that at most ``rarity`` items hold and whose match is under ``threshold``: what the
+    question is about that the scope, as far as its hits show, never said."""
+    return [w for w, (held, match) in support.items() if 0 <= held <= rarity and match < threshold]

@@ -16,7 +16,7 @@ import psycopg
 
 from mnemo import _dynamics as dynamics
 from mnemo._runtime import Runtime
-from mnemo.cognition.refusal import judge
+from mnemo.cognition.refusal import judge, unsupported
 from mnemo.cognition.relevance import (
     most_relevant,
     suppressible,
@@ -46,7 +46,9 @@ def decide(rt: Runtime, request: Request, found: Candidates, blended: Blended, s
     near = blended.scored[max(request.k, 5) : rt.settings.near_miss_until]
     sims = [h.similarity for h in hits if h.similarity is not None]
     best = max(sims) if sims else None
-    verdict = judge(best, request.threshold, found.names)
+    cfg = rt.settings
+    missing = unsupported(found.support, cfg.support_threshold, cfg.support_rarity) if cfg.refuse_unsupported else []
+    verdict = judge(best, request.threshold, found.names, missing)
     return Decision(
         hits=hits,
         near_misses=[
@@ -58,7 +60,8 @@ def decide(rt: Runtime, request: Request, found: Candidates, blended: Blended, s
         refused=verdict.refused,
         latency_ms=(time.perf_counter() - started) * 1000,
         spare=spare,
-        unknown=verdict.unknown,
+        unknown=verdict.unknown if verdict.reason == "unknown names" else (),
+        unsupported=verdict.unknown if verdict.reason == "unsupported" else (),
         relevant=relevant,
     )
 
@@ -261,6 +264,11 @@ def _unknown_message(names: Sequence[str]) -> str:
     return f"The archive holds nothing that mentions {listed}."
 
 
+def _unsupported_message(words: Sequence[str]) -> str:
+    listed = ", ".join(words[:-1]) + (" or " if len(words) > 1 else "") + words[-1]
+    return f"Nothing the archive holds speaks of {listed}."
+
+
 def result(request: Request, decision: Decision, blended: Blended) -> RecallResult | Refusal:
     if decision.refused:
         refusal = Refusal(
@@ -273,6 +281,10 @@ def result(request: Request, decision: Decision, blended: Blended) -> RecallResu
         )
         if decision.unknown:
             return dataclasses.replace(refusal, unknown=decision.unknown, message=_unknown_message(decision.unknown))
+        if decision.unsupported:
+            return dataclasses.replace(
+                refusal, unsupported=decision.unsupported, message=_unsupported_message(decision.unsupported)
+            )
         return refusal
     return RecallResult(
         query=request.text,

@@ -105,6 +105,7 @@ async def smooth_neighbours(rt: Runtime, conn: psycopg.AsyncConnection, request:
             weights={"lexical": cfg.lexical_weight},
             reference=found.ids,
         )
+    found.positions, found.bounds = dict(where), dict(bounds)
     found.final = smooth(base, where, cfg.neighbour_weights, floor=min(base.values()), bounds=bounds)
 
 

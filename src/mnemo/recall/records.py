@@ -93,9 +93,16 @@ class Candidates:
     """Candidates of the period the question names, lifted by :func:`time_frame`."""
     names: dict[str, bool] = field(default_factory=dict)
     """The names the question is about, and whether the scope mentions each (the refusal's evidence)."""
+    support: dict[str, tuple[int, float]] = field(default_factory=dict)
+    """The question's content words: how many items of the scope hold each (-1: not searchable) and
+    how well the top hits' tokens match it (:mod:`mnemo.recall.support`)."""
     scanned: dict[uuid.UUID, float] = field(default_factory=dict)
     """Late-interaction scores of every item of the scope, when late interaction retrieved
     (:func:`_late_retrieval`): the fusion's third retriever."""
+    positions: dict[uuid.UUID, tuple[str, int]] = field(default_factory=dict)
+    """Each utterance's ``(session, turn number)``, read by neighbour smoothing."""
+    bounds: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Each session's first and last turn number, read by neighbour smoothing."""
     facts: scope_rows.RecallFacts | None = None
     """What the recall read of its scope first (which searches it can skip)."""
     stage: Any = None
@@ -127,6 +134,8 @@ class Decision:
     """The next candidates after the top k: they move up when a hit is dropped as a repeat."""
     unknown: tuple[str, ...] = ()
     """The question's names the scope never mentions, when the recall is refused for them."""
+    unsupported: tuple[str, ...] = ()
+    """The question's words nothing returned supports, when the recall is refused for them."""
     relevant: frozenset[uuid.UUID] = frozenset()
     """The k candidates the search ranking alone puts first: a hit among them was returned on its
     relevance, not lifted by use, weight, recency or association (only such hits are reinforced)."""

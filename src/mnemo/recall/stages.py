@@ -10,8 +10,11 @@ Seeds: cognitive-plan §2.5, §2.7, §3.1, §3.8; archive-adr §7 ("The Mentat R
 5. :func:`smooth_neighbours` lets turns share their session neighbours' scores;
 5b. :func:`late_interaction` re-ranks the head by MaxSim over token embeddings;
 5c. :func:`time_frame` lifts the head's candidates of the period the question names;
+5d. :func:`attribution` keeps the candidates the requested processes wrote;
+5e. :func:`learned_rank` orders the head by the learned fusion and spreads it over sessions;
 6. :func:`blend` scores the head of the ranking cognitively (activation, weight, recency,
    co-access, noise) and keeps superseded memories below their superseders;
+6b. :func:`support` reads how well the top hits support the question's content words;
 7. :func:`decide` takes the top k, the near misses, and refuses below the threshold;
 8. :func:`trace_and_mutate` logs the retrieval and, for the owner, reinforces what was returned;
 9. :func:`result` builds the :class:`~mnemo.models.RecallResult` or :class:`~mnemo.models.Refusal`.
@@ -26,9 +29,11 @@ from __future__ import annotations
 
 from mnemo.recall.blend import blend
 from mnemo.recall.decide import decide, quote, recall_at_level, result, trace_and_mutate
+from mnemo.recall.learned import learned_rank
 from mnemo.recall.rank import attribution, follow_links, fuse, late_interaction, smooth_neighbours, time_frame
 from mnemo.recall.records import ITEM_KINDS, Blended, Candidates, Decision, Request
 from mnemo.recall.retrieve import check, retrieve, start_embedding
+from mnemo.recall.support import support
 
 __all__ = [
     "ITEM_KINDS",
@@ -43,12 +48,14 @@ __all__ = [
     "follow_links",
     "fuse",
     "late_interaction",
+    "learned_rank",
     "quote",
     "recall_at_level",
     "result",
     "retrieve",
     "smooth_neighbours",
     "start_embedding",
+    "support",
     "time_frame",
     "trace_and_mutate",
 ]

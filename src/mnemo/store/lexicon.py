@@ -156,3 +156,22 @@ async def known_words(
     )
     found = {r[0]: bool(r[1]) for r in await cur.fetchall()}
     return {w: found[w] for w in words if w in found}
+
+
+async def word_frequencies(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, words: Sequence[str], cap: int = 1000
+) -> dict[str, int]:
+    """For each of ``words`` that is searchable, how many items of the scope hold it: the smallest
+    count among its lexemes, counted up to ``cap`` (a common word need not be counted to its end)."""
+    if not words:
+        return {}
+    cur = await conn.execute(
+        """SELECT w, min((SELECT count(*) FROM (SELECT 1 FROM mnemo.postings p
+                                              WHERE p.entity_id = %(e)s AND p.namespace = %(ns)s
+                                                AND p.term = l.lexeme LIMIT %(cap)s) AS held))
+           FROM unnest(%(words)s::text[]) AS w CROSS JOIN LATERAL unnest(to_tsvector('english', w)) AS l
+           GROUP BY w""",
+        {"e": entity_id, "ns": namespace, "words": list(words), "cap": cap},
+    )
+    found = {r[0]: int(r[1]) for r in await cur.fetchall()}
+    return {w: found[w] for w in words if w in found}

@@ -1,0 +1,265 @@
+"""Recall stage 5e: the learned fusion of the head and its spreading across sessions.
+
+Seeds: cognitive-plan §2.5 (hybrid search), §4.5 (weights from outcomes, not hand-set), §4.6
+(contextual retrieval: a question's evidence can sit in several sessions).
+
+:func:`features` describes each candidate of the head by :data:`~mnemo.cognition.ranker.FEATURES`
+from what the earlier stages computed (no new search); :func:`learned_rank` orders the head by
+the shipped :class:`~mnemo.cognition.ranker.Ranker` (``ranker="learned"``) or keeps the hand-set
+order (``"hand"``), then spreads its top over sessions (``spread_sessions``). The head stays above
+every other candidate, as after late interaction. :func:`capturing` lets a benchmark collect the
+features of each recall it makes (``benchmarks/learn_fusion.py`` trains the model on them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import psycopg
+
+from mnemo._runtime import Runtime
+from mnemo.cognition.ranker import FEATURES, Ranker, spread_sessions, standardise
+from mnemo.cognition.refusal import proper_names
+from mnemo.errors import ConfigurationError
+from mnemo.recall.rank import _head
+from mnemo.recall.records import Candidates, Request
+from mnemo.store import search as search_rows
+
+__all__ = ["Capture", "Pool", "capturing", "features", "learned_rank", "load_ranker", "sink"]
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """One recall's head, as the ranking model sees it."""
+
+    ids: tuple[uuid.UUID, ...]
+    """The head, in the hand-set order."""
+    matrix: np.ndarray
+    """One row per candidate, one column per feature (:data:`FEATURES`)."""
+    sessions: Mapping[uuid.UUID, str]
+    """Each utterance's session (memories have none)."""
+
+
+def load_ranker(path: Path | None = None) -> Ranker:
+    """The ranking model in ``path``, or the one shipped in the package (``mnemo/data/ranker.json``);
+    :class:`~mnemo.errors.ConfigurationError` when it cannot be read or does not fit."""
+    try:
+        if path is None:
+            return Ranker.from_json(resources.files("mnemo").joinpath("data/ranker.json").read_text(encoding="utf-8"))
+        return Ranker.from_json(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigurationError(f"ranker_file {path}: not a ranking model mnemo can use ({exc})") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """What the recalls made inside :func:`capturing` saw, one entry per recall (benchmarks only)."""
+
+    pools: list[Pool] = field(default_factory=list)
+    """Each recall's head, as the ranking model saw it."""
+    support: list[dict[str, tuple[int, float]]] = field(default_factory=list)
+    """Each recall's question words: how many items of the scope hold each, and how well the hits
+    match it (:mod:`mnemo.recall.support`)."""
+
+
+_SINK: ContextVar[Capture | None] = ContextVar("mnemo_recall_capture", default=None)
+
+
+def sink() -> Capture | None:
+    """The capture of the recalls being made, if a benchmark asked for one."""
+    return _SINK.get()
+
+
+@contextlib.contextmanager
+def capturing() -> Iterator[Capture]:
+    """Collect what every recall made inside the block saw (benchmarks only)."""
+    capture = Capture()
+    token = _SINK.set(capture)
+    try:
+        yield capture
+    finally:
+        _SINK.reset(token)
+
+
+async def learned_rank(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates) -> None:
+    """Order the head's utterances by the ranking model (:func:`_utterances_reordered`), then spread
+    its top over sessions; the head keeps its scores, handed out in the new order."""
+    cfg = rt.settings
+    capture = _SINK.get()
+    if len(found.final) < 2 or (cfg.ranker == "hand" and not cfg.spread_sessions and capture is None):
+        return
+    pool = await features(rt, conn, request, found)
+    if capture is not None:
+        capture.pools.append(pool)
+    model = rt.ranker
+    scores = dict(
+        zip(
+            pool.ids,
+            (model if cfg.ranker == "learned" else Ranker.hand_set()).scores(pool.matrix).tolist(),
+            strict=True,
+        )
+    )
+    order = _utterances_reordered(pool.ids, scores, found.kind_of)
+    if cfg.spread_sessions:
+        order = spread_sessions(order, scores, pool.sessions, model.penalty, max(request.k, 10))
+    found.smoothed = found.smoothed or found.final
+    found.final = _in_order(found.final, pool.ids, order)
+
+
+def _utterances_reordered(
+    head: Sequence[uuid.UUID], scores: Mapping[uuid.UUID, float], kind_of: Mapping[uuid.UUID, str]
+) -> list[uuid.UUID]:
+    """The head with its utterances (turns, lines) in the places utterances held, best score first;
+    a memory keeps its place (the model learned from utterances: it has no say over memories)."""
+    said = sorted((i for i in head if kind_of.get(i) in ("turn", "line")), key=lambda i: -scores[i])
+    ranked = iter(said)
+    return [next(ranked) if kind_of.get(i) in ("turn", "line") else i for i in head]
+
+
+def _in_order(
+    final: Mapping[uuid.UUID, float], head: Sequence[uuid.UUID], order: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, float]:
+    """``final`` with the head's scores handed out along ``order``: the n-th of the new order takes
+    the n-th best score of the head, so the scores keep their spread and the head its place."""
+    values = sorted((final[i] for i in head), reverse=True)
+    return dict(final) | dict(zip(order, values, strict=True))
+
+
+async def features(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates) -> Pool:
+    """The head's :data:`FEATURES`, from the candidates' scores, positions and texts."""
+    head = _head(rt, request, found.final)
+    scope = request.scope
+    texts = await search_rows.item_texts(conn, scope.entity_id, scope.namespace, head)
+    where = found.positions
+    sessions = {i: where[i][0] for i in head if i in where}
+    base = dict(zip(list(found.base), standardise(found.base, list(found.base)), strict=True))
+    late = found.scanned or found.late
+    columns = {
+        "hand": [-math.log(n) for n in range(1, len(head) + 1)],
+        "dense": standardise(found.similarity, head),
+        "lexical": standardise(found.lexical_score, head),
+        "late": standardise(late, head, missing=0.0),
+        "near1": _near(head, base, where, found.bounds, 1),
+        "near2": _near(head, base, where, found.bounds, 2),
+        "session": _session_best(head, base, where),
+        "session_mass": _session_mass(head, base, where),
+        "session_rank": _session_rank(head, sessions),
+        "names": _names(request.text, head, texts),
+        "speaker": _speaker(request.text, head, texts),
+        "dense_rank": _log_rank(found.similarity, head),
+        "lexical_rank": _log_rank(found.lexical_score, head),
+        "late_rank": _log_rank(late, head),
+        "period": [float(i in found.in_period) for i in head],
+        "memory": [float(found.kind_of.get(i) == "memory") for i in head],
+        "line": [float(found.kind_of.get(i) == "line") for i in head],
+    }
+    matrix = np.array([columns[f] for f in FEATURES], dtype=np.float64).T.reshape(len(head), len(FEATURES))
+    return Pool(tuple(head), matrix, sessions)
+
+
+def _near(
+    head: Sequence[uuid.UUID],
+    base: Mapping[uuid.UUID, float],
+    where: Mapping[uuid.UUID, tuple[str, int]],
+    bounds: Mapping[str, tuple[int, int]],
+    distance: int,
+) -> list[float]:
+    """The mean evidence of each candidate's neighbours ``distance`` turns away (as neighbour
+    smoothing reads it: a scored neighbour's z-score, an unscored one the lowest, none 0)."""
+    at = {pos: key for key, pos in where.items() if key in base}
+    floor = min(base.values(), default=0.0)
+    out = []
+    for i in head:
+        if i not in where:
+            out.append(0.0)
+            continue
+        session, number = where[i]
+        lo, hi = bounds.get(session, (number, number))
+        seen = []
+        for other in (number - distance, number + distance):
+            key = at.get((session, other))
+            if key is not None:
+                seen.append(base[key])
+            elif lo <= other <= hi:
+                seen.append(floor)
+        out.append(sum(seen) / len(seen) if seen else 0.0)
+    return out
+
+
+def _session_best(
+    head: Sequence[uuid.UUID], base: Mapping[uuid.UUID, float], where: Mapping[uuid.UUID, tuple[str, int]]
+) -> list[float]:
+    """The best evidence in each candidate's session (0 for a memory)."""
+    best: dict[str, float] = {}
+    for key, (session, _) in where.items():
+        if key in base:
+            best[session] = max(best.get(session, -math.inf), base[key])
+    return [best.get(where[i][0], 0.0) if i in where else 0.0 for i in head]
+
+
+def _session_mass(
+    head: Sequence[uuid.UUID], base: Mapping[uuid.UUID, float], where: Mapping[uuid.UUID, tuple[str, int]]
+) -> list[float]:
+    """How much evidence each candidate's session holds: the sum of its scored utterances' positive
+    z-scores (0 for a memory)."""
+    mass: dict[str, float] = {}
+    for key, (session, _) in where.items():
+        if key in base and base[key] > 0:
+            mass[session] = mass.get(session, 0.0) + base[key]
+    return [mass.get(where[i][0], 0.0) if i in where else 0.0 for i in head]
+
+
+def _log_rank(scores: Mapping[uuid.UUID, float], head: Sequence[uuid.UUID]) -> list[float]:
+    """``-log(rank)`` of each candidate among the head by ``scores`` (the lowest for one without)."""
+    ranked = sorted((i for i in head if i in scores), key=lambda i: (-scores[i], str(i)))
+    at = {i: n for n, i in enumerate(ranked, start=1)}
+    return [-math.log(at.get(i, len(head) + 1)) for i in head]
+
+
+def _session_rank(head: Sequence[uuid.UUID], sessions: Mapping[uuid.UUID, str]) -> list[float]:
+    """``1 / n`` for the n-th candidate of its session in the head's order (1 for a memory)."""
+    seen: dict[str, int] = {}
+    out = []
+    for i in head:
+        if i not in sessions:
+            out.append(1.0)
+            continue
+        seen[sessions[i]] = seen.get(sessions[i], 0) + 1
+        out.append(1.0 / seen[sessions[i]])
+    return out
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _speaker(question: str, head: Sequence[uuid.UUID], texts: Mapping[uuid.UUID, search_rows.ItemText]) -> list[float]:
+    """1 where the candidate's speaker is one of the question's names."""
+    names = {n.lower() for n in proper_names(question)}
+    out = []
+    for i in head:
+        text = texts.get(i)
+        out.append(float(text is not None and (text.speaker or "").lower() in names))
+    return out
+
+
+def _names(question: str, head: Sequence[uuid.UUID], texts: Mapping[uuid.UUID, search_rows.ItemText]) -> list[float]:
+    """The share of the question's names (:func:`~mnemo.cognition.refusal.proper_names`) that each
+    candidate's text or speaker mentions."""
+    names = {n.lower() for n in proper_names(question)}
+    if not names:
+        return [0.0] * len(head)
+    out = []
+    for i in head:
+        text = texts.get(i)
+        words = set() if text is None else {w.lower() for w in _WORD.findall(f"{text.speaker or ''} {text.content}")}
+        out.append(len(names & words) / len(names))
+    return out

@@ -1,0 +1,45 @@
+"""Recall stage 6b: how well the hits support what the question is about.
+
+Seed: archive-adr §7 ("The Mentat Refusal": a question about something the scope never held gets
+a refusal, not a guess). The unknown-names rule catches questions about people and places the
+scope never heard of; this stage reads the question's other content words (its object: "my *cat*",
+"the trip to *Peru*", :func:`~mnemo.cognition.refusal.question_words`) and, for each, two pieces of
+evidence: how many items of the scope hold it (the lexical postings), and how well the returned
+hits' tokens match its tokens (token-level MaxSim, :func:`~mnemo.cognition.refusal.word_support`).
+:func:`~mnemo.cognition.refusal.judge` refuses when a word the scope rarely holds finds no
+support among the hits (``refuse_unsupported``).
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+from mnemo._runtime import Runtime
+from mnemo.cognition.refusal import question_words, word_support
+from mnemo.recall.learned import sink
+from mnemo.recall.rank import _token_vectors
+from mnemo.recall.records import Blended, Candidates, Request
+from mnemo.store import lexicon
+
+__all__ = ["support"]
+
+
+async def support(
+    rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates, blended: Blended
+) -> None:
+    """Fill ``found.support``: each question word's count in the scope and support among the top hits."""
+    capture = sink()
+    if (not rt.settings.refuse_unsupported and capture is None) or request.threshold <= -1.0:
+        return
+    tokenizer = rt.embeddings.tokenizer
+    words = question_words(request.text)
+    if not words or found.query_tokens is None or tokenizer is None:
+        return
+    top = [i for _, i, _ in blended.scored[: min(request.k, 10)]]
+    tokens = await _token_vectors(rt, conn, found.stage, request.scope, top)
+    pieces = [tokenizer(w, add_special_tokens=False)["input_ids"] for w in words]
+    matched = word_support(found.query_tokens, pieces, [tokens[i] for i in top if i in tokens])
+    held = await lexicon.word_frequencies(conn, request.scope.entity_id, request.scope.namespace, words)
+    found.support = {w: (held.get(w, -1), m) for w, m in zip(words, matched, strict=True)}
+    if capture is not None:
+        capture.support.append(dict(found.support))
