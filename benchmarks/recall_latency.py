@@ -4,7 +4,9 @@
 
 "before": late interaction, the unknown-names refusal, time-aware queries and passages off
 (recall as it was before them); "no scan": the defaults less late retrieval (MaxSim re-ranks the
-head but does not scan the scope); "now": the defaults. Every conversation is imported once for
+head but does not scan the scope); "hand-set head": the defaults less issue 32's pieces (the
+learned fusion, session spreading, the support refusal); "now": the defaults. ``--configs
+issue32`` runs only the last two. Every conversation is imported once for
 "before" and once for the other two (their own scopes, one embedded database); then every
 question is recalled read-only, round after round, the configurations taking turns to go first. Prints
 p50 / p95 per round and their medians: the machine is shared and noisy, so compare only
@@ -25,23 +27,29 @@ from mnemo.bench.locomo import load_locomo
 from mnemo.bench.metrics import percentile
 from mnemo.embed import load_embedder
 
+# issue 32's pieces off: the hand-set order of the head, no session spreading, no support refusal
+HAND = {"ranker": "hand", "spread_sessions": False, "refuse_unsupported": False}
 BEFORE = {"late_interaction": False, "refuse_unknown_names": False, "time_aware": False, "passages": False}
 # name -> (setting overrides, the scopes it reads: imported once per distinct name)
-CONFIGS: dict[str, tuple[dict[str, bool], str]] = {
+CONFIGS: dict[str, tuple[dict[str, object], str]] = {
     "before": (BEFORE, "before"),
     "no scan": ({"late_retrieval": False}, "now"),
+    "hand-set head": (HAND, "now"),
     "now": ({}, "now"),
 }
+CHOICES = ("all", "issue32")
+"""``--configs issue32``: only the hand-set head (issue 32's pieces off) against the defaults."""
 
 
-async def run(path: Path, rounds: int, k: int) -> dict[str, tuple[float, float]]:
+async def run(path: Path, rounds: int, k: int, configs: str = "all") -> dict[str, tuple[float, float]]:
+    chosen = CONFIGS if configs == "all" else {n: CONFIGS[n] for n in ("hand-set head", "now")}
     conversations = load_locomo(path)
     embeddings = load_embedder("bundled")
     with tempfile.TemporaryDirectory(prefix="mnemo-latency-") as home:
         archives: dict[str, AsyncArchive] = {}
         try:
             imported: set[str] = set()
-            for name, (extra, data) in CONFIGS.items():
+            for name, (extra, data) in chosen.items():
                 settings = Settings(home=Path(home), scoring="deterministic", **extra)  # type: ignore[arg-type]
                 archives[name] = await AsyncArchive.open(settings, embeddings=embeddings)
                 if data not in imported:
@@ -50,7 +58,7 @@ async def run(path: Path, rounds: int, k: int) -> dict[str, tuple[float, float]]
                         await archives[name].import_turns(Scope(data, conv.sample_id), conv.turns)
             figures: dict[str, list[tuple[float, float]]] = {name: [] for name in archives}
             for round_ in range(rounds):
-                names = list(CONFIGS)
+                names = list(chosen)
                 for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
                     latencies = []
                     for conv in conversations:
@@ -77,8 +85,9 @@ def main() -> None:
     parser.add_argument("path", type=Path)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--k", type=int, default=50)
+    parser.add_argument("--configs", choices=CHOICES, default="all")
     args = parser.parse_args()
-    for name, (p50, p95) in asyncio.run(run(args.path, args.rounds, args.k)).items():
+    for name, (p50, p95) in asyncio.run(run(args.path, args.rounds, args.k, args.configs)).items():
         print(f"{name}: median of {args.rounds} rounds, p50 {p50:.1f} ms, p95 {p95:.1f} ms")
 
 

@@ -32,9 +32,9 @@ from typing import Any
 
 from mnemo import AsyncArchive, Refusal, Scope, Settings
 from mnemo.bench.locomo import load_locomo
-from mnemo.cognition.refusal import unsupported
+from mnemo.cognition.refusal import question_words, unsupported
 
-THRESHOLDS = tuple(round(0.30 + 0.05 * n, 2) for n in range(13))
+THRESHOLDS = tuple(round(0.20 + 0.05 * n, 2) for n in range(15))
 SEED = 32
 
 
@@ -45,6 +45,7 @@ async def _ask(archive: AsyncArchive, scope: Scope, text: str) -> dict[str, Any]
         "refused": isinstance(result, Refusal),
         "unknown names": bool(result.unknown) if isinstance(result, Refusal) else False,
         "support": capture.support[-1] if capture.support else {},
+        "by_hit": capture.by_hit[-1] if capture.by_hit else None,
     }
 
 
@@ -57,9 +58,6 @@ async def _forked(archive: AsyncArchive, scope: Scope, name: str, evidence: Sequ
     ]
     for item in doomed:
         await archive.forget(fork, item)
-    # a fork's items get their token embeddings in the background, asked for by the first recall
-    await archive.recall(fork, "warm", 1, read_only=True, threshold=-1.0)
-    await archive.probes().settle()
     return fork
 
 
@@ -89,13 +87,20 @@ async def dump(path: Path, per: int, limit: int | None) -> list[dict[str, Any]]:
     return rows
 
 
+def _asked(row: Mapping[str, Any], side: str) -> dict[str, tuple[int, float]]:
+    """A recall's captured support, of the words :func:`question_words` picks today (a dump made
+    before a change to them is read as if made after)."""
+    words = set(question_words(row["question"]))
+    return {w: v for w, v in row[side]["support"].items() if w in words}
+
+
 def curve(rows: Sequence[Mapping[str, Any]], rarity: int) -> list[dict[str, float]]:
     """Refused share on both sides at each threshold: the other rules' refusals, or this rule's."""
     out = []
     for t in THRESHOLDS:
         point = {"threshold": t}
         for side in ("kept", "removed"):
-            refused = [r[side]["refused"] or bool(unsupported(r[side]["support"], t, rarity)) for r in rows]
+            refused = [r[side]["refused"] or bool(unsupported(_asked(r, side), t, rarity)) for r in rows]
             point[f"{side} refused %"] = round(100 * sum(refused) / len(refused), 1)
         out.append(point)
     return out

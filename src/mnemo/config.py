@@ -90,12 +90,12 @@ class Settings(BaseSettings):
         description="Refuse a question whose names (capitalised words inside a sentence) the scope never mentions.",
     )
     refuse_unsupported: bool = Field(
-        default=False,
+        default=True,
         description="Refuse a question whose content word the scope rarely holds and the hits do not match "
         "(token-level MaxSim under support_threshold): something never said.",
     )
     support_threshold: float = Field(
-        default=0.5, ge=0.0, le=1.0, description="The token-level match under which a question word is unsupported."
+        default=0.3, ge=0.0, le=1.0, description="The token-level match under which a question word is unsupported."
     )
     support_rarity: int = Field(
         default=0,

@@ -34,7 +34,7 @@ from mnemo.cognition.gates import content_words
 from mnemo.cognition.late import TokenVectors
 from mnemo.cognition.timex import CALENDAR_WORDS
 
-__all__ = ["Verdict", "judge", "proper_names", "question_words", "unsupported", "word_support"]
+__all__ = ["Verdict", "judge", "proper_names", "question_words", "unsupported", "word_hit_support", "word_support"]
 
 _TOKEN = re.compile(r"[^\W\d_][\w'’.-]*|[.!?;:\"“”()]+")
 _SENTENCE_END = re.compile(r"[.!?;:\"“”(]")
@@ -208,6 +208,10 @@ _ASKING = frozenset(
         "get",
         "gets",
         "got",
+        "name",
+        "names",
+        "named",
+        "called",
         "her",
         "his",
         "him",
@@ -240,15 +244,24 @@ def word_support(query: TokenVectors, pieces: Sequence[Sequence[int]], hits: Seq
     0 for every word when there are no hits."""
     if not hits or not any(len(h.ids) for h in hits):
         return [0.0] * len(pieces)
-    held = np.concatenate([np.asarray(h.vectors, dtype=np.float32) * np.float32(h.scale) for h in hits if len(h.ids)])
+    return word_hit_support(query, pieces, hits).max(axis=1).tolist()
+
+
+def word_hit_support(query: TokenVectors, pieces: Sequence[Sequence[int]], hits: Sequence[TokenVectors]) -> np.ndarray:
+    """``(words, hits)``: how well each hit's tokens match each question word (as :func:`word_support`,
+    one hit at a time; 1 for a word the query does not hold, 0 against a hit without tokens)."""
     asked = np.asarray(query.vectors, dtype=np.float32) * np.float32(query.scale)
-    best = (asked @ held.T).max(axis=1) if len(asked) else np.zeros(0, dtype=np.float32)
     ids = [int(t) for t in query.ids]
-    out = []
-    for word in pieces:
-        wanted = {int(t) for t in word}
-        at = [n for n, t in enumerate(ids) if t in wanted]
-        out.append(float(best[at].mean()) if at else 1.0)
+    at = [[n for n, t in enumerate(ids) if t in {int(p) for p in word}] for word in pieces]
+    out = np.ones((len(pieces), len(hits)), dtype=np.float64)
+    for h, hit in enumerate(hits):
+        if not len(hit.ids) or not len(asked):
+            out[[w for w, found in enumerate(at) if found], h] = 0.0
+            continue
+        best = (asked @ (np.asarray(hit.vectors, dtype=np.float32) * np.float32(hit.scale)).T).max(axis=1)
+        for w, found in enumerate(at):
+            if found:
+                out[w, h] = float(best[found].mean())
     return out
 
 

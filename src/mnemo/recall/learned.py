@@ -69,6 +69,9 @@ class Capture:
     support: list[dict[str, tuple[int, float]]] = field(default_factory=list)
     """Each recall's question words: how many items of the scope hold each, and how well the hits
     match it (:mod:`mnemo.recall.support`)."""
+    by_hit: list[tuple[list[str], np.ndarray, dict[str, int], int]] = field(default_factory=list)
+    """Each recall's question words, their match in each top hit, the items holding each, and the
+    items the scope holds."""
 
 
 _SINK: ContextVar[Capture | None] = ContextVar("mnemo_recall_capture", default=None)

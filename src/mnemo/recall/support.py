@@ -15,7 +15,7 @@ from __future__ import annotations
 import psycopg
 
 from mnemo._runtime import Runtime
-from mnemo.cognition.refusal import question_words, word_support
+from mnemo.cognition.refusal import question_words, word_hit_support
 from mnemo.recall.learned import sink
 from mnemo.recall.rank import _token_vectors
 from mnemo.recall.records import Blended, Candidates, Request
@@ -38,8 +38,13 @@ async def support(
     top = [i for _, i, _ in blended.scored[: min(request.k, 10)]]
     tokens = await _token_vectors(rt, conn, found.stage, request.scope, top)
     pieces = [tokenizer(w, add_special_tokens=False)["input_ids"] for w in words]
-    matched = word_support(found.query_tokens, pieces, [tokens[i] for i in top if i in tokens])
+    read = [tokens[i] for i in top if i in tokens]
+    if not read:
+        return  # the hits' token embeddings are still being read (a fresh fork, an import): no judgement
+    by_hit = word_hit_support(found.query_tokens, pieces, read)
     held = await lexicon.word_frequencies(conn, request.scope.entity_id, request.scope.namespace, words)
+    matched = by_hit.max(axis=1).tolist()
     found.support = {w: (held.get(w, -1), m) for w, m in zip(words, matched, strict=True)}
     if capture is not None:
         capture.support.append(dict(found.support))
+        capture.by_hit.append((words, by_hit, held, found.facts.indexed if found.facts else 0))

@@ -163,3 +163,22 @@ async def write(
             "v": [p[1] for p in packed],
         },
     )
+
+
+async def copy(
+    conn: psycopg.AsyncConnection, entity_id: str, source: str, target: str, copies: Mapping[uuid.UUID, uuid.UUID]
+) -> int:
+    """Give each copied item (``copies``: the source item -> its copy in namespace ``target`` of the
+    same entity) the token embeddings its source has in ``source``, every space; how many rows."""
+    if not copies:
+        return 0
+    cur = await conn.execute(
+        """INSERT INTO mnemo.token_vectors (entity_id, namespace, item_id, slug, token_ids, vectors)
+           SELECT t.entity_id, %(target)s, m.copy, t.slug, t.token_ids, t.vectors
+             FROM unnest(%(sources)s::uuid[], %(copies)s::uuid[]) AS m(source, copy)
+             JOIN mnemo.token_vectors t
+               ON t.entity_id = %(e)s AND t.item_id = m.source AND t.namespace = %(source)s
+           ON CONFLICT DO NOTHING""",
+        {"e": entity_id, "source": source, "target": target, "sources": list(copies), "copies": list(copies.values())},
+    )
+    return cur.rowcount

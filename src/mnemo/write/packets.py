@@ -183,7 +183,11 @@ async def _commit(
     try:
         async with rt.store.transaction() as conn:
             await _open(conn, rt, scope, fork_of, packets, done)
-            return await _write(conn, rt, scope, plan, done, dedupe=fork_of is None)
+            made, links = await _write(conn, rt, scope, plan, done, dedupe=fork_of is None)
+            if fork_of is not None:  # a fork's items read as their sources did from the first recall
+                copies = {uuid.UUID(source): item for source, item in made.items()}
+                await token_rows.copy(conn, scope.entity_id, fork_of.namespace, scope.namespace, copies)
+            return made, links
     finally:
         PROCESS.reset(token)
 
