@@ -231,9 +231,15 @@ _ASKING = frozenset(
 
 def question_words(text: str) -> list[str]:
     """The words of a question that carry what it is about: lower-cased, three letters or more,
-    without stop words, the words of asking (:data:`_ASKING`), months and weekdays, each once."""
+    without stop words, the words of asking (:data:`_ASKING`), months and weekdays, and the names
+    (:func:`proper_names`: the unknown-names rule judges those), each once."""
+    names = {n.lower() for n in proper_names(text)}  # the names rule's to judge
     words = [w.strip("'") for w in content_words(text)]
-    kept = (w for w in words if len(w) >= 3 and w.isalpha() and w not in _ASKING and w not in CALENDAR_WORDS)
+    kept = (
+        w
+        for w in words
+        if len(w) >= 3 and w.isalpha() and w not in _ASKING and w not in CALENDAR_WORDS and w not in names
+    )
     return list(dict.fromkeys(kept))
 
 
