@@ -90,7 +90,7 @@ class Settings(BaseSettings):
         description="Refuse a question whose names (capitalised words inside a sentence) the scope never mentions.",
     )
     refuse_unsupported: bool = Field(
-        default=True,
+        default=False,
         description="Refuse a question whose content word the scope rarely holds and the hits do not match "
         "(token-level MaxSim under support_threshold): something never said.",
     )

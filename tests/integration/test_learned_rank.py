@@ -69,10 +69,10 @@ async def test_the_model_sees_each_candidates_speaker_session_and_scores(
     for session in ("s1", "s2"):
         ranks = [column["session_rank"][n] for n, i in enumerate(pool.ids) if pool.sessions[i] == session]
         assert ranks[0] == 1.0 and all(r < 1.0 for r in ranks[1:])
-    # a session's best evidence is the same for all its candidates
+    # a session's evidence is the same for all its candidates
     for session in ("s1", "s2"):
-        best = {column["session"][n] for n, i in enumerate(pool.ids) if pool.sessions[i] == session}
-        assert len(best) == 1
+        mass = {column["session_mass"][n] for n, i in enumerate(pool.ids) if pool.sessions[i] == session}
+        assert len(mass) == 1
 
 
 async def test_the_model_decides_the_order_of_utterances(

@@ -90,6 +90,9 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "refusal of unknown names": {"refuse_unknown_names": False},
     "time-aware queries": {"time_aware": False},
     "passages of long items": {"passages": False},
+    "learned fusion (the hand-set head instead)": {"ranker": "hand"},
+    "session spreading": {"spread_sessions": False},
+    "refusal of what was never said": {"refuse_unsupported": False},
 }
 
 

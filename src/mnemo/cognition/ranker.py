@@ -5,9 +5,10 @@ Seeds: cognitive-plan §2.5 (hybrid search, fused), §4.6 (contextual retrieval:
 turns around a hit and in other sessions), §4.5 (weights learned from outcomes, not hand-set).
 
 Each candidate of the head is described by :data:`FEATURES` (dense, BM25 and MaxSim scores as
-z-scores over the candidates, its session neighbours' evidence, its session's best evidence, the
-question's names in its text, whether it lies in the period the question names, its kind, and the
-hand-set ranking's verdict as ``-log(rank)``). A :class:`Ranker` scores them as
+z-scores over the candidates, its session neighbours' evidence, the evidence its whole session
+holds and its rank there, the speaker and names the question asks about, whether it lies in the
+period the question names, its kind, and the hand-set ranking's verdict as ``-log(rank)``). A
+:class:`Ranker` scores them as
 ``sum_i w_i * (x_i - mean_i) / scale_i``: a pairwise logistic model trained offline
 (``benchmarks/learn_fusion.py``, cross-validated by conversation) and shipped as a few numbers in
 ``mnemo/data/ranker.json``. Because the hand-set rank is one of the features, a model whose
@@ -39,7 +40,6 @@ FEATURES: tuple[str, ...] = (
     "late",
     "near1",
     "near2",
-    "session",
     "session_mass",
     "session_rank",
     "names",

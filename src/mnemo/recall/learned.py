@@ -57,7 +57,8 @@ def load_ranker(path: Path | None = None) -> Ranker:
             return Ranker.from_json(resources.files("mnemo").joinpath("data/ranker.json").read_text(encoding="utf-8"))
         return Ranker.from_json(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ConfigurationError(f"ranker_file {path}: not a ranking model mnemo can use ({exc})") from exc
+        where = f"ranker_file {path}" if path is not None else "the shipped ranking model (mnemo/data/ranker.json)"
+        raise ConfigurationError(f"{where}: not a ranking model mnemo can use ({exc})") from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +154,6 @@ async def features(rt: Runtime, conn: psycopg.AsyncConnection, request: Request,
         "late": standardise(late, head, missing=0.0),
         "near1": _near(head, base, where, found.bounds, 1),
         "near2": _near(head, base, where, found.bounds, 2),
-        "session": _session_best(head, base, where),
         "session_mass": _session_mass(head, base, where),
         "session_rank": _session_rank(head, sessions),
         "names": _names(request.text, head, texts),
@@ -196,17 +196,6 @@ def _near(
                 seen.append(floor)
         out.append(sum(seen) / len(seen) if seen else 0.0)
     return out
-
-
-def _session_best(
-    head: Sequence[uuid.UUID], base: Mapping[uuid.UUID, float], where: Mapping[uuid.UUID, tuple[str, int]]
-) -> list[float]:
-    """The best evidence in each candidate's session (0 for a memory)."""
-    best: dict[str, float] = {}
-    for key, (session, _) in where.items():
-        if key in base:
-            best[session] = max(best.get(session, -math.inf), base[key])
-    return [best.get(where[i][0], 0.0) if i in where else 0.0 for i in head]
 
 
 def _session_mass(
