@@ -4,15 +4,17 @@ computed, and the spreading of the head across sessions.
 Seeds: cognitive-plan §2.5 (hybrid search, fused), §4.6 (contextual retrieval: evidence sits in
 turns around a hit and in other sessions), §4.5 (weights learned from outcomes, not hand-set).
 
-Each candidate of the head is described by :data:`FEATURES` (dense, BM25 and MaxSim scores as
-z-scores over the candidates, its session neighbours' evidence, the evidence its whole session
-holds and its rank there, the speaker and names the question asks about, whether it lies in the
-period the question names, its kind, and the hand-set ranking's verdict as ``-log(rank)``). A
-:class:`Ranker` scores them as
-``sum_i w_i * (x_i - mean_i) / scale_i``: a pairwise logistic model trained offline
+Each candidate of the head is described by :data:`FEATURES`: the hand-set ranking's verdict as
+``-log(rank)`` (the z-score fusion of dense, BM25 and MaxSim, neighbour smoothing, the late
+re-rank and the period lift), its session neighbours' evidence one and two turns away, the evidence
+its whole session holds and its rank there, whether the question names its speaker or it mentions
+the question's names, whether it lies in the period the question names, and its kind. A
+:class:`Ranker` scores them as ``sum_i w_i * (x_i - mean_i) / scale_i``: a pairwise logistic
+model with non-negative weights (more evidence never counts against a candidate), trained offline
 (``benchmarks/learn_fusion.py``, cross-validated by conversation) and shipped as a few numbers in
-``mnemo/data/ranker.json``. Because the hand-set rank is one of the features, a model whose
-other weights are zero reproduces the hand-set order.
+``mnemo/data/ranker.json``. The retrievers' own scores enter only through the hand-set rank: free
+weights on them fitted LoCoMo's long chit-chat turns (a negative weight on dense similarity) and
+lost short stated facts. A model whose other weights are zero reproduces the hand-set order.
 
 :func:`spread_sessions` then re-orders the top of a ranking so that one session does not hold
 every slot: each further candidate of a session already taken pays ``penalty`` (in units of the
@@ -35,18 +37,12 @@ K = TypeVar("K", bound=Hashable)
 
 FEATURES: tuple[str, ...] = (
     "hand",
-    "dense",
-    "lexical",
-    "late",
     "near1",
     "near2",
     "session_mass",
     "session_rank",
     "names",
     "speaker",
-    "dense_rank",
-    "lexical_rank",
-    "late_rank",
     "period",
     "memory",
     "line",

@@ -146,21 +146,14 @@ async def features(rt: Runtime, conn: psycopg.AsyncConnection, request: Request,
     where = found.positions
     sessions = {i: where[i][0] for i in head if i in where}
     base = dict(zip(list(found.base), standardise(found.base, list(found.base)), strict=True))
-    late = found.scanned or found.late
     columns = {
         "hand": [-math.log(n) for n in range(1, len(head) + 1)],
-        "dense": standardise(found.similarity, head),
-        "lexical": standardise(found.lexical_score, head),
-        "late": standardise(late, head, missing=0.0),
         "near1": _near(head, base, where, found.bounds, 1),
         "near2": _near(head, base, where, found.bounds, 2),
         "session_mass": _session_mass(head, base, where),
         "session_rank": _session_rank(head, sessions),
         "names": _names(request.text, head, texts),
         "speaker": _speaker(request.text, head, texts),
-        "dense_rank": _log_rank(found.similarity, head),
-        "lexical_rank": _log_rank(found.lexical_score, head),
-        "late_rank": _log_rank(late, head),
         "period": [float(i in found.in_period) for i in head],
         "memory": [float(found.kind_of.get(i) == "memory") for i in head],
         "line": [float(found.kind_of.get(i) == "line") for i in head],
@@ -208,13 +201,6 @@ def _session_mass(
         if key in base and base[key] > 0:
             mass[session] = mass.get(session, 0.0) + base[key]
     return [mass.get(where[i][0], 0.0) if i in where else 0.0 for i in head]
-
-
-def _log_rank(scores: Mapping[uuid.UUID, float], head: Sequence[uuid.UUID]) -> list[float]:
-    """``-log(rank)`` of each candidate among the head by ``scores`` (the lowest for one without)."""
-    ranked = sorted((i for i in head if i in scores), key=lambda i: (-scores[i], str(i)))
-    at = {i: n for n, i in enumerate(ranked, start=1)}
-    return [-math.log(at.get(i, len(head) + 1)) for i in head]
 
 
 def _session_rank(head: Sequence[uuid.UUID], sessions: Mapping[uuid.UUID, str]) -> list[float]:
