@@ -126,7 +126,9 @@ def standardise(values: Mapping[K, float], keys: Sequence[K], missing: float | N
     if not present:
         return [0.0] * len(keys)
     mu = sum(present) / len(present)
-    sd = (sum((v - mu) ** 2 for v in present) / len(present)) ** 0.5 or 1.0
+    sd = (sum((v - mu) ** 2 for v in present) / len(present)) ** 0.5
+    if sd <= 1e-9 * max(1.0, abs(mu)):  # equal values (up to rounding): all average
+        return [0.0 if k in values else (0.0 if missing is None else missing) for k in keys]
     low = (min(present) - mu) / sd if missing is None else missing
     return [(values[k] - mu) / sd if k in values else low for k in keys]
 
