@@ -99,8 +99,9 @@ async def learned_rank(rt: Runtime, conn: psycopg.AsyncConnection, request: Requ
     its top over sessions; the head keeps its scores, handed out in the new order."""
     cfg = rt.settings
     capture = _SINK.get()
-    if len(found.final) < 2 or (cfg.ranker == "hand" and not cfg.spread_sessions and capture is None):
-        return
+    spreads = cfg.spread_sessions and rt.ranker.penalty > 0
+    if len(found.final) < 2 or (cfg.ranker == "hand" and not spreads and capture is None):
+        return  # nothing would move: the hand-set order stands
     pool = await features(rt, conn, request, found)
     if capture is not None:
         capture.pools.append(pool)
@@ -113,7 +114,7 @@ async def learned_rank(rt: Runtime, conn: psycopg.AsyncConnection, request: Requ
         )
     )
     order = _utterances_reordered(pool.ids, scores, found.kind_of)
-    if cfg.spread_sessions:
+    if spreads:
         order = spread_sessions(order, scores, pool.sessions, model.penalty, max(request.k, 10))
     found.smoothed = found.smoothed or found.final
     found.final = _in_order(found.final, pool.ids, order)
