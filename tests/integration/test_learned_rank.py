@@ -129,3 +129,28 @@ async def test_a_model_file_that_cannot_be_used_stops_the_archive_from_opening(
     bad.write_text('{"features": ["dense"], "mean": [0], "scale": [1], "weights": [1]}', encoding="utf-8")
     with pytest.raises(ConfigurationError, match="ranker_file"):
         await _open(database_url, embeddings, ranker_file=bad)
+
+
+async def test_a_session_penalty_gives_the_second_session_a_place_in_the_top(
+    database_url: str, embeddings: Embeddings, tmp_path: Path
+) -> None:
+    plain = Ranker.hand_set()
+    spread = Ranker(plain.features, plain.mean, plain.scale, plain.weights, penalty=5.0)
+    model = tmp_path / "spread.json"
+    model.write_text(spread.to_json(), encoding="utf-8")
+    question = "What did Ben say about pottery class and the bowl?"
+    archive = await _open(database_url, embeddings, ranker="hand", spread_sessions=False)
+    try:
+        await _fill(archive)
+        hand = await archive.recall(ME, question, 2, read_only=True, kinds=("turn",))
+    finally:
+        await archive.close()
+    archive = await _open(database_url, embeddings, ranker="learned", ranker_file=model)
+    try:
+        spreading = await archive.recall(ME, question, 2, read_only=True, kinds=("turn",))
+    finally:
+        await archive.close()
+    assert isinstance(hand, RecallResult) and isinstance(spreading, RecallResult)
+    assert [h.session_id for h in hand.hits] == ["s1", "s1"]  # by hand, one session holds the top
+    assert {h.session_id for h in spreading.hits} == {"s1", "s2"}
+    assert spreading.hits[0].id == hand.hits[0].id  # the best stays first
