@@ -143,7 +143,9 @@ async def features(rt: Runtime, conn: psycopg.AsyncConnection, request: Request,
     """The head's :data:`FEATURES`, from the candidates' scores, positions and texts."""
     head = _head(rt, request, found.final)
     scope = request.scope
-    texts = await search_rows.item_texts(conn, scope.entity_id, scope.namespace, head)
+    asked = proper_names(request.text)
+    # the texts only tell who said what and which names it mentions: not read when nobody is named
+    texts = await search_rows.item_texts(conn, scope.entity_id, scope.namespace, head) if asked else {}
     where = found.positions
     sessions = {i: where[i][0] for i in head if i in where}
     base = dict(zip(list(found.base), standardise(found.base, list(found.base)), strict=True))
@@ -153,8 +155,8 @@ async def features(rt: Runtime, conn: psycopg.AsyncConnection, request: Request,
         "near2": _near(head, base, where, found.bounds, 2),
         "session_mass": _session_mass(head, base, where),
         "session_rank": _session_rank(head, sessions),
-        "names": _names(request.text, head, texts),
-        "speaker": _speaker(request.text, head, texts),
+        "names": _names(asked, head, texts),
+        "speaker": _speaker(asked, head, texts),
         "period": [float(i in found.in_period) for i in head],
         "memory": [float(found.kind_of.get(i) == "memory") for i in head],
         "line": [float(found.kind_of.get(i) == "line") for i in head],
@@ -220,9 +222,11 @@ def _session_rank(head: Sequence[uuid.UUID], sessions: Mapping[uuid.UUID, str]) 
 _WORD = re.compile(r"[^\W_]+")
 
 
-def _speaker(question: str, head: Sequence[uuid.UUID], texts: Mapping[uuid.UUID, search_rows.ItemText]) -> list[float]:
-    """1 where the candidate's speaker is one of the question's names."""
-    names = {n.lower() for n in proper_names(question)}
+def _speaker(
+    asked: Sequence[str], head: Sequence[uuid.UUID], texts: Mapping[uuid.UUID, search_rows.ItemText]
+) -> list[float]:
+    """1 where the candidate's speaker is one of the question's names (``asked``)."""
+    names = {n.lower() for n in asked}
     out = []
     for i in head:
         text = texts.get(i)
@@ -230,10 +234,12 @@ def _speaker(question: str, head: Sequence[uuid.UUID], texts: Mapping[uuid.UUID,
     return out
 
 
-def _names(question: str, head: Sequence[uuid.UUID], texts: Mapping[uuid.UUID, search_rows.ItemText]) -> list[float]:
-    """The share of the question's names (:func:`~mnemo.cognition.refusal.proper_names`) that each
-    candidate's text or speaker mentions."""
-    names = {n.lower() for n in proper_names(question)}
+def _names(
+    asked: Sequence[str], head: Sequence[uuid.UUID], texts: Mapping[uuid.UUID, search_rows.ItemText]
+) -> list[float]:
+    """The share of the question's names (``asked``: :func:`~mnemo.cognition.refusal.proper_names`)
+    that each candidate's text or speaker mentions."""
+    names = {n.lower() for n in asked}
     if not names:
         return [0.0] * len(head)
     out = []
