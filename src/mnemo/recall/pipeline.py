@@ -31,7 +31,12 @@ Pipeline (each piece switchable in :class:`~mnemo.config.Settings`, measured by
    retrieval probability, Beta weight, recency (7-day half-life), co-access
    activation and noise; ``w`` is a Dirichlet draw (``scoring="stochastic"``)
    or its expectation (``"deterministic"``), cold-start or mature alphas;
-6. top k; refuse if the best similarity is under the threshold; trace;
+5b. learned fusion (``ranker``): the head's turns and lines put in the order of the shipped
+   ranking model over the hand-set rank, neighbours, session evidence, speaker, names and period,
+   then spread over sessions (``spread_sessions``; :mod:`mnemo.recall.learned`);
+6. top k; refuse if the question's names are unknown to the scope, if (``refuse_unsupported``) a
+   word it is about is never held and no hit matches it (:mod:`mnemo.recall.support`), or if the
+   best similarity is under the threshold; trace;
 7. unless read-only, retrieval-induced mutation (cognitive-plan §3.8): the
    returned memories are reinforced and linked, near misses (blended ranks
    ``max(k, 5) + 1`` to ``near_miss_until``) mildly suppressed. Only the
