@@ -21,8 +21,8 @@ import numpy as np
 
 from mnemo._runtime import Runtime
 from mnemo.models import Scope
-from mnemo.recall import learned
-from mnemo.recall.learned import Capture
+from mnemo.recall import capture
+from mnemo.recall.capture import Capture
 from mnemo.store import lexicon
 from mnemo.store import links as link_rows
 from mnemo.store import probes as probe_rows
@@ -102,9 +102,9 @@ class Probes:
 
     def capturing(self) -> contextlib.AbstractContextManager[Capture]:
         """Collect what every recall made inside the ``with`` block saw: its head as the learned
-        fusion sees it (:class:`mnemo.recall.learned.Pool`: candidates, features, sessions) and its
+        fusion sees it (:class:`mnemo.recall.capture.Pool`: candidates, features, sessions) and its
         question words' support (:mod:`mnemo.recall.support`)."""
-        return learned.capturing()
+        return capture.capturing()
 
     async def memory_at(self, scope: Scope, offset: int) -> tuple[datetime, uuid.UUID] | None:
         """The ``(created_at, id)`` of ``scope``'s memory ``offset`` rows in, newest first (the

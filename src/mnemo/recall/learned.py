@@ -7,19 +7,17 @@ Seeds: cognitive-plan §2.5 (hybrid search), §4.5 (weights from outcomes, not h
 from what the earlier stages computed (no new search); :func:`learned_rank` orders the head by
 the shipped :class:`~mnemo.cognition.ranker.Ranker` (``ranker="learned"``) or keeps the hand-set
 order (``"hand"``), then spreads its top over sessions (``spread_sessions``). The head stays above
-every other candidate, as after late interaction. :func:`capturing` lets a benchmark collect the
-features of each recall it makes (``benchmarks/learn_fusion.py`` trains the model on them).
+every other candidate, as after late interaction. :func:`mnemo.recall.capture.capturing` lets a
+benchmark collect the features of each recall it makes (``benchmarks/learn_fusion.py`` trains the
+model on them).
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import re
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from contextvars import ContextVar
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -30,23 +28,12 @@ from mnemo._runtime import Runtime
 from mnemo.cognition.ranker import FEATURES, Ranker, spread_sessions, standardise
 from mnemo.cognition.refusal import proper_names
 from mnemo.errors import ConfigurationError
+from mnemo.recall.capture import Pool, sink
 from mnemo.recall.rank import _head
 from mnemo.recall.records import Candidates, Request
 from mnemo.store import search as search_rows
 
-__all__ = ["Capture", "Pool", "capturing", "features", "learned_rank", "load_ranker", "sink"]
-
-
-@dataclass(frozen=True, slots=True)
-class Pool:
-    """One recall's head, as the ranking model sees it."""
-
-    ids: tuple[uuid.UUID, ...]
-    """The head, in the hand-set order."""
-    matrix: np.ndarray
-    """One row per candidate, one column per feature (:data:`FEATURES`)."""
-    sessions: Mapping[uuid.UUID, str]
-    """Each utterance's session (memories have none)."""
+__all__ = ["features", "learned_rank", "load_ranker"]
 
 
 def load_ranker(path: Path | None = None) -> Ranker:
@@ -61,44 +48,15 @@ def load_ranker(path: Path | None = None) -> Ranker:
         raise ConfigurationError(f"{where}: not a ranking model mnemo can use ({exc})") from exc
 
 
-@dataclass(frozen=True, slots=True)
-class Capture:
-    """What the recalls made inside :func:`capturing` saw, one entry per recall (benchmarks only)."""
-
-    pools: list[Pool] = field(default_factory=list)
-    """Each recall's head, as the ranking model saw it."""
-    support: list[dict[str, tuple[int, float]]] = field(default_factory=list)
-    """Each recall's question words: how many items of the scope hold each, and how well the hits
-    match it (:mod:`mnemo.recall.support`)."""
-    by_hit: list[tuple[list[str], np.ndarray, dict[str, int], int]] = field(default_factory=list)
-    """Each recall's question words, their match in each top hit, the items holding each, and the
-    items the scope holds."""
-
-
-_SINK: ContextVar[Capture | None] = ContextVar("mnemo_recall_capture", default=None)
-
-
-def sink() -> Capture | None:
-    """The capture of the recalls being made, if a benchmark asked for one."""
-    return _SINK.get()
-
-
-@contextlib.contextmanager
-def capturing() -> Iterator[Capture]:
-    """Collect what every recall made inside the block saw (benchmarks only)."""
-    capture = Capture()
-    token = _SINK.set(capture)
-    try:
-        yield capture
-    finally:
-        _SINK.reset(token)
+_HAND = Ranker.hand_set()
+"""The hand-set order as a model (``ranker="hand"``): spreading still reads scores from it."""
 
 
 async def learned_rank(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates) -> None:
     """Order the head's utterances by the ranking model (:func:`_utterances_reordered`), then spread
     its top over sessions; the head keeps its scores, handed out in the new order."""
     cfg = rt.settings
-    capture = _SINK.get()
+    capture = sink()
     spreads = cfg.spread_sessions and rt.ranker.penalty > 0
     if len(found.final) < 2 or (cfg.ranker == "hand" and not spreads and capture is None):
         return  # nothing would move: the hand-set order stands
@@ -109,7 +67,7 @@ async def learned_rank(rt: Runtime, conn: psycopg.AsyncConnection, request: Requ
     scores = dict(
         zip(
             pool.ids,
-            (model if cfg.ranker == "learned" else Ranker.hand_set()).scores(pool.matrix).tolist(),
+            (model if cfg.ranker == "learned" else _HAND).scores(pool.matrix).tolist(),
             strict=True,
         )
     )
@@ -149,10 +107,11 @@ async def features(rt: Runtime, conn: psycopg.AsyncConnection, request: Request,
     where = found.positions
     sessions = {i: where[i][0] for i in head if i in where}
     base = dict(zip(list(found.base), standardise(found.base, list(found.base)), strict=True))
+    near = _near(head, base, where, found.bounds, (1, 2))
     columns = {
         "hand": [-math.log(n) for n in range(1, len(head) + 1)],
-        "near1": _near(head, base, where, found.bounds, 1),
-        "near2": _near(head, base, where, found.bounds, 2),
+        "near1": near[0],
+        "near2": near[1],
         "session_mass": _session_mass(head, base, where),
         "session_rank": _session_rank(head, sessions),
         "names": _names(asked, head, texts),
@@ -170,28 +129,40 @@ def _near(
     base: Mapping[uuid.UUID, float],
     where: Mapping[uuid.UUID, tuple[str, int]],
     bounds: Mapping[str, tuple[int, int]],
-    distance: int,
-) -> list[float]:
-    """The mean evidence of each candidate's neighbours ``distance`` turns away (as neighbour
-    smoothing reads it: a scored neighbour's z-score, an unscored one the lowest, none 0)."""
+    distances: Sequence[int],
+) -> list[list[float]]:
+    """For each distance, the mean evidence of each candidate's neighbours that many turns away (as
+    neighbour smoothing reads it: a scored neighbour's z-score, an unscored one the lowest, none 0)."""
     at = {pos: key for key, pos in where.items() if key in base}
     floor = min(base.values(), default=0.0)
-    out = []
+    out: list[list[float]] = [[] for _ in distances]
     for i in head:
-        if i not in where:
-            out.append(0.0)
-            continue
-        session, number = where[i]
-        lo, hi = bounds.get(session, (number, number))
-        seen = []
-        for other in (number - distance, number + distance):
-            key = at.get((session, other))
-            if key is not None:
-                seen.append(base[key])
-            elif lo <= other <= hi:
-                seen.append(floor)
-        out.append(sum(seen) / len(seen) if seen else 0.0)
+        for column, distance in zip(out, distances, strict=True):
+            column.append(_neighbours(i, base, where, bounds, at, floor, distance))
     return out
+
+
+def _neighbours(
+    item: uuid.UUID,
+    base: Mapping[uuid.UUID, float],
+    where: Mapping[uuid.UUID, tuple[str, int]],
+    bounds: Mapping[str, tuple[int, int]],
+    at: Mapping[tuple[str, int], uuid.UUID],
+    floor: float,
+    distance: int,
+) -> float:
+    if item not in where:
+        return 0.0
+    session, number = where[item]
+    lo, hi = bounds.get(session, (number, number))
+    seen = []
+    for other in (number - distance, number + distance):
+        key = at.get((session, other))
+        if key is not None:
+            seen.append(base[key])
+        elif lo <= other <= hi:
+            seen.append(floor)
+    return sum(seen) / len(seen) if seen else 0.0
 
 
 def _session_mass(

@@ -16,7 +16,7 @@ import psycopg
 
 from mnemo._runtime import Runtime
 from mnemo.cognition.refusal import question_words, word_hit_support
-from mnemo.recall.learned import sink
+from mnemo.recall.capture import sink
 from mnemo.recall.rank import _token_vectors
 from mnemo.recall.records import Blended, Candidates, Request
 from mnemo.store import lexicon
