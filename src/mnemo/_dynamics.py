@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 
 from mnemo.cognition.activation import AccessHistory, record_access
-from mnemo.cognition.safety import Change, Operation, Policy, propose
+from mnemo.cognition.safety import Change, Operation, Policy, Violation, propose
 from mnemo.cognition.spreading import edge_strength, pairs, prune
 from mnemo.cognition.weights import StochasticWeight
 from mnemo.config import Settings
@@ -111,6 +111,8 @@ async def change_weights(
         if req.memory_id not in current:
             continue
         change = propose(current[req.memory_id], req.operation, req.gain, pol)
+        if _paused(states[req.memory_id], req):
+            change = Change(change.old, change.old, change.requested, (*change.violations, _PAUSED))
         current[req.memory_id] = change.new
         change_id = uuid7()
         audits.append(
@@ -152,6 +154,16 @@ async def change_weights(
     await rows.insert_weight_changes(conn, audits)
     await rows.insert_safety_events(conn, events)
     return changes
+
+
+_PAUSED = Violation("circuit_breaker", True, "paused by the circuit breaker: reinforced without new evidence")
+_EVIDENCE = ("confirmed", "remembered again")
+
+
+def _paused(state: rows.MemoryState, req: WeightRequest) -> bool:
+    """A memory the circuit breaker paused (cognitive-plan §3.9 phase C, enforced) takes no
+    reinforcement but new evidence (the gate confirming it, or it being remembered again)."""
+    return req.operation == "reinforce" and bool((state.metadata or {}).get("paused")) and req.reason not in _EVIDENCE
 
 
 async def neighbours(

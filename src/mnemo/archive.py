@@ -31,10 +31,11 @@ from typing import Any, TextIO
 import numpy as np
 
 from mnemo._runtime import Runtime
-from mnemo._validate import check_id, check_process
+from mnemo._validate import check_id, check_process, to_utc
 from mnemo.admin import access, startup
 from mnemo.admin import agents as agents_path
 from mnemo.admin import backup as backup_path
+from mnemo.admin import inner as inner_read
 from mnemo.admin import status as status_path
 from mnemo.admin.inspect import Inspector
 from mnemo.admin.probes import Probes
@@ -49,8 +50,11 @@ from mnemo.models import (
     Curation,
     Database,
     EntityFacts,
+    FailurePatternRecord,
     FlushReport,
+    HeldInput,
     ImportReport,
+    InnerLife,
     Item,
     JobCatalogue,
     Maturity,
@@ -61,16 +65,19 @@ from mnemo.models import (
     Observation,
     PacketImport,
     Principal,
+    Readiness,
     RecallResult,
     Reflex,
     Refusal,
     Scope,
     ScopeSummary,
     Status,
+    TaskAttempt,
     TokenInfo,
     TreeNode,
     Turn,
     TurnInput,
+    Wandering,
 )
 from mnemo.night import api as night_api
 from mnemo.night import cycle as night_cycle
@@ -88,6 +95,7 @@ from mnemo.write import formats as formats_path
 from mnemo.write import gates as gate_path
 from mnemo.write import importer as import_path
 from mnemo.write import ingest as ingest_path
+from mnemo.write import inner as inner_write
 from mnemo.write import packet_format as packets_path
 from mnemo.write import packets as packet_import
 from mnemo.write import reembed as reembed_path
@@ -357,6 +365,7 @@ class AsyncArchive:
         level: int | None = None,
         as_of: datetime | None = None,
         processes: Sequence[str] | None = None,
+        mood: Sequence[float] | np.ndarray | None = None,
     ) -> RecallResult | Refusal:
         """Hybrid recall in ``scope`` with cognitive scoring; a :class:`Refusal` when nothing is similar enough.
 
@@ -370,7 +379,10 @@ class AsyncArchive:
         blocks. ``level`` 1, 2 or 3 retrieves the nodes of the cortex's tree at that level (branch,
         trunk, canopy) instead: their summaries, read-only. ``as_of`` recalls at a point in time
         (aware datetime or ISO-8601 text; naive means UTC): recency, activation and the query's time
-        expressions are measured from it, and items written after it are left out.
+        expressions are measured from it, and items written after it are left out. ``mood`` (a
+        gut direction, :mod:`mnemo.cognition.gut`) makes recall mood-congruent: the blend's emotional
+        component is each item's alignment with it (neutral without). A traced recall's
+        ``outcome_id`` is what :meth:`feedback` links an outcome to.
         """
         return await recall_path.recall(
             self._rt,
@@ -389,6 +401,7 @@ class AsyncArchive:
             level=level,
             now=as_of,
             processes=processes,
+            mood=mood,
         )
 
     async def memories(self, scope: Scope, *, limit: int = 50, cursor: uuid.UUID | None = None) -> MemoryPage:
@@ -489,9 +502,12 @@ class AsyncArchive:
         metadata: Mapping[str, Any] | None = None,
         attention: str | None = None,
         process: str | None = None,
+        at: datetime | str | None = None,
     ) -> Observation:
         """Offer one item of the agent's stream to the entry gate; every ``gate_flush_every`` items the
-        exit gate decides which become memories."""
+        exit gate decides which become memories. ``at``: when it was observed (default now; a replay or
+        simulation gives its own clock)."""
+        when = None if at is None else to_utc(at, label="at")
         with self.as_process(process):
             return await gate_path.observe(
                 self._rt,
@@ -502,14 +518,21 @@ class AsyncArchive:
                 source_tag=source_tag,
                 metadata=metadata,
                 attention=attention,
+                now=when,
             )
 
     async def flush(
-        self, scope: Scope, *, attention: str | None = None, items: Sequence[uuid.UUID | str] | None = None
+        self,
+        scope: Scope,
+        *,
+        attention: str | None = None,
+        items: Sequence[uuid.UUID | str] | None = None,
+        at: datetime | str | None = None,
     ) -> FlushReport:
-        """Run the scope's scratch buffer through the exit gate now; ``items``: only these of its
-        items (the ``item_id`` of :meth:`observe`), e.g. the messages leaving an agent's window."""
-        return await gate_path.flush(self._rt, scope, attention=attention, items=items)
+        """Run the scope's scratch buffer through the exit gate now (or ``at``); ``items``: only these of
+        its items (the ``item_id`` of :meth:`observe`), e.g. the messages leaving an agent's window."""
+        when = None if at is None else to_utc(at, label="at")
+        return await gate_path.flush(self._rt, scope, attention=attention, items=items, now=when)
 
     async def health(self) -> str | None:
         """Why this archive cannot serve an agent's memory right now, or None when it can: the
@@ -668,6 +691,132 @@ class AsyncArchive:
         """The reflexes that fit ``context`` best (similarity times smoothed success rate), with what
         tended to follow each; consulting them keeps them from pruning unless ``read_only``."""
         return await reflexes_path.reflexes_for(self._rt, scope, context, k, read_only=read_only)
+
+    # --- the inner life and self-tuning (cognitive-plan §3.9, §4.2-4.7, §5.1-5.3) ----------------------
+    async def feedback(
+        self,
+        scope: Scope,
+        outcome_id: uuid.UUID | str,
+        value: float = 1.0,
+        *,
+        used: Sequence[uuid.UUID | str] = (),
+        kind: str = "feedback",
+        detail: str = "",
+    ) -> uuid.UUID:
+        """Link an outcome back to a recall (its ``RecallResult.outcome_id``), a gate decision or a gut
+        delta: ``value`` from -1 (went badly) to 1 (went well); ``used``: the recalled items that were
+        used; ``kind``: ``feedback`` (the user's) or ``task`` (a task's success). The night tunes the
+        blend's alphas on these (cognitive-plan §4.5). Returns the outcome's id."""
+        return await inner_write.feedback(self._rt, scope, outcome_id, value, used=used, kind=kind, detail=detail)
+
+    async def log_gut(
+        self,
+        scope: Scope,
+        agent: str,
+        delta: Sequence[float] | np.ndarray,
+        *,
+        magnitude: float,
+        valence: float,
+        context: str = "",
+        action: str = "",
+    ) -> uuid.UUID:
+        """Log one gut delta of ``agent`` (cognitive-plan §5.1) with its context and action; returns the
+        outcome id an outcome links back to. The night's PCA of the deltas names the gut axes."""
+        return await inner_write.log_gut(
+            self._rt, scope, agent, delta, magnitude=magnitude, valence=valence, context=context, action=action
+        )
+
+    async def record_attempt(
+        self,
+        scope: Scope,
+        task: str,
+        *,
+        lineage: str,
+        generation: int,
+        success: bool,
+        failure_mode: str | None = None,
+        parent: uuid.UUID | str | None = None,
+        mutation: str = "",
+        turns: int | None = None,
+        propagated: bool = False,
+    ) -> TaskAttempt:
+        """Record a task attempted by a strategy or sub-agent ``lineage`` in its ``generation``, with
+        its parent variant and outcome (the frustration ledger, memory-architecture §10.6.3)."""
+        return await inner_write.record_attempt(
+            self._rt, scope, task, lineage=lineage, generation=generation, success=success,
+            failure_mode=failure_mode, parent=parent, mutation=mutation, turns=turns, propagated=propagated,
+        )  # fmt: skip
+
+    async def failure_patterns(self, scope: Scope) -> list[FailurePatternRecord]:
+        """Tasks that failed across generations and still fail, worst first, each with its reflection."""
+        return await inner_read.failures(self._rt, scope)
+
+    async def readiness(self, scope: Scope) -> Readiness:
+        """The ten bootstrap readiness milestones (cognitive-plan §5.2), each reached by a real event."""
+        return await inner_read.readiness(self._rt, scope)
+
+    async def reach_milestone(self, scope: Scope, name: str, evidence: Mapping[str, Any] | None = None) -> bool:
+        """Record that a real event of an agent reached milestone ``name`` (those only an agent sees: an
+        idle thought acted on, a goal reflected upon, a decision aligned with its own values); False
+        when it was already reached."""
+        return await inner_write.reach_milestone(self._rt, scope, name, evidence)
+
+    async def inner_life(self, scope: Scope) -> InnerLife:
+        """Milestones, gut axes, tensions, the blend's alphas and their history, safety events,
+        promotions awaiting approval and persistent failures (the inspector's inner-life page)."""
+        return await inner_read.inner_life(self._rt, scope)
+
+    async def reflect(self, scope: Scope, *, as_of: datetime | str | None = None) -> Mapping[str, Any]:
+        """Run the night's inner-life stage alone, now: promotion, tensions, self-tuning, gut axes, the
+        frustration ledger, the safety monitors and milestones. Returns what it did."""
+        return await inner_write.reflect(self._rt, scope, as_of=as_of)
+
+    async def approve_promotion(self, scope: Scope, memory_id: uuid.UUID | str) -> bool:
+        """Apply a promotion that waits for the operator (past a 0.85 centre at ``operator_trust`` < 3)."""
+        return await inner_write.approve(self._rt, scope, memory_id)
+
+    async def wander(
+        self, scope: Scope, n: int = 3, *, seed: int | None = None, avoid: Sequence[uuid.UUID] = ()
+    ) -> list[Wandering]:
+        """The idle loop's sample (cognitive-plan §4.7): ``n`` memories drawn with a bias toward
+        neglected important ones, tensions, distant and self-related ones, each with what co-access
+        links reach two hops away; ``avoid``: topics the entropy guard keeps out."""
+        return await inner_read.wander(self._rt, scope, n, seed=seed, avoid=frozenset(avoid))
+
+    async def memory_centroid(self, scope: Scope) -> np.ndarray | None:
+        """The importance-weighted centroid of the scope's memories (the gut's memory layer, §5.1)."""
+        return await inner_read.memory_centroid(self._rt, scope)
+
+    async def hold_input(
+        self,
+        scope: Scope,
+        agent: str,
+        text: str,
+        *,
+        source: str,
+        kind: str = "pending",
+        urgency: float = 0.0,
+        charge: float = 0.0,
+        confidence: float = 1.0,
+        due_at: datetime | str | None = None,
+    ) -> uuid.UUID:
+        """Keep an agent's pending input or scheduled task in the database (it survives a restart)."""
+        return await inner_write.add_input(
+            self._rt, scope, agent, text, source=source, kind=kind, urgency=urgency, charge=charge,
+            confidence=confidence, due_at=due_at,
+        )  # fmt: skip
+
+    async def held_inputs(self, scope: Scope, agent: str) -> list[HeldInput]:
+        """What ``agent`` holds: pending inputs and scheduled tasks, oldest first."""
+        return await inner_write.held_inputs(self._rt, scope, agent)
+
+    async def release_inputs(self, scope: Scope, agent: str, ids: Sequence[uuid.UUID | str]) -> int:
+        """Forget held inputs the agent attended to."""
+        return await inner_write.release_inputs(self._rt, scope, agent, ids)
+
+    async def wait_inputs(self, scope: Scope, agent: str, waiting: Sequence[tuple[uuid.UUID, float, int]]) -> None:
+        """Store the decayed urgency and wait count of held inputs that lost a cycle."""
+        await inner_write.wait_inputs(self._rt, scope, agent, waiting)
 
     # --- an agent's age and model costs (cognitive-plan §4.8-4.9; traces: the cost log) ------------
     async def agent_started(self, entity_id: str, name: str) -> Mapping[str, Any]:

@@ -228,6 +228,29 @@ class Settings(BaseSettings):
     ceiling_enforced: bool = Field(default=True, description="False: the ceiling only logs (shadow mode).")
     rate_limit: float = Field(default=0.10, gt=0, description="Largest relative weight change in one step.")
     rate_limit_enforced: bool = Field(default=False, description="False: the rate limit only logs (shadow mode).")
+    safety_enforced: tuple[str, ...] = Field(
+        default=("two_gate",),
+        description="Phase B and C safety checks that block instead of only logging (shadow mode): any of "
+        "cycle_rate, two_gate, entropy, circuit_breaker, coherence, goal_budget. Default: the Two-Gate "
+        "guardrail (phase B, on once consolidation runs); the others log only.",
+    )
+    circuit_breaker_cycles: int = Field(
+        default=3, ge=1, le=1000, description="Nights a memory may be reinforced without new evidence in a row."
+    )
+
+    # --- inner life and self-tuning (cognitive-plan §4.2-4.7, §5.1-5.3) -------------------
+    self_tuning: bool = Field(
+        default=True, description="The night tunes the blend's alphas and the gate's thresholds from outcomes."
+    )
+    tuning_min_outcomes: int = Field(
+        default=20, ge=2, le=100_000, description="Recalls with outcomes the alphas' tuning needs first."
+    )
+    own_source_confidence: float = Field(
+        default=0.5, ge=0, le=1, description="Source confidence of the agent's own statements (the user's: 1)."
+    )
+    operator_trust: int = Field(
+        default=0, ge=0, le=10, description="Trust level; under 3, promotions past a 0.85 centre wait for approval."
+    )
 
     # --- gates and scratch buffer (cognitive-plan §2.8, §2.9) ----------------------------
     gate_flush_every: int = Field(default=5, ge=1, le=10_000, description="Exchanges between exit-gate flushes.")
@@ -404,6 +427,10 @@ class Settings(BaseSettings):
             raise ValueError("pool_min_size must not exceed pool_max_size")
         if not self.gate_peripheral < self.gate_core:
             raise ValueError("gate_peripheral must be below gate_core")
+        from mnemo.cognition.safety import SAFETY_CHECKS
+
+        if unknown := [c for c in self.safety_enforced if c not in SAFETY_CHECKS]:
+            raise ValueError(f"safety_enforced: unknown checks {unknown}; choose from {', '.join(SAFETY_CHECKS)}")
         return self
 
     @property

@@ -43,11 +43,15 @@ __all__ = [
     "EntityFacts",
     "ExcerptLine",
     "Fact",
+    "FailurePatternRecord",
     "FlushReport",
     "GateAction",
     "GateOutcome",
+    "GutAxis",
+    "HeldInput",
     "Hit",
     "ImportReport",
+    "InnerLife",
     "Item",
     "ItemKind",
     "JobCatalogue",
@@ -57,24 +61,31 @@ __all__ = [
     "MemoryKind",
     "MemoryPage",
     "MemoryStatus",
+    "Milestone",
     "NightReport",
     "Observation",
     "PacketImport",
     "Principal",
+    "Readiness",
     "RecallResult",
     "Reflex",
     "Refusal",
     "Role",
+    "SafetyRecord",
     "Scope",
     "ScopeSummary",
     "Status",
+    "TaskAttempt",
+    "Tension",
     "Timestamp",
     "TokenInfo",
     "Track",
     "TreeNode",
+    "TuningStep",
     "Turn",
     "TurnInput",
     "Verdict",
+    "Wandering",
     "WeightChange",
     "to_jsonable",
     "uuid7",
@@ -267,6 +278,7 @@ class Hit:
     recency: float = 0.0  # 0.5 ** (time since last use / half-life)
     coaccess: float = 0.0  # spreading activation over co-access links
     noise: float = 0.0  # exploration noise (0.5 in deterministic mode)
+    emotional: float = 0.5  # alignment with the recall's mood (gut direction); the neutral 0.5 without one
     compressed: str | None = None
     event_time: Timestamp | None = None  # when what a memory tells happened (its source turns' time); None: created_at
     tier: MemoryTier = "hippocampus"
@@ -327,6 +339,9 @@ class RecallResult:
     latency_ms: float
     weights: Mapping[str, float] = field(default_factory=dict)  # the blend weights this recall used
     refused: Literal[False] = False
+    outcome_id: uuid.UUID | None = None
+    """The recall's forward-linkable id (its trace): :meth:`AsyncArchive.feedback` links an outcome
+    (the hits used, how it went) back to it, and the blend's alphas tune on those. None: not traced."""
 
     def __iter__(self) -> Iterator[Hit]:
         return iter(self.hits)
@@ -811,11 +826,176 @@ class NightReport:
     skipped: tuple[str, ...] = ()
     dry_run: bool = False
     plan: dict[str, int] = field(default_factory=dict)
+    inner: dict[str, Any] = field(default_factory=dict)
+    """What the inner-life stage did (:class:`InnerLife`'s counts): promotions, tensions, tuning,
+    gut axes, persistent failures, safety events and milestones reached."""
 
     @computed_field  # type: ignore[prop-decorator]  # serialised with the fields by to_jsonable
     @property
     def turns_per_second(self) -> float:
         return self.turns / self.seconds if self.seconds > 0 else 0.0
+
+
+# --- the inner life (issue 31; cognitive-plan §4.2-4.7, §5.1-5.3; memory-architecture §10.6.3) --------
+@dataclass(frozen=True, slots=True)
+class Milestone:
+    """One bootstrap readiness milestone (cognitive-plan §5.2) and whether a real event reached it."""
+
+    name: str
+    description: str
+    reached_at: Timestamp | None = None
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    """What showed it: the item or outcome ids of the event."""
+
+    @property
+    def reached(self) -> bool:
+        return self.reached_at is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Readiness:
+    """The ten milestones of a scope, in the seed's order (``mnemo readiness``, ``/readiness``)."""
+
+    scope: Scope
+    milestones: tuple[Milestone, ...]
+
+    @property
+    def reached(self) -> int:
+        return sum(m.reached for m in self.milestones)
+
+    @property
+    def ready(self) -> bool:
+        return self.reached == len(self.milestones)
+
+
+@dataclass(frozen=True, slots=True)
+class GutAxis:
+    """A principal direction of the logged gut deltas (cognitive-plan §5.1)."""
+
+    rank: int
+    name: str
+    """``hope`` / ``fear`` once it correlates with outcomes, else ``axis N``; with the memory at its pole."""
+    variance: float
+    correlation: float | None
+    deltas: int
+    computed_at: Timestamp
+    axis: tuple[float, ...] = field(default=(), repr=False, compare=False)
+    """The direction itself, a unit vector of the embedding space."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tension:
+    """A strong value contradicted by behaviour (cognitive-plan §4.2)."""
+
+    id: uuid.UUID
+    content: str
+    status: Literal["open", "acknowledged", "resolved"]
+    surfaced: int
+    value_id: str | None
+    created_at: Timestamp
+
+
+@dataclass(frozen=True, slots=True)
+class TuningStep:
+    """One parameter change the night proposed (cognitive-plan §4.5), applied or held back."""
+
+    at: Timestamp
+    name: Literal["blend", "gate", "sampling"]
+    params: Mapping[str, Any]
+    applied: bool
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class SafetyRecord:
+    """A safety event (cognitive-plan §3.9): enforced (it blocked) or shadow (it only logged)."""
+
+    at: Timestamp
+    check: str
+    enforced: bool
+    subject: str
+    detail: str
+    memory_id: uuid.UUID | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FailurePatternRecord:
+    """A task that kept failing across generations (memory-architecture §10.6.3)."""
+
+    task: str
+    lineages: tuple[str, ...]
+    generations: tuple[int, ...]
+    attempts: int
+    failures: int
+    modes: Mapping[str, int]
+    propagated_failures: int
+    reflection: str
+
+
+@dataclass(frozen=True, slots=True)
+class TaskAttempt:
+    """One task attempted by a strategy or sub-agent (the frustration ledger)."""
+
+    id: uuid.UUID
+    lineage: str
+    task: str
+    generation: int
+    mutation_id: uuid.UUID
+    parent_mutation_id: uuid.UUID | None
+    mutation: str
+    success: bool
+    failure_mode: str | None
+    turns: int | None
+    propagated: bool
+    created_at: Timestamp
+
+
+@dataclass(frozen=True, slots=True)
+class InnerLife:
+    """What the inspector's inner-life page shows: milestones, gut axes, tensions, the blend's alphas
+    over time, the gate's tuning, safety events, promotions waiting for approval, persistent failures."""
+
+    scope: Scope
+    readiness: Readiness
+    axes: tuple[GutAxis, ...]
+    tensions: tuple[Tension, ...]
+    alphas: Mapping[str, float]
+    """The blend alphas in force (self-tuned, or the defaults)."""
+    tuned: bool
+    history: tuple[TuningStep, ...]
+    safety: tuple[SafetyRecord, ...]
+    awaiting_approval: tuple[uuid.UUID, ...]
+    failures: tuple[FailurePatternRecord, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Wandering:
+    """One memory the idle loop wandered to (cognitive-plan §4.7), and why."""
+
+    id: uuid.UUID
+    content: str
+    kind: str
+    centre: float
+    biases: Mapping[str, float]
+    """What drew the sample here: neglected, tension, distant, self."""
+    vector: tuple[float, ...] = field(repr=False, compare=False)
+    associations: tuple[tuple[uuid.UUID, float, str], ...] = ()
+    """Memories reached from it over co-access links (two hops): id, strength, text."""
+
+
+@dataclass(frozen=True, slots=True)
+class HeldInput:
+    """An input an agent holds between cycles (pending or scheduled), kept in the database."""
+
+    id: uuid.UUID
+    kind: Literal["pending", "scheduled"]
+    source: str
+    text: str
+    urgency: float
+    charge: float
+    confidence: float
+    waited: int
+    due_at: Timestamp | None
 
 
 # --- what the adapters and benchmarks read through the facade (issue 30 item 1, DESIGN §5) --------------

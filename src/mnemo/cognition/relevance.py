@@ -36,6 +36,7 @@ K = TypeVar("K", bound=Hashable)
 __all__ = [
     "COLD_START_ALPHAS",
     "COMPONENTS",
+    "EMOTIONAL_ALPHA",
     "MATURE_ALPHAS",
     "blend",
     "blend_weights",
@@ -46,7 +47,10 @@ __all__ = [
     "suppressible",
 ]
 
-COMPONENTS = ("search", "activation", "weight", "recency", "coaccess", "noise")
+COMPONENTS = ("search", "activation", "weight", "recency", "coaccess", "noise", "emotional")
+EMOTIONAL_ALPHA = 1.0
+"""The emotional component's alpha when a recall has a mood (cognitive-plan §5.1: the gut replaces
+the seed's neutral 0.5); between the seed's cold-start 0.5 and the other minor components' 1-2."""
 
 COLD_START_ALPHAS: Mapping[str, float] = {
     "search": 12.0,

@@ -39,6 +39,7 @@ from mnemo.models import NightReport, Scope, to_jsonable, uuid7
 from mnemo.night import curator
 from mnemo.night.blocks import build_blocks
 from mnemo.night.decay import DecayStats, decay
+from mnemo.night.inner import InnerStats, inner_stage
 from mnemo.night.insights import InsightStats, derive_insights
 from mnemo.night.knowledge import extract_knowledge
 from mnemo.night.logprobs import surprise_factory
@@ -62,7 +63,8 @@ S = TypeVar("S", bound="DataclassInstance")  # a stage's result: a dataclass, re
 
 CORTEX_STAGES = ("migrate", "cluster")
 STAGES = (
-    "surprisal", "blocks", "knowledge", "insights", "curate", "decay", "migrate", "cluster", "retention", "reflexes"
+    "surprisal", "blocks", "knowledge", "insights", "curate", "decay", "inner", "migrate", "cluster", "retention",
+    "reflexes",
 )  # fmt: skip
 
 #: ``progress(stage, done, total)``: work units done so far in a stage (turns, or 1 for scope-wide ones).
@@ -238,6 +240,8 @@ async def _scope_stages(run: _Run) -> None:
     report.curation_applied = bool(c.applied)
     d = await run.scope_stage("decay", DecayStats, lambda conn: decay(rt, conn, scope, as_of))
     report.decayed_light, report.decayed_deep = d.light, d.deep
+    inner = await run.scope_stage("inner", InnerStats, lambda conn: inner_stage(rt, conn, scope, as_of))
+    report.inner = asdict(inner)
     m = await run.scope_stage("migrate", MigrationStats, lambda conn: migrate(rt, conn, scope, run.run_id, as_of))
     report.blocks_migrated, report.lines_migrated = m.migrated, m.lines
     report.cortex_versions = dict(m.versions)

@@ -25,6 +25,7 @@ already did.
 from __future__ import annotations
 
 import uuid
+from dataclasses import asdict
 from datetime import datetime
 
 import psycopg
@@ -34,6 +35,7 @@ from mnemo.cortex.migrate import plan_migration
 from mnemo.models import NightReport, Scope, uuid7
 from mnemo.night import curator
 from mnemo.night.decay import decay
+from mnemo.night.inner import inner_stage
 from mnemo.night.insights import plan_insights
 from mnemo.night.retention import retain
 from mnemo.store import night_runs as run_rows
@@ -42,7 +44,7 @@ from mnemo.store import surprisal as surprisal_rows
 
 __all__ = ["plan_night"]
 
-_SCOPE_STAGES = ("insights", "curate", "decay", "migrate", "cluster", "retention", "reflexes")
+_SCOPE_STAGES = ("insights", "curate", "decay", "inner", "migrate", "cluster", "retention", "reflexes")
 
 
 async def plan_night(rt: Runtime, scope: Scope, as_of: datetime, stages: tuple[str, ...]) -> NightReport:
@@ -101,6 +103,8 @@ async def _plan_scope_stages(
     if "decay" in todo:
         decayed = await decay(rt, conn, scope, as_of, dry_run=True)
         report.decayed_light, report.decayed_deep = decayed.light, decayed.deep
+    if "inner" in todo:
+        report.inner = asdict(await inner_stage(rt, conn, scope, as_of))
     if "migrate" in todo and rt.settings.cortex:
         report.plan["blocks_to_migrate"] = await plan_migration(rt, conn, scope, as_of)
     if "retention" in todo:

@@ -26,8 +26,10 @@ from mnemo.cognition.activation import (
     retrieval_probability,
     spreading,
 )
+from mnemo.cognition.gut import mood_alignment
 from mnemo.cognition.relevance import (
     COLD_START_ALPHAS,
+    EMOTIONAL_ALPHA,
     MATURE_ALPHAS,
     blend_weights,
     minmax,
@@ -72,9 +74,9 @@ async def blend(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, fo
     )
     rng = _draws(rt, request)
     weights = blend_weights(
-        MATURE_ALPHAS if mature else COLD_START_ALPHAS,
-        None if rng is None else np.random.default_rng(rng.getrandbits(64)),
+        _alphas(request, found, mature), None if rng is None else np.random.default_rng(rng.getrandbits(64))
     )
+    moods = {} if request.mood is None else await found.stage.similarities(request.mood, head)
     rows: dict[uuid.UUID, RecallRow] = {**line_rows, **memory_rows, **turn_rows}
     scored: Scored = []
     for item_id in head:
@@ -85,12 +87,26 @@ async def blend(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, fo
             "search": searched.get(item_id, 0.0),
             "coaccess": activated.get(item_id, 0.0),
         }
+        if request.mood is not None:
+            parts["emotional"] = mood_alignment(moods.get(item_id, 0.0))
         scored.append((blend_score(parts, weights), item_id, parts))
     superseders = _superseders(scored, memory_rows)
     scored = below_superseders(scored, superseders)
     tier_of = _tiers_of(scored, superseders)
     scored.sort(key=lambda x: (tier_of[x[1]], -x[0], str(x[1])))
     return Blended(scored=scored, weights=weights, rows=rows)
+
+
+def _alphas(request: Request, found: Candidates, mature: bool) -> dict[str, float]:
+    """The scope's self-tuned alphas when it has them, else the cold-start or mature set; the
+    emotional component joins only when the recall has a mood (cognitive-plan §3.1, §4.5, §5.1)."""
+    tuned = found.facts.alphas if found.facts is not None else None
+    alphas = dict(tuned) if tuned else dict(MATURE_ALPHAS if mature else COLD_START_ALPHAS)
+    if request.mood is None:
+        alphas.pop("emotional", None)
+    else:
+        alphas.setdefault("emotional", EMOTIONAL_ALPHA)
+    return alphas
 
 
 def _tiers_of(scored: Scored, superseders: Mapping[uuid.UUID, Sequence[uuid.UUID]]) -> dict[uuid.UUID, int]:
@@ -173,6 +189,10 @@ def below_superseders(scored: Scored, superseders: Mapping[uuid.UUID, Sequence[u
     return [(score[i], i, parts) for _, i, parts in scored]
 
 
+def _trust(row: RecallRow) -> float:
+    return float(row.source_confidence) if isinstance(row, MemoryState) else 1.0
+
+
 def components(
     cfg: Settings,
     row: RecallRow,
@@ -206,7 +226,8 @@ def components(
     )
     return {
         "activation": retrieval_probability(a, cfg.actr_tau, cfg.actr_noise),
-        "weight": weight.observe(rng) if rng is not None else weight.center,
+        # the agent's own statements count for less (issue 31): the weight is scaled by source trust
+        "weight": (weight.observe(rng) if rng is not None else weight.center) * _trust(row),
         "recency": recency((now - last).total_seconds(), cfg.recency_half_life_days * 86400),
         "noise": rng.random() if rng is not None else 0.5,
     }

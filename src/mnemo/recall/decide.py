@@ -17,13 +17,14 @@ import psycopg
 from mnemo import _dynamics as dynamics
 from mnemo._runtime import Runtime
 from mnemo.cognition.refusal import judge, unsupported
+from mnemo.cognition.relevance import COMPONENTS as BLEND_PARTS
 from mnemo.cognition.relevance import (
     most_relevant,
     suppressible,
 )
 from mnemo.cortex import search as cortex_search
 from mnemo.errors import InvalidContentError
-from mnemo.models import Hit, ItemKind, MemoryKind, RecallResult, Refusal, Role, Scope, uuid7
+from mnemo.models import Hit, ItemKind, MemoryKind, RecallResult, Refusal, Role, Scope
 from mnemo.recall.records import ITEM_KINDS, Blended, Candidates, Decision, RecallRow, Request
 from mnemo.recall.retrieve import _facts, check
 from mnemo.store import traces as trace_rows
@@ -103,6 +104,7 @@ def _hit(
         recency=parts["recency"],
         coaccess=parts["coaccess"],
         noise=parts["noise"],
+        emotional=parts.get("emotional", 0.5),
         compressed=shown.compressed,
         event_time=shown.event_time,
         tier="cortex" if shown.tier == "cortex" else "hippocampus",
@@ -212,7 +214,7 @@ async def _trace(conn: psycopg.AsyncConnection, request: Request, decision: Deci
     scope = request.scope
     await trace_rows.record_retrieval(
         conn,
-        trace_id=uuid7(),
+        trace_id=request.trace_id,
         entity_id=scope.entity_id,
         namespace=scope.namespace,
         reader=request.reader,
@@ -224,7 +226,13 @@ async def _trace(conn: psycopg.AsyncConnection, request: Request, decision: Deci
         hit_ids=[] if decision.refused else [h.id for h in decision.hits],
         latency_ms=decision.latency_ms,
         read_only=request.read_only,
+        parts=None if decision.refused else [_parts(h) for h in decision.hits],
     )
+
+
+def _parts(hit: Hit) -> dict[str, float]:
+    """A hit's blend components, as the alphas' tuning reads them back (cognitive-plan §4.5)."""
+    return {c: round(float(getattr(hit, c)), 4) for c in BLEND_PARTS}
 
 
 # --- recall at a level of the cortex tree -------------------------------------------------------
@@ -293,4 +301,5 @@ def result(request: Request, decision: Decision, blended: Blended) -> RecallResu
         best_similarity=decision.best,
         latency_ms=decision.latency_ms,
         weights=blended.weights,
+        outcome_id=request.trace_id if request.trace else None,
     )

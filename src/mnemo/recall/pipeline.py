@@ -79,6 +79,7 @@ async def recall(
     expand: bool = False,
     level: int | None = None,
     processes: Sequence[str] | None = None,
+    mood: Sequence[float] | np.ndarray | None = None,
 ) -> RecallResult | Refusal:
     """Recall up to ``k`` items of ``scope`` for ``query``; a :class:`Refusal` below the threshold.
 
@@ -87,7 +88,8 @@ async def recall(
     partial matching). ``now`` is the time activation and recency are measured at (default: now);
     ``seed`` fixes the stochastic draws of this one recall; ``hops`` (0-2, default
     ``spreading_hops``) sets how far activation spreads over co-access links; ``processes``
-    keeps the items those processes wrote.
+    keeps the items those processes wrote; ``mood`` (a gut direction) sets the blend's emotional
+    component to each item's alignment with it.
     """
     started = time.perf_counter()
     if level:
@@ -95,7 +97,7 @@ async def recall(
     request = stages.check(
         rt, scope, query, k, as_entity=as_entity, read_only=read_only, threshold=threshold, kinds=kinds,
         trace=trace, query_vector=query_vector, cues=cues, now=now, seed=seed, hops=hops, expand=expand,
-        processes=processes,
+        processes=processes, mood=mood,
     )  # fmt: skip
     embedding = stages.start_embedding(rt, request)
     async with rt.store.connection() as conn:

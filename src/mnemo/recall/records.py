@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from mnemo.cognition.late import TokenVectors
-from mnemo.models import Hit, Scope
+from mnemo.models import Hit, Scope, uuid7
 from mnemo.store import scopes as scope_rows
 from mnemo.store.dynamics import MemoryState
 from mnemo.store.search import TurnHit
@@ -51,6 +51,11 @@ class Request:
     items written after it are left out."""
     processes: tuple[str, ...] = ()
     """Only items these processes wrote (archive-adr §4 attribution); empty: any process."""
+    mood: np.ndarray | None = None
+    """The caller's gut direction (cognitive-plan §5.1), a unit vector: the blend's emotional
+    component is each item's alignment with it; None: the neutral 0.5."""
+    trace_id: uuid.UUID = field(default_factory=uuid7)
+    """The recall's trace id: the outcome id a later outcome links back to."""
 
     @property
     def owner_reads(self) -> bool:

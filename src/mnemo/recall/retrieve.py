@@ -50,6 +50,7 @@ def check(
     hops: int | None,
     expand: bool = False,
     processes: Sequence[str] | None = None,
+    mood: Sequence[float] | np.ndarray | None = None,
 ) -> Request:
     """Validate every argument; raise :class:`InvalidInputError` before anything is read."""
     cfg = rt.settings
@@ -87,7 +88,15 @@ def check(
         expand=bool(expand),
         as_of=as_of,
         processes=wanted,
+        mood=None if mood is None else _unit(check_vector(mood, rt.embeddings.dim)),
     )
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    if norm < 1e-12:
+        raise InvalidContentError("mood must be a non-zero vector")
+    return np.asarray(vector, dtype=np.float32) / norm
 
 
 # --- 2-3. embed and retrieve -----------------------------------------------------------------------

@@ -66,6 +66,8 @@ class MemoryState:
     metadata: dict[str, Any]  # free-form JSONB
     tier: str
     provenance: list[str]
+    source_confidence: float = 1.0
+    """How far its source is trusted (the user's word 1; the agent's own statements less)."""
 
 
 STATE_COLUMNS = tuple(f.name for f in fields(MemoryState))

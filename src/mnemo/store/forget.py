@@ -165,8 +165,14 @@ async def forget_items(
     )
     await run(
         "traces",
-        """UPDATE traces.retrievals SET hit_ids = ARRAY(SELECT h FROM unnest(hit_ids) h WHERE h <> ALL(%(ids)s))
+        """UPDATE traces.retrievals SET hit_ids = ARRAY(SELECT h FROM unnest(hit_ids) h WHERE h <> ALL(%(ids)s)),
+                                        parts = NULL  -- its per-hit components no longer line up
            WHERE entity_id = %(e)s AND hit_ids && %(ids)s::uuid[]""",
+    )
+    await run(
+        "traces",
+        """UPDATE traces.outcomes SET used = ARRAY(SELECT u FROM unnest(used) u WHERE u <> ALL(%(ids)s))
+           WHERE entity_id = %(e)s AND used && %(ids)s::uuid[]""",
     )
     # Other memories may name a forgotten one in their metadata (supersedes, superseded_by, contradicts).
     for key in ("supersedes", "superseded_by", "contradicts"):
@@ -255,6 +261,14 @@ async def purge_scope(conn: psycopg.AsyncConnection, entity_id: str, namespace: 
         ("traces", "traces", "weight_changes"),
         ("traces", "traces", "safety_events"),
         ("traces", "traces", "gate_decisions"),
+        ("traces", "traces", "outcomes"),
+        ("traces", "traces", "tuning_history"),
+        ("inner", "mnemo", "gut_deltas"),
+        ("inner", "mnemo", "gut_axes"),
+        ("inner", "mnemo", "milestones"),
+        ("inner", "mnemo", "tuning"),
+        ("inner", "mnemo", "agent_inputs"),
+        ("inner", "mnemo", "task_attempts"),
         ("turns", "mnemo", "turns"),
         ("memories", "mnemo", "memories"),
         ("scratch", "mnemo", "scratch"),

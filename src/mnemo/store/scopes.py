@@ -76,6 +76,8 @@ class RecallFacts(NamedTuple):
     """The postings' total document length (``lexical_stats``; None without a row): BM25's average."""
     terms: tuple[str, ...] = ()
     """The query's distinct lexemes (english ``tsvector``), as the SQL scorer reads them."""
+    alphas: dict[str, float] | None = None
+    """The scope's self-tuned blend alphas (``mnemo.tuning``), or None: the defaults."""
 
 
 _RECALL_FACTS = """
@@ -94,7 +96,8 @@ _RECALL_FACTS = """
            coalesce((SELECT version FROM mnemo.scope_versions WHERE entity_id = %(e)s AND namespace = %(ns)s), 0),
            (SELECT total_len FROM mnemo.lexical_stats WHERE entity_id = %(e)s AND namespace = %(ns)s),
            (SELECT coalesce(array_agg(DISTINCT lexeme ORDER BY lexeme), '{}')
-            FROM unnest(to_tsvector('english', %(text)s)))"""
+            FROM unnest(to_tsvector('english', %(text)s))),
+           (SELECT params FROM mnemo.tuning WHERE entity_id = %(e)s AND namespace = %(ns)s AND name = 'blend')"""
 
 
 async def recall_facts(
@@ -119,6 +122,7 @@ async def recall_facts(
     return RecallFacts(
         True, bool(row[1]), int(row[2]), {w: known[w] for w in words if w in known}, row[4], row[5],
         version=int(row[6]), total_len=None if row[7] is None else int(row[7]), terms=tuple(row[8]),
+        alphas=None if row[9] is None else {str(c): float(a) for c, a in row[9].get("alphas", {}).items()},
     )  # fmt: skip
 
 

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 __all__ = ["GateDecision", "commit_lazily", "gate_decisions", "record_gate_decisions", "record_retrieval"]
 
@@ -37,11 +38,12 @@ async def record_retrieval(
     hit_ids: Sequence[uuid.UUID],
     latency_ms: float,
     read_only: bool,
+    parts: Sequence[dict[str, float]] | None = None,
 ) -> None:
     await conn.execute(
         """INSERT INTO traces.retrievals (id, entity_id, namespace, reader, query, k, outcome, best_similarity,
-                                          threshold, hit_ids, latency_ms, read_only)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
+                                          threshold, hit_ids, latency_ms, read_only, parts)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
         (
             trace_id,
             entity_id,
@@ -55,6 +57,7 @@ async def record_retrieval(
             list(hit_ids),
             latency_ms,
             read_only,
+            None if parts is None else Jsonb(list(parts)),
         ),
     )
 

@@ -44,6 +44,7 @@ from mnemo.cognition.gates import (
 from mnemo.errors import InvalidContentError
 from mnemo.models import FlushReport, GateOutcome, Observation, Scope, uuid7
 from mnemo.store import dynamics as dynamic_rows
+from mnemo.store import inner as inner_rows
 from mnemo.store import scratch
 from mnemo.store import traces as trace_rows
 from mnemo.store import vectors as vector_rows
@@ -65,15 +66,31 @@ _NEGATION_EXAMPLES = (
 _directions: dict[str, np.ndarray] = {}
 
 
-def _thresholds(rt: Runtime) -> GateThresholds:
+OWN_ROLES = frozenset({"assistant"})
+"""Roles whose items are the agent's own statements (issue 31: less reliable than the user's)."""
+
+
+async def _thresholds(rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope) -> GateThresholds:
+    """The configured thresholds, with the scope's self-tuned core, peripheral and noise floor
+    (cognitive-plan §4.5) when the night has tuned them."""
     c = rt.settings
+    tuned = await inner_rows.tuning(conn, scope.entity_id, scope.namespace, "gate") or {}
     return GateThresholds(
-        core=c.gate_core,
-        peripheral=c.gate_peripheral,
+        core=float(tuned.get("core", c.gate_core)),
+        peripheral=float(tuned.get("peripheral", c.gate_peripheral)),
         confirming=c.gate_confirming,
         contradiction_floor=c.gate_contradiction_floor,
-        noise=c.gate_noise,
+        noise=float(tuned.get("noise", c.gate_noise)),
     )
+
+
+def trust_of(rt: Runtime, item: scratch.ScratchItem) -> float:
+    """How far an item's source is trusted: the confidence its metadata states (``source_confidence``),
+    else ``own_source_confidence`` for the agent's own statements, else 1 (the user's word)."""
+    stated = (item.metadata or {}).get("source_confidence")
+    if isinstance(stated, int | float) and not isinstance(stated, bool) and 0.0 <= stated <= 1.0:
+        return float(stated)
+    return rt.settings.own_source_confidence if item.role in OWN_ROLES else 1.0
 
 
 async def observe(
@@ -195,9 +212,9 @@ async def flush(
     cfg = rt.settings
     when = now or datetime.now(UTC)
     rng = rt.child_rng()
-    thresholds = _thresholds(rt)
     outcomes: list[GateOutcome] = []
     async with rt.store.transaction() as conn:
+        thresholds = await _thresholds(rt, conn, scope)
         buffered = await scratch.claim(conn, scope.entity_id, scope.namespace, wanted)
         if not buffered:
             return FlushReport(scope, ())
@@ -293,11 +310,16 @@ async def _decide(
     decision = exit_decision(relevance, similarity, layer is not None, rng, thresholds)
     reason = f"{decision.cell.relevance} x {decision.cell.novelty}" + (" (noise floor)" if decision.noise else "")
     memory_id = None
+    trust = trust_of(rt, item)
+    # a less trusted source (the agent's own word) may flag a contradiction, never overrule a belief
+    overrules = related is not None and trust >= states[related].source_confidence if related in states else False
     if decision.action in ("persist", "persist_flag"):
         memory_id = uuid7()
         meta = dict(item.metadata or {})
         if decision.action == "persist_flag" and related is not None:
-            meta |= {"flagged": True, "contradicts": [str(related)], "supersedes": [str(related)]}
+            meta |= {"flagged": True, "contradicts": [str(related)]}
+            if overrules:
+                meta["supersedes"] = [str(related)]
         row = memory_row(
             rt,
             scope,
@@ -305,12 +327,13 @@ async def _decide(
             text,
             item.kind,
             source_tag=item.source_tag or "gate",
+            source_confidence=trust,
             provenance=[f"scratch:{item.id}"],
             event_time=item.created_at,
             metadata=meta,
         )
         await store_memory(conn, rt, scope, row, vector)
-        if decision.action == "persist_flag" and related is not None:
+        if decision.action == "persist_flag" and related is not None and overrules:
             await supersede(conn, rt, scope, [related], memory_id, reason="contradicted", evidence={"layer": layer})
     elif decision.action == "reinforce" and related is not None:
         memory_id = related
@@ -322,9 +345,9 @@ async def _decide(
                 dynamics.WeightRequest(
                     related,
                     "reinforce",
-                    cfg.gate_reinforce_gain,
+                    cfg.gate_reinforce_gain * trust,  # the agent cannot talk itself into a belief
                     "confirmed",
-                    {"by": text[:200], "similarity": similarity},
+                    {"by": text[:200], "similarity": similarity, "source": item.source_tag, "trust": trust},
                 )
             ],
             at=when,

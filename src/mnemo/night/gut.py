@@ -1,0 +1,65 @@
+"""Night stage (inner life): the gut axes, principal components of the logged gut deltas.
+
+Seed: cognitive-plan §5.1 ("PCA: run during deep consolidation, find the top 10-20 principal
+components, correlate with outcomes, name axes as they acquire meaning"). An axis correlated with
+good outcomes is named hope, with bad ones fear (:func:`mnemo.cognition.gut.axes`); each name adds
+the memory lying furthest along the axis, so an operator can read what it is about.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mnemo.cognition.gut import axes
+from mnemo.night.guard import Guard
+from mnemo.store import inner as inner_rows
+from mnemo.store import vectors as vector_rows
+
+__all__ = ["GutStats", "gut_axes"]
+
+LEAST = 10
+"""Deltas needed before axes mean anything."""
+AXES = 10
+"""The seed's lower bound of 10-20 axes."""
+
+
+@dataclass(slots=True)
+class GutStats:
+    deltas: int = 0
+    axes: int = 0
+    named: list[str] | None = None
+
+
+async def gut_axes(guard: Guard, rt: Any) -> GutStats:
+    e, ns = guard.scope.entity_id, guard.scope.namespace
+    rows = await inner_rows.gut_deltas(guard.conn, e, ns)
+    stats = GutStats(deltas=len(rows))
+    if len(rows) < LEAST:
+        return stats
+    found = axes(np.array([r.vector for r in rows], dtype=float), [r.outcome for r in rows], AXES)
+    stored = []
+    for a in found:
+        pole = await _pole(guard, rt, a.axis)
+        stored.append((a.rank, [float(x) for x in a.axis], a.variance, a.correlation,
+                       a.name + (f": toward '{pole}'" if pole else "")))  # fmt: skip
+    await inner_rows.replace_gut_axes(guard.conn, e, ns, stored, len(rows), guard.at)
+    stats.axes = len(stored)
+    stats.named = [s[4] for s in stored if not s[4].startswith("axis")]
+    return stats
+
+
+async def _pole(guard: Guard, rt: Any, axis: np.ndarray) -> str | None:
+    """The memory furthest along ``axis`` (a short quote), when the axis lives in the active space."""
+    if len(axis) != rt.embeddings.dim:
+        return None
+    found = await vector_rows.search(
+        guard.conn, rt.table, rt.embeddings.dim, guard.scope.entity_id, guard.scope.namespace, rt.slug,
+        np.asarray(axis, dtype=np.float32), 1, item_kind="memory",
+    )  # fmt: skip
+    if not found:
+        return None
+    text = await inner_rows.memory_text(guard.conn, guard.scope.entity_id, found[0][0])
+    return None if text is None else (text if len(text) <= 60 else text[:59] + "…")
