@@ -303,7 +303,7 @@ async def test_every_source_goes_through_the_same_loop_and_attention_weighs_them
         assert alert.outbox == ()  # an internal input's output stays inside
         # a scheduled task joins the inputs when due, not before
         now = datetime.now(UTC)
-        agent.schedule("Water the tomatoes on the balcony.", now + timedelta(hours=1))
+        await agent.schedule("Water the tomatoes on the balcony.", now + timedelta(hours=1))
         assert await agent.cycle(now) is None and agent.scheduled
         task = await agent.cycle(now + timedelta(hours=2))
         assert task is not None and task.tag is not None and task.tag.source == "scheduled_task"
@@ -316,7 +316,7 @@ async def test_every_source_goes_through_the_same_loop_and_attention_weighs_them
         assert gut is not None and gut.tag is not None and gut.tag.source == "internal_gut"
         assert "-> internal_gut" in agent.state and "external_user" in agent.state
         with pytest.raises(ValueError, match="timezone-aware"):
-            agent.schedule("x", datetime(2030, 1, 1))
+            await agent.schedule("x", datetime(2030, 1, 1))
     finally:
         await archive.close()
 

@@ -9,7 +9,8 @@ Modules: :mod:`.identity` (values and goals, embedded and cached), :mod:`.docs`
 (read-only docs), :mod:`.window` (the adaptive context window and its exit gate),
 :mod:`.metacognition` (confidence signals and escalation triggers), :mod:`.tools`
 (System 1's actions, System 2 as a tool) and :mod:`.loop` (:class:`Agent`: the
-attention-agnostic loop, the reflection bank, the cost log, ``mnemo agent chat``).
+attention-agnostic loop, the reflection bank, the cost log, ``mnemo agent chat``), :mod:`.gut` (the
+two-centroid gut feeling) and :mod:`.idle` (the idle loop, issue 31).
 The pure rules live in :mod:`mnemo.cognition` (attention, window, actions,
 confidence, escalation). Reflexes live in the archive itself (``record_outcome``,
 ``reflexes_for``), since any agent can use them.
@@ -18,8 +19,21 @@ confidence, escalation). Reflexes live in the archive itself (``record_outcome``
 from __future__ import annotations
 
 from mnemo.agent.docs import DocsTool
+from mnemo.agent.gut import Gut
 from mnemo.agent.identity import Identity, IdentityItem
+from mnemo.agent.idle import IdleLoop, IdleReport
 from mnemo.agent.loop import Agent, Reply
 from mnemo.agent.window import ContextWindow, Message
 
-__all__ = ["Agent", "ContextWindow", "DocsTool", "Identity", "IdentityItem", "Message", "Reply"]
+__all__ = [
+    "Agent",
+    "ContextWindow",
+    "DocsTool",
+    "Gut",
+    "Identity",
+    "IdentityItem",
+    "IdleLoop",
+    "IdleReport",
+    "Message",
+    "Reply",
+]

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -43,6 +43,7 @@ import numpy as np
 
 from mnemo.agent import metacognition as meta
 from mnemo.agent.docs import DocsTool
+from mnemo.agent.gut import Gut
 from mnemo.agent.identity import Identity, IdentityItem
 from mnemo.agent.window import ContextWindow, Message
 from mnemo.archive import AsyncArchive
@@ -93,6 +94,8 @@ class Reply:
     """Every action the output implied, with its check."""
     pruned: int = 0
     """Messages that left the window to make room for this input."""
+    gut_outcome: uuid.UUID | None = None
+    """The outcome id of the gut delta logged for this cycle (an outcome may link back to it)."""
 
     @property
     def outbox(self) -> tuple[str, ...]:
@@ -166,8 +169,14 @@ class Agent:
     """The last cycle's intensity (it sized the window)."""
     cycles: int = 0
     last_escalation: int | None = None
-    scheduled: list[tuple[datetime, str]] = field(default_factory=list)
-    """Tasks not yet due (:meth:`schedule`), soonest first."""
+    scheduled: list[tuple[datetime, str, uuid.UUID]] = field(default_factory=list)
+    """Tasks not yet due (:meth:`schedule`), soonest first: when, what, and its id in the database."""
+    last_allocation: tuple[Scored, ...] | None = None
+    """Every candidate of the last cycle, most salient first (the idle loop's review reads it)."""
+    gut: Gut | None = field(default=None, init=False)
+    """The gut feeling (:mod:`.gut`), ready after :meth:`start`."""
+    reached: set[str] = field(default_factory=set, init=False)
+    """Milestones this agent has seen reached (so it asks the archive once)."""
     window: ContextWindow = field(init=False)
     _trust: dict[str, float] = field(default_factory=dict, init=False, repr=False)
 
@@ -187,7 +196,23 @@ class Agent:
             self.system2 = self.archive.settings.system2_llm
         self.facts = dict(await self.archive.agent_started(self.scope.entity_id, self.name))
         self.started = datetime.now(UTC)
+        await self._restore_inputs()
+        self.gut = Gut(self.archive, self.scope, self.name, self.identity)
+        await self.gut.refresh()
         return await self.archive.health()
+
+    async def _restore_inputs(self) -> None:
+        """What the agent held when it last stopped: pending inputs and scheduled tasks (issue 31)."""
+        self.pending, self.scheduled = [], []
+        for held in await self.archive.held_inputs(self.scope, self.name):
+            if held.kind == "scheduled" and held.due_at is not None:
+                self.scheduled.append((held.due_at, held.text, held.id))
+                continue
+            vector = np.asarray(await self.archive.embeddings.embed_query(held.text), dtype=np.float32)
+            self.pending.append(Candidate(str(held.id), held.source, held.text, vector, held.urgency, held.charge,
+                                          held.waited))  # fmt: skip
+            self._trust[str(held.id)] = held.confidence
+        self.scheduled.sort(key=lambda task: task[0])
 
     async def close(self) -> None:
         """Graceful shutdown: what is still in view passes the exit gate (its last chance)."""
@@ -204,38 +229,57 @@ class Agent:
             raise InvalidContentError("an input needs some text")
         tag = SourceTag.of(source, confidence)
         vector = np.asarray(await self.archive.embeddings.embed_query(text), dtype=np.float32)
-        ident = f"{source}-{len(self.pending)}-{time.monotonic_ns()}"
-        self._trust[ident] = tag.confidence
-        self.pending.append(Candidate(ident, source, text, vector, URGENCY[source], charge))
+        held = await self.archive.hold_input(
+            self.scope, self.name, text, source=source, urgency=URGENCY[source], charge=charge,
+            confidence=tag.confidence,
+        )  # fmt: skip
+        self._trust[str(held)] = tag.confidence
+        self.pending.append(Candidate(str(held), source, text, vector, URGENCY[source], charge))
 
-    def schedule(self, text: str, at: datetime) -> None:
+    async def schedule(self, text: str, at: datetime) -> None:
         """A task to attend to from ``at`` (timezone-aware) on: a ``scheduled_task`` input once due.
-        Kept in this agent's memory only, not across restarts."""
+        Kept in the database: it survives a restart."""
         if not isinstance(text, str) or not text.strip():
             raise ValueError("a scheduled task needs a text")
         if not isinstance(at, datetime) or at.tzinfo is None:
             raise ValueError(f"at must be a timezone-aware datetime, not {at!r}")
-        self.scheduled = sorted([*self.scheduled, (at, text.strip())], key=lambda task: task[0])
+        held = await self.archive.hold_input(
+            self.scope, self.name, text.strip(), source="scheduled_task", kind="scheduled", due_at=at,
+            urgency=URGENCY["scheduled_task"],
+        )  # fmt: skip
+        self.scheduled = sorted([*self.scheduled, (at, text.strip(), held)], key=lambda task: task[0])
 
     async def cycle(self, now: datetime | None = None) -> Reply | None:
         """One cognitive cycle: due scheduled tasks join the pending inputs, the most salient one wins
         attention (the losers wait with decaying urgency), the state report goes into the context, and
         the winner is answered. None when nothing is pending."""
         when = now or datetime.now(UTC)
-        due = [text for at, text in self.scheduled if at <= when]
-        self.scheduled = [(at, text) for at, text in self.scheduled if at > when]
-        for text in due:
+        due = [task for task in self.scheduled if task[0] <= when]
+        self.scheduled = [task for task in self.scheduled if task[0] > when]
+        for _, text, held in due:
             await self.submit(text, "scheduled_task")
+            await self.archive.release_inputs(self.scope, self.name, [held])
         if not self.pending:
             return None
         goals = await self.identity.layer(1) if self.identity else []
-        allocation = allocate(self.pending, self.recent[-10:], [(g.weight, g.vector) for g in goals])
+        felt = self.gut.feel(self.recent[-10:]) if self.gut else None
+        charged = [c if c.charge or felt is None else replace(c, charge=self.gut.charge(c.vector))  # type: ignore[union-attr]
+                   for c in self.pending]  # fmt: skip
+        allocation = allocate(charged, self.recent[-10:], [(g.weight, g.vector) for g in goals])
         self.pending = list(allocation.waiting)
+        self.last_allocation = allocation.scored
         self.state = state_report(allocation)
         winner = allocation.winner.candidate
+        await self.archive.release_inputs(self.scope, self.name, [winner.id])
+        await self.archive.wait_inputs(
+            self.scope, self.name, [(uuid.UUID(c.id), c.urgency, c.waited) for c in allocation.waiting]
+        )
         self.recent.append(winner.vector)
         trust = self._trust.pop(winner.id, None)
-        return await self.respond(winner.text, winner.source, source_confidence=trust, scored=allocation.winner)
+        reply = await self.respond(winner.text, winner.source, source_confidence=trust, scored=allocation.winner)
+        if winner.source == "internal_dmn" and any(a.allowed for a in reply.actions):
+            await self._milestone("first_idle_thought_acted", {"thought": winner.text[:200]})
+        return reply
 
     # --- the pipeline (§3.4) -------------------------------------------------------------
     async def respond(
@@ -263,6 +307,9 @@ class Agent:
         budget = self.window.memory_budget(share, incoming)
         # memory is read before this exchange is written, so the question never answers itself
         reply = await (self._offline(run) if self.model is None else self._system1(run, budget, flags))
+        if self.gut is not None:
+            self.gut.feel(self.recent[-10:])
+            reply = replace(reply, gut_outcome=await self.gut.log(text, reply.text))
         flushed = await self._remember(run, reply, incoming)
         if run.tag.source != "consolidation_alert":  # an alert about an alert would never end
             await self._notice([*self.window.exits[exits:], *flushed])
@@ -327,8 +374,41 @@ class Agent:
         for check in checks:
             if check.kind == "internal" and check.allowed:
                 await self.submit(check.text, "internal_dmn")
+        if run.tag.self_generated and any(c.allowed and c.kind != "none" for c in checks):
+            await self._aligned(run, [c.text for c in checks if c.allowed and c.kind != "none"])
         await self._learn_reflexes(run)
         return replace(reply, actions=checks, escalated=reply.escalated + tuple(run.escalations))
+
+    async def _aligned(self, run: _Run, done: Sequence[str]) -> None:
+        """Milestone 10: an action the agent started itself that agrees with a value it formed itself (a
+        memory promoted by the night, not one an operator wrote), as close as recall asks of evidence."""
+        if "first_aligned_decision" in self.reached:
+            return
+        floor = self.archive.settings.refusal_threshold
+        for text in done:
+            found = await self.archive.recall(self.scope, text, 5, kinds=("memory",), read_only=True, threshold=-1.0)
+            formed = [h for h in found.hits if h.metadata.get("promotion") and (h.similarity or 0.0) >= floor]
+            if formed:
+                await self._milestone("first_aligned_decision", {"action": text[:200], "value": str(formed[0].id)})
+                return
+
+    async def _milestone(self, name: str, evidence: Mapping[str, str]) -> None:
+        if name not in self.reached:
+            await self.archive.reach_milestone(self.scope, name, evidence)
+            self.reached.add(name)
+
+    async def achieve_goal(self, goal: str, reflection: str) -> uuid.UUID:
+        """A goal was achieved: keep the agent's reflection on it as a ``reflection`` memory (at the
+        agent's own source confidence) and mark milestone 9. Returns the memory's id."""
+        if not isinstance(goal, str) or not goal.strip() or not isinstance(reflection, str) or not reflection.strip():
+            raise InvalidContentError("a goal and a reflection on it are both needed")
+        memory = await self.archive.remember(
+            self.scope, f"Goal achieved: {goal.strip()}. Looking back: {reflection.strip()}", kind="reflection",
+            source_tag="agent", source_confidence=self.archive.settings.own_source_confidence,
+            metadata={"goal": goal.strip()},
+        )  # fmt: skip
+        await self._milestone("first_goal_reflected", {"goal": goal.strip()[:200], "memory": str(memory.id)})
+        return memory.id
 
     async def _learn_reflexes(self, run: _Run) -> None:
         """What System 1 did in this context and how it went (memory-architecture §10.3), in order."""
@@ -347,7 +427,8 @@ class Agent:
         user made or memory holds, never a question and never the agent's own words; else the refusal."""
         if run.tag.source == USER and not is_question(run.text):
             return Reply(acknowledgement(run.text), "offline", confidence=1.0)
-        found = await self.archive.recall(self.scope, run.text, OFFLINE_CANDIDATES, read_only=False)
+        mood = self.gut.mood if self.gut else None
+        found = await self.archive.recall(self.scope, run.text, OFFLINE_CANDIDATES, read_only=False, mood=mood)
         floor = self.archive.settings.refusal_threshold
         best = next((h for h in found.hits if _answers(h) and (h.similarity or 0.0) >= floor), None)
         if best is None:
