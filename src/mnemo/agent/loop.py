@@ -67,7 +67,7 @@ OWN_SOURCES = frozenset(SOURCE_CONFIDENCE) - {USER} | {"offline", "system1", "sy
 """Source tags of what the agent said or thought itself (:attr:`Reply.source`, internal inputs)."""
 COMMANDS = {
     "/cost": "model calls, tokens and cost: this session, the last 24 h, lifetime",
-    "/readiness": "whether the archive and the models are ready, with the cost and age line",
+    "/readiness": "whether the archive and the models are ready, the bootstrap milestones, the cost and age line",
     "/state": "the context window, intensity, pending inputs and cycles",
 }
 """The loop's own commands (:meth:`Agent.command`), each with what it answers."""
@@ -605,8 +605,14 @@ class Agent:
             problem = await self.archive.health()
             model = "offline responder (no model configured)" if self.model is None else f"System 1: {self.model}"
             system2 = f"System 2: {self.system2}" if self.system2 is not None else "no System 2"
+            grown = await self.archive.readiness(self.scope)
+            missing = [m.name for m in grown.milestones if not m.reached]
+            milestones = f"{grown.reached} of {len(grown.milestones)} bootstrap milestones reached" + (
+                f" (next: {missing[0]})" if missing else ""
+            )
             return (
-                f"{'ready' if problem is None else 'not ready: ' + problem}; {model}; {system2}; {await self.report()}"
+                f"{'ready' if problem is None else 'not ready: ' + problem}; {model}; {system2}; {milestones}; "
+                f"{await self.report()}"
             )
         if name == "/state":
             return self._state()

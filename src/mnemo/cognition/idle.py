@@ -38,6 +38,8 @@ BIASES = {"neglected": 3.0, "tension": 2.0, "distant": 1.0, "self": 2.0}
 the biases, not their sizes)."""
 NEGLECT_HALF_LIFE_DAYS = 7.0
 """A memory unused for this long counts as half neglected."""
+DISTANT_HALF_LIFE_DAYS = 30.0
+"""A memory of something this long ago counts as half distant (a month: not fitted)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +59,16 @@ class Pooled:
     """It is about the agent itself (a reflection, narrative, tension or insight, or says "I")."""
 
 
-def bias(p: Pooled, oldest_days: float) -> tuple[float, dict[str, float]]:
+def _aged(days: float, half_life: float) -> float:
+    return 1.0 - 0.5 ** (max(days, 0.0) / half_life)
+
+
+def bias(p: Pooled) -> tuple[float, dict[str, float]]:
     """A memory's sampling weight (1 plus its biases) and each bias's share."""
-    neglect = p.center * (1.0 - 0.5 ** (max(p.idle_days, 0.0) / NEGLECT_HALF_LIFE_DAYS))
     parts = {
-        "neglected": BIASES["neglected"] * neglect,
+        "neglected": BIASES["neglected"] * p.center * _aged(p.idle_days, NEGLECT_HALF_LIFE_DAYS),
         "tension": BIASES["tension"] * float(p.in_tension),
-        "distant": BIASES["distant"] * (max(p.age_days, 0.0) / oldest_days if oldest_days > 0 else 0.0),
+        "distant": BIASES["distant"] * _aged(p.age_days, DISTANT_HALF_LIFE_DAYS),
         "self": BIASES["self"] * p.center * float(p.about_self),
     }
     return 1.0 + sum(parts.values()), parts
@@ -84,8 +89,7 @@ def sample(
         raise ValueError("temperature must be > 0")
     if n <= 0 or not pool:
         return []
-    oldest = max((p.age_days for p in pool), default=0.0)
-    scored = [(p, *bias(p, oldest)) for p in pool]
+    scored = [(p, *bias(p)) for p in pool]
     fresh = [s for s in scored if s[0].id not in avoid]
     chosen = _draw(fresh, min(n, len(fresh)), rng, temperature)
     if len(chosen) < n:

@@ -36,6 +36,8 @@ from mnemo.interfaces.shapes import (
     IMPORT_PATH,
     BelieveOut,
     ContextIn,
+    FeedbackIn,
+    FeedbackOut,
     ForgetOut,
     GrantIn,
     GrantOut,
@@ -51,6 +53,7 @@ from mnemo.interfaces.shapes import (
     OutcomeIn,
     Process,
     ProcessForgetOut,
+    ReadinessOut,
     ReflexesOut,
     ReflexQueryIn,
     RememberIn,
@@ -64,6 +67,7 @@ from mnemo.interfaces.shapes import (
 from mnemo.models import (
     ContextBlock,
     EntityFacts,
+    InnerLife,
     Memory,
     MemoryHistory,
     RecallResult,
@@ -90,7 +94,7 @@ class NDJSONResponse(StreamingResponse):
 
 def routers(settings: Settings) -> list[APIRouter]:
     """Every area's router, in the order the spec lists them."""
-    return [service(), writes(), reads(settings), items(), reflexes(), grants()]
+    return [service(), writes(), reads(settings), items(), reflexes(), inner(), grants()]
 
 
 def service() -> APIRouter:
@@ -306,6 +310,34 @@ def reflexes() -> APIRouter:
         scope = own_scope(who, body.namespace)
         found = await archive.reflexes_for(scope, body.context, body.k, read_only=body.read_only)
         return ReflexesOut(reflexes=found)
+
+    return router
+
+
+def inner() -> APIRouter:
+    """The inner life (issue 31): outcomes linked back, readiness, and what the inspector shows."""
+    router = APIRouter()
+
+    @router.post("/v1/feedback", status_code=201, responses=errors(401, 403, 404, 422, 503))
+    async def feedback(body: FeedbackIn, who: Who, archive: Arch) -> FeedbackOut:
+        """Link an outcome to a recall (its ``outcome_id``) or a gut delta: how it went, what was used.
+        404 when your scope holds nothing with that outcome id."""
+        scope = own_scope(who, body.namespace)
+        found = await archive.feedback(
+            scope, body.outcome_id, body.value, used=body.used, kind=body.kind, detail=body.detail
+        )
+        return FeedbackOut(id=found)
+
+    @router.get("/v1/readiness", responses=errors(401, 403, 422, 503))
+    async def readiness(who: Who, archive: Arch, namespace: NamespaceQuery = None) -> ReadinessOut:
+        """The ten bootstrap readiness milestones (cognitive-plan §5.2), each reached by a real event."""
+        return ReadinessOut.of(await archive.readiness(own_scope(who, namespace)))
+
+    @router.get("/v1/inner", responses=errors(401, 403, 422, 503))
+    async def inner_life(who: Who, archive: Arch, namespace: NamespaceQuery = None) -> InnerLife:
+        """Milestones, gut axes, tensions, the blend's alphas and their history, safety events, promotions
+        awaiting approval and persistent failures."""
+        return await archive.inner_life(own_scope(who, namespace))
 
     return router
 

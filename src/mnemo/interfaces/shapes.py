@@ -22,6 +22,7 @@ from mnemo.models import (
     MemoryKind,
     MemoryStatus,
     NightReport,
+    Readiness,
     RecallResult,
     Reflex,
     Refusal,
@@ -396,3 +397,43 @@ def dump(shape: BaseModel) -> dict[str, Any]:
 def error_body(code: str, message: str) -> dict[str, Any]:
     """The body of every error, on every face: ``{"error": {"code", "message"}}``."""
     return ErrorBody(error=ErrorDetail(code=code, message=message)).model_dump()
+
+
+# --- the inner life (issue 31) -----------------------------------------------------------------------
+class FeedbackIn(_In):
+    outcome_id: uuid.UUID = Field(description="What the outcome links back to: a recall's outcome_id, a gut delta's.")
+    value: float = Field(default=1.0, ge=-1, le=1, allow_inf_nan=False, description="-1 went badly .. 1 went well.")
+    used: list[uuid.UUID] = Field(default_factory=list, max_length=100, description="The recalled items used.")
+    kind: Literal["feedback", "task"] = "feedback"
+    detail: str = Field(default="", max_length=2000)
+    namespace: Name | None = None
+
+
+class FeedbackOut(BaseModel):
+    id: uuid.UUID
+
+
+class MilestoneOut(BaseModel):
+    name: str
+    description: str
+    reached: bool
+    reached_at: Timestamp | None
+    evidence: dict[str, Any]
+
+
+class ReadinessOut(BaseModel):
+    """The ten bootstrap readiness milestones (``GET /v1/readiness``, ``mnemo readiness --json``)."""
+
+    entity_id: str
+    namespace: str
+    reached: int
+    ready: bool
+    milestones: list[MilestoneOut]
+
+    @classmethod
+    def of(cls, found: Readiness) -> ReadinessOut:
+        return cls(
+            entity_id=found.scope.entity_id, namespace=found.scope.namespace, reached=found.reached, ready=found.ready,
+            milestones=[MilestoneOut(name=m.name, description=m.description, reached=m.reached,
+                                     reached_at=m.reached_at, evidence=dict(m.evidence)) for m in found.milestones],
+        )  # fmt: skip

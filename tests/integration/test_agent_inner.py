@@ -1,0 +1,177 @@
+"""The agent's inner life (issue 31): what it holds survives a restart, the gut feeling is logged
+each cycle and recall becomes mood-congruent, the idle loop wanders with its biases (measurable over
+many draws), answers on its three channels, keeps quiet during conversation and broadens when one
+topic keeps coming back, and the milestones only an agent sees are reached by its own events."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from mnemo import AsyncArchive, Scope
+from mnemo.agent import Agent, Identity, IdleLoop
+from mnemo.config import Settings
+from mnemo.embed import Embeddings
+
+ME = Scope("mira", "life")
+
+
+async def test_pending_inputs_and_scheduled_tasks_survive_a_restart(archive: AsyncArchive, database_url: str) -> None:
+    first = Agent(archive, ME, name="mira")
+    await first.start()
+    await first.submit("Remember to call the plumber about the leak.", "internal_dmn")
+    await first.submit("What should we plant next spring?")
+    due = datetime.now(UTC) + timedelta(hours=1)
+    await first.schedule("Water the tomatoes on the balcony.", due)
+    # the process dies here; a new one starts
+    second = Agent(archive, ME, name="mira")
+    await second.start()
+    assert sorted((c.source, c.text) for c in second.pending) == sorted((c.source, c.text) for c in first.pending)
+    assert [(at, text) for at, text, _ in second.scheduled] == [(due, "Water the tomatoes on the balcony.")]
+    assert await second.cycle() is not None and len(second.pending) == 1
+    third = Agent(archive, ME, name="mira")
+    await third.start()
+    assert [c.text for c in third.pending] == [c.text for c in second.pending]
+    assert third.pending[0].waited == 1 and third.pending[0].urgency < 0.2  # it lost a cycle: decayed
+    await third.cycle(due + timedelta(minutes=1))
+    await third.cycle()
+    assert await third.cycle() is None
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT count(*) FROM mnemo.agent_inputs").fetchone() == (0,)
+    other = Agent(archive, ME, name="someone-else")  # another agent of the scope holds nothing of mira's
+    await other.start()
+    assert other.pending == [] and other.scheduled == []
+
+
+def _identity(tmp_path: Path, embeddings: Embeddings) -> Identity:
+    (tmp_path / "values.json").write_text(json.dumps(["Be honest about what I do not know."]))
+    (tmp_path / "goals.json").write_text(json.dumps(["Help Maya grow vegetables in her garden"]))
+    return Identity(tmp_path, embeddings)
+
+
+async def test_every_cycle_logs_a_gut_delta_and_recall_follows_the_mood(
+    archive: AsyncArchive, database_url: str, tmp_path: Path, embeddings: Embeddings
+) -> None:
+    await archive.remember(ME, "Maya grows tomatoes and beans in her vegetable garden.")
+    agent = Agent(archive, ME, name="mira", identity=_identity(tmp_path, embeddings))
+    await agent.start()
+    assert agent.gut is not None and agent.gut.subconscious is not None
+    await agent.submit("The stock market fell sharply today and my portfolio lost value.")
+    first = await agent.cycle()
+    await agent.submit("What does Maya grow in her garden?")
+    second = await agent.cycle()
+    assert first is not None and second is not None and first.gut_outcome is not None
+    assert second.evidence is not None and second.evidence.hits[0].emotional != 0.5  # mood-congruent recall
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute("SELECT magnitude, valence, context FROM mnemo.gut_deltas ORDER BY at").fetchall()
+    assert len(rows) == 2 and all(0 < m <= 1 and -1 <= v <= 1 for m, v, _ in rows)
+    assert "stock market" in rows[0][2]
+    await archive.feedback(ME, first.gut_outcome, -0.5)  # an outcome links back to the feeling
+
+
+async def test_the_idle_loop_keeps_quiet_during_conversation(archive: AsyncArchive) -> None:
+    await archive.remember(ME, "Maya grows tomatoes in her garden.")
+    agent = Agent(archive, ME, name="mira", clock=lambda: 100.0)
+    await agent.start()
+    idle = IdleLoop(agent, quiet=30.0)
+    await agent.submit("Hello, are you there?")
+    assert (await idle.think(seed=1)).suppressed
+    await agent.cycle()
+    idle.heard_user()
+    assert (await idle.think(seed=1)).suppressed
+    agent.clock = lambda: 200.0
+    report = await idle.think(seed=1)
+    assert not report.suppressed and report.sampled
+
+
+async def test_the_idle_loop_answers_on_its_three_channels(
+    archive: AsyncArchive, tmp_path: Path, embeddings: Embeddings
+) -> None:
+    await archive.remember(ME, "Maya wants to grow more vegetables in her garden this year.")
+    await archive.remember(ME, "I told a user I was sure about a date I did not know.", kind="episodic")
+    await archive.remember(ME, "The train to Lyon leaves from platform nine.")
+    agent = Agent(archive, ME, name="mira", identity=_identity(tmp_path, embeddings))
+    await agent.start()
+    idle = IdleLoop(agent, n=3)
+    report = await idle.think(seed=4)
+    channels = Counter(channel for channel, _ in report.inputs)
+    assert channels["self_prompt"] >= 1 and any("Help Maya grow vegetables" in t for _, t in report.inputs)
+    assert report.insights  # the train and the garden have nothing in common: a creative association
+    assert [c.source for c in agent.pending].count("internal_dmn") == len(report.inputs)
+    ready = await archive.readiness(ME)
+    assert next(m for m in ready.milestones if m.name == "first_creative_association").reached
+    thought = await agent.cycle()  # an idle thought wins attention and is acted on
+    assert thought is not None and thought.tag is not None and thought.tag.source == "internal_dmn"
+    ready = await archive.readiness(ME)
+    assert next(m for m in ready.milestones if m.name == "first_idle_thought_acted").reached
+
+
+async def test_the_entropy_guard_broadens_when_one_topic_keeps_returning(archive: AsyncArchive) -> None:
+    for n in range(6):
+        await archive.remember(ME, f"Garden note {n}: the beds need compost in spring.")
+    agent = Agent(archive, ME, name="mira")
+    await agent.start()
+    idle = IdleLoop(agent, n=1)
+    stuck = (await archive.wander(ME, 1, seed=0))[0].id
+    idle.topics = [stuck] * 8
+    report = await idle.think(seed=0)
+    assert report.avoided == (stuck,) and report.sampled[0].id != stuck
+
+
+async def test_wandering_favours_neglected_important_memories_over_many_draws(
+    archive: AsyncArchive, database_url: str
+) -> None:
+    await archive.remember(ME, "I promised Maya to help with her garden every spring.", anchored=True)
+    for n in range(9):
+        await archive.remember(ME, f"Trivia {n}: the bus to town runs every twenty minutes.")
+    with psycopg.connect(database_url) as conn:  # the promise was last thought of a month ago
+        conn.execute("UPDATE mnemo.memories SET last_accessed = now() - interval '30 days' WHERE anchored")
+    drawn = Counter()
+    for seed in range(300):
+        (w,) = await archive.wander(ME, 1, seed=seed)
+        drawn["promise" if "promised" in w.content else "trivia"] += 1
+        if "promised" in w.content:
+            assert w.biases["neglected"] > 1.0 and w.biases["self"] > 1.0
+    assert drawn["promise"] / 300 > 3 * (1 / 10)  # far above its uniform share of one in ten
+    again = [[w.id for w in await archive.wander(ME, 2, seed=5)] for _ in range(2)]
+    assert again[0] == again[1]  # seeded: the same draws
+
+
+async def test_a_goal_reflected_upon_and_a_self_formed_value_acted_on(
+    settings: Settings, embeddings: Embeddings
+) -> None:
+    archive = await AsyncArchive.open(settings, embeddings=embeddings, operator_trust=3)
+    try:
+        value = "I double-check dates before telling Maya about them."
+        start = datetime(2026, 9, 1, 8, tzinfo=UTC)
+        for day in range(16):  # a value the agent formed itself, confirmed for two weeks
+            at = start + timedelta(days=day)
+            await archive.observe(ME, value, attention=value, at=at)
+            await archive.flush(ME, attention=value, at=at)
+        await archive.reflect(ME, as_of=start + timedelta(days=16))
+
+        def think(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            if any(isinstance(p, TextPart) or p.part_kind == "tool-return" for m in messages for p in m.parts):
+                return ModelResponse(parts=[TextPart("Done.")])
+            return ModelResponse(parts=[ToolCallPart("note_for_later", {"thought": "Double-check the date before telling Maya."})])
+
+        agent = Agent(archive, ME, name="mira", model=FunctionModel(think), meta=None)
+        await agent.start()
+        await agent.submit("Maya's seed swap might be next Saturday.", "internal_dmn")
+        await agent.cycle()
+        memory = await agent.achieve_goal("Help Maya plan the garden", "Planning early left room for mistakes.")
+        ready = await archive.readiness(ME)
+        reached = {m.name: m for m in ready.milestones if m.reached}
+        assert "first_aligned_decision" in reached and "first_goal_reflected" in reached
+        assert reached["first_goal_reflected"].evidence["memory"] == str(memory)
+        with pytest.raises(ValueError):
+            await agent.achieve_goal("", "nothing")
+    finally:
+        await archive.close()
