@@ -160,7 +160,9 @@ async def test_a_goal_reflected_upon_and_a_self_formed_value_acted_on(
         def think(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
             if any(isinstance(p, TextPart) or p.part_kind == "tool-return" for m in messages for p in m.parts):
                 return ModelResponse(parts=[TextPart("Done.")])
-            return ModelResponse(parts=[ToolCallPart("note_for_later", {"thought": "Double-check the date before telling Maya."})])
+            return ModelResponse(
+                parts=[ToolCallPart("note_for_later", {"thought": "Double-check the date before telling Maya."})]
+            )
 
         agent = Agent(archive, ME, name="mira", model=FunctionModel(think), meta=None)
         await agent.start()

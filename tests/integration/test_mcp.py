@@ -44,7 +44,10 @@ def _data(result: Any) -> Any:
 async def test_mcp_tools_over_stdio(database_url: str, tmp_path: Path) -> None:
     async with Client(_server(database_url, tmp_path, "mcp-user")) as client:
         tools = {t.name for t in (await client.list_tools()).tools}
-        assert tools == {"recall", "remember", "context", "forget", "export_packets", "record_outcome", "reflexes_for"}
+        assert tools == {
+            "recall", "remember", "context", "forget", "export_packets", "record_outcome", "reflexes_for", "feedback",
+            "readiness",
+        }  # fmt: skip
         unknown = await client.call_tool("export_packets", {})  # nothing stored yet: refused as the night refuses
         assert unknown.is_error and "scope mcp-user/mcp does not exist (nothing" in unknown.content[0].text
 

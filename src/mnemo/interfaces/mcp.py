@@ -44,7 +44,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mnemo._validate import check_id, to_utc
 from mnemo.config import Settings
 from mnemo.errors import MnemoError
-from mnemo.interfaces.shapes import ForgetOut, PacketsOut, ReflexesOut, dump
+from mnemo.interfaces.shapes import FeedbackOut, ForgetOut, PacketsOut, ReadinessOut, ReflexesOut, dump
 from mnemo.models import MEMORY_KINDS, Scope, to_jsonable
 
 if TYPE_CHECKING:
@@ -207,7 +207,7 @@ def build_server(
         auth=AuthSettings(issuer_url=url, resource_server_url=f"{url}/mcp") if auth else None,  # type: ignore[arg-type]
     )
     bound = _Bound(opening, scope, auth=auth, limit=limit)
-    for tools in (_memory_tools, _reflex_tools, _packet_tools):
+    for tools in (_memory_tools, _reflex_tools, _inner_tools, _packet_tools):
         tools(server, bound)
     return server
 
@@ -288,6 +288,27 @@ def _reflex_tools(server: MCPServer[Any], bound: _Bound) -> None:
         with _tool_errors():
             found = await (await bound.archive()).reflexes_for(bound.current(), context, k)
         return dump(ReflexesOut(reflexes=found))
+
+
+def _inner_tools(server: MCPServer[Any], bound: _Bound) -> None:
+    """``feedback`` and ``readiness`` (issue 31: outcomes that tune the blend; bootstrap milestones)."""
+
+    @server.tool()
+    async def feedback(outcome_id: str, value: float = 1.0, used: list[str] | None = None) -> dict[str, Any]:
+        """Tell memory how a recall went: ``outcome_id`` is the recall's ``outcome_id``, ``value`` from -1
+        (it misled) to 1 (it helped), ``used`` the ids of the hits actually used. The night tunes
+        recall's blend on these. Returns the outcome's ``id``."""
+        with _tool_errors():
+            found = await (await bound.archive()).feedback(bound.current(), outcome_id, value, used=used or [])
+        return dump(FeedbackOut(id=found))
+
+    @server.tool()
+    async def readiness() -> dict[str, Any]:
+        """The ten bootstrap readiness milestones of this memory: ``reached`` (how many), and each
+        milestone with ``reached_at`` (null when not yet) and what reaches it."""
+        with _tool_errors():
+            found = await (await bound.archive()).readiness(bound.current())
+        return dump(ReadinessOut.of(found))
 
 
 def _packet_tools(server: MCPServer[Any], bound: _Bound) -> None:
