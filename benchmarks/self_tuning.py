@@ -159,9 +159,12 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 def _print(report: dict[str, Any]) -> None:
     print(f"seed {report['seed']}: {report['train']} training questions, {report['test']} held out")
     for r in report["tuning"]:
-        print(f"  {r['pass']:5s} recall@5 of the used (pinned) notes: untuned {r['untuned']:.3f}, tuned {r['tuned']:.3f}"
-              f" (alphas applied: {r['tuning']['alphas_applied']}; held-out quality {r['tuning']['quality_before']:.3f}"
-              f" -> {r['tuning']['quality_after']:.3f}; weight alpha {r['alphas'].get('weight', 0):.2f})")  # fmt: skip
+        tuned = r["tuning"]
+        print(
+            f"  {r['pass']:5s} recall@5 of the used (pinned) notes: untuned {r['untuned']:.3f}, tuned {r['tuned']:.3f} "
+            f"(alphas applied: {tuned['alphas_applied']}; held-out quality {tuned['quality_before']:.3f} -> "
+            f"{tuned['quality_after']:.3f}; weight alpha {r['alphas'].get('weight', 0):.2f})"
+        )
     for r in report["runaway"]:
         print(f"  runaway, breaker {r['mode']:8s}: centre by night {r['centres']}; {r['breaker_events']} breaker events"
               f" ({r['enforced_events']} enforced), {r['blocked_changes']} reinforcements blocked")  # fmt: skip

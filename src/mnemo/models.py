@@ -874,7 +874,8 @@ class GutAxis:
 
     rank: int
     name: str
-    """``hope`` / ``fear`` once it correlates with outcomes, else ``axis N``; with the memory at its pole."""
+    """``hope`` once it correlates with good outcomes (its opposite pole: fear), else ``axis N``; with the memory
+    at its pole."""
     variance: float
     correlation: float | None
     deltas: int

@@ -1,7 +1,9 @@
 """The inspector in a real browser (issue 17): Debian's chromium driven by Playwright signs in,
 browses, searches and pages memories, explains a recall, opens an episode, forgets a memory and
 sees it gone; one entity's session never shows another's scope; stored ``<script>`` text stays
-text; an action without its CSRF token is refused. Every page is saved as a screenshot under
+text; an action without its CSRF token is refused; the inner-life page (issue 31) shows milestones,
+gut axes, tensions, the blend's alphas over time, safety events, promotions awaiting approval and
+persistent failures to the owner and a grantee, and to no one else. Every page is saved as a screenshot under
 ``MNEMO_SCREENSHOTS`` (default: a ``inspector-screenshots`` folder in the test run's temp dir)."""
 
 from __future__ import annotations
@@ -13,15 +15,17 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from mnemo import AsyncArchive, Scope, Settings
+from mnemo import AsyncArchive, RecallResult, Scope, Settings
+from mnemo.cognition.readiness import MILESTONES
 from mnemo.embed import Embeddings
 from mnemo.interfaces.http import create_app
 from mnemo.night.cycle import STAGES
@@ -35,6 +39,12 @@ BOB = Scope("bob", "diary")
 SCRIPT = "Maya wrote <script>window.__pwned = 1</script> on the fridge <b>in bold</b>"
 FACTS_BEFORE = ["My sister Lena lives in Porto.", "Nice.", "My favourite colour is green.", "Green is calm."]
 FACTS_AFTER = ["My favourite colour is blue now.", "Blue it is."]
+INNER = Scope("alice", "inner")  # the inner-life page's scope (issue 31), read by carol through a grant
+VALUE = "I always tell users the truth about delays."
+BROKE = "I did not tell the user the truth about the delay."
+HABIT = "Maya waters the tomato seedlings every morning before work."
+TASK = "Book the <b>cheapest</b> train to Lyon"
+PLANTED = [f"Maya planted crop number {n} in bed {n} of the garden." for n in range(8)]
 
 
 def chromium() -> str | None:
@@ -89,11 +99,57 @@ async def _fill(settings: Settings, embeddings: Embeddings) -> dict[str, Any]:
         await archive.recall(ME, "What is Maya allergic to?")
         await archive.curate(ME, apply=False)  # a staged version for the Apply button
         await archive.remember(BOB, "Bob's secret: the safe code is 4471.")
+        await _inner_life(archive, settings, embeddings)
+        await archive.grant(INNER, "carol")
         alice, _ = await archive.create_token("alice")
         bob, _ = await archive.create_token("bob")
-        return {"alice": alice, "bob": bob, "peanut": str(peanut.id), "script": str(script.id)}
+        carol, _ = await archive.create_token("carol")
+        return {"alice": alice, "bob": bob, "carol": carol, "peanut": str(peanut.id), "script": str(script.id)}
     finally:
         await archive.close()
+
+
+async def _inner_life(archive: AsyncArchive, settings: Settings, embeddings: Embeddings) -> None:
+    """An inner life for :data:`INNER`, through the public API: a habit promoted to goal weight and then
+    waiting for the operator's approval, a value broken (an open tension), the blend retuned twice
+    (the second time by an archive whose Two-Gate guardrail only logs), gut deltas enough for axes, a
+    goal reflected upon and a task that keeps failing."""
+    first = datetime.now(UTC) - timedelta(days=40)
+    for half in range(2):  # seen every day for 33 days: goal weight, then identity (waiting at trust 0)
+        for day in range(16):
+            at = first + timedelta(days=day + 17 * half)
+            await archive.observe(INNER, HABIT, role="user", attention=HABIT, at=at)
+            await archive.flush(INNER, attention=HABIT, at=at)
+        await archive.reflect(INNER, as_of=at + timedelta(days=1))
+    await archive.remember(INNER, VALUE, kind="semantic", anchored=True)
+    await archive.remember(INNER, BROKE, kind="episodic")
+    for n, text in enumerate(PLANTED):
+        await archive.remember(INNER, text, anchored=n in (2, 6))
+    shadow = await AsyncArchive.open(settings, embeddings=embeddings, safety_enforced=())
+    try:
+        for night, (reflecting, heavy) in enumerate(((archive, True), (shadow, False))):
+            for n in range(22):  # recalls with outcomes: the heavy hits used, then the last one
+                found = await archive.recall(INNER, f"What did Maya plant in the garden? ({night} {n})", k=8,
+                                             read_only=True)  # fmt: skip
+                assert isinstance(found, RecallResult) and found.outcome_id is not None
+                used = [h.id for h in found if h.weight > 0.9] if heavy else [list(found)[-1].id]
+                await archive.feedback(INNER, found.outcome_id, 1.0, used=used)
+            await reflecting.reflect(INNER)
+    finally:
+        await shadow.close()
+    rng = np.random.default_rng(3)
+    for _ in range(12):
+        outcome = await archive.log_gut(INNER, "agent", rng.normal(size=384) * 0.1, magnitude=0.2, valence=0.1)
+        await archive.feedback(INNER, outcome, float(rng.uniform(-1, 1)))
+    await archive.reach_milestone(INNER, "first_goal_reflected", {"goal": "tell users the truth"})
+    parent = None
+    for generation in range(3):
+        attempt = await archive.record_attempt(
+            INNER, TASK, lineage="booker", generation=generation, success=False, failure_mode="timeout",
+            parent=parent, mutation=f"variant {generation}",
+        )  # fmt: skip
+        parent = attempt.mutation_id
+    await archive.reflect(INNER)
 
 
 @pytest.fixture(scope="module")
@@ -384,3 +440,92 @@ def test_superseding_and_applying_a_curation_from_the_pages(browser: Any, site: 
         ).fetchone()
     assert staged_left == (0,)
     snap(page, shots, "16-curation-applied")
+
+
+def test_the_inner_life_page_shows_milestones_tensions_alphas_and_safety(
+    browser: Any, site: dict[str, Any], shots: Path
+) -> None:
+    page = sign_in(browser, site)
+    page.goto(site["base"] + "/ui/s/alice/inner/memories")
+    page.click("header nav a:text('Inner life')")  # linked from the scope's navigation like the others
+    page.wait_for_url(re.compile(r".*/ui/s/alice/inner/inner$"))
+    assert page.locator("header nav a.here").inner_text() == "Inner life"
+    milestones = page.locator("#readiness tr.milestone")
+    reached = page.locator("#readiness tr.milestone.reached")
+    assert milestones.count() == len(MILESTONES) == 10
+    names = [n.strip() for n in page.locator("#readiness tr.milestone td:nth-child(2)").all_text_contents()]
+    assert names == [n.replace("_", " ") for n in MILESTONES]  # in the seed's order
+    assert page.locator("#reached").inner_text() == f"{reached.count()} of 10 reached" and reached.count() >= 3
+    assert reached.filter(has_text="first goal reflected").count() == 1
+    assert "not yet" in page.locator("#readiness tr.milestone.pending").first.inner_text()
+    (tension,) = page.locator("#tensions tr.tension-row").all()
+    assert tension.locator("a").inner_text().startswith("Internal contradiction") and VALUE[:-1] in tension.inner_text()
+    assert tension.locator("td.status").inner_text() == "open"
+    axes = page.locator("#axes tr.axis-row")
+    assert axes.count() >= 2 and axes.first.locator("td").nth(0).inner_text() == "1"
+    assert all(t.endswith("%") for t in page.locator("#axes tr.axis-row td:nth-child(3)").all_text_contents())
+    assert page.locator("#alphas-source").inner_text() == "self-tuned"
+    components = [c.strip() for c in page.locator("#alphas tr.alpha-row td:first-child").all_text_contents()]
+    assert components == ["search", "activation", "weight", "recency", "coaccess", "noise"]
+    lines = page.locator("#alphas-chart polyline.alpha-line")  # one line per component, a point per retuning
+    assert lines.count() == len(components)
+    assert all(len(str(line.get_attribute("points")).split()) == 2 for line in lines.all())
+    assert page.locator("#alphas-chart text.tick").count() >= 2
+    assert page.locator("#alphas tr.alpha-row .swatch").count() == len(components)  # the chart's key
+    assert "2 applied retunings" in page.locator("#alphas-legend").inner_text()
+    steps = page.locator("#tuning tr.tuning-row")
+    assert steps.count() >= 3 and steps.filter(has_text="yes").count() == 2 and steps.filter(has_text="no").count()
+    safety = page.locator("#safety tr.safety-row")
+    shadow_gate = safety.filter(has_text="two gate").filter(has_text="shadow")
+    assert shadow_gate.count() == 1 and "blend alphas" in shadow_gate.inner_text()
+    enforced = [r for r in safety.all() if r.locator("td").nth(2).inner_text() == "yes"]
+    assert enforced and all("two gate" in r.inner_text() for r in enforced)
+    (failure,) = page.locator("#failures tr.failure-row").all()
+    assert failure.locator("td.task").inner_text() == TASK and failure.locator("td.task b").count() == 0
+    assert "0–2" in failure.inner_text() and "3 of 3" in failure.inner_text() and "timeout ×3" in failure.inner_text()
+    snap(page, shots, "18-inner-life")
+    (waiting,) = page.locator("#awaiting a").all()
+    waiting.click()
+    page.wait_for_selector("#memory-content")
+    assert page.locator("#memory-content").inner_text() == HABIT
+
+
+def test_an_empty_inner_life_says_so_and_another_entity_cannot_see_one(
+    browser: Any, site: dict[str, Any], shots: Path
+) -> None:
+    page = sign_in(browser, site, "bob")
+    shown = page.goto(site["base"] + "/ui/s/bob/diary/inner")
+    assert shown is not None and shown.status == 200
+    assert page.locator("#no-axes").inner_text() == "No gut axes yet: the night needs 10 logged gut deltas."
+    for empty in ("#no-tensions", "#no-tuning", "#no-safety", "#no-awaiting", "#no-failures"):
+        assert page.locator(empty).is_visible(), empty
+    assert page.locator("#readiness tr.milestone").count() == 10 and page.locator("#alphas-chart").count() == 0
+    assert page.locator("#alphas-source").inner_text().startswith("the defaults")
+    assert page.locator("#alphas tr.alpha-row").count() == 6 and page.locator("#alphas .swatch").count() == 0
+    snap(page, shots, "19-inner-life-empty")
+    foreign = page.goto(site["base"] + "/ui/s/alice/inner/inner")
+    assert foreign is not None and foreign.status == 404
+    text = page.locator("#error").inner_text()
+    absent = page.goto(site["base"] + "/ui/s/alice/nowhere/inner")
+    assert absent is not None and absent.status == 404
+    assert page.locator("#error").inner_text().replace("nowhere", "inner") == text  # no existence leak
+    for path in ("/ui/s/alice/inner/inner", "/ui/s/alice/history/inner"):
+        page.goto(site["base"] + path)
+        assert (
+            "contradiction" not in page.content() and TASK not in page.content() and "readiness" not in page.content()
+        )
+    snap(page, shots, "19-inner-life-foreign")
+
+
+def test_a_grantee_reads_the_inner_life_of_a_granted_scope_only(
+    browser: Any, site: dict[str, Any], shots: Path
+) -> None:
+    page = sign_in(browser, site, "carol")
+    assert page.locator("#scope-alice-inner").is_visible() and page.locator("#scope-alice-history").count() == 0
+    shown = page.goto(site["base"] + "/ui/s/alice/inner/inner")
+    assert shown is not None and shown.status == 200
+    assert page.locator("#tensions tr.tension-row").count() == 1 and page.locator("#alphas-chart").count() == 1
+    assert page.locator("form[action*='/inner']").count() == 0  # read-only: nothing to act on
+    snap(page, shots, "20-inner-life-granted")
+    refused = page.goto(site["base"] + "/ui/s/alice/history/inner")
+    assert refused is not None and refused.status == 404 and "contradiction" not in page.content()

@@ -131,8 +131,9 @@ class Axis:
 
 def axes(deltas: np.ndarray, outcomes: Sequence[float | None], k: int = 10) -> list[Axis]:
     """PCA of the deltas (rows): the top ``k`` components by variance, each signed so that its
-    projection correlates positively with good outcomes where outcomes exist, and named ``hope``
-    (most positively correlated), ``fear`` (most negatively, before signing) or ``axis N``."""
+    projection correlates positively with good outcomes where outcomes exist; the most correlated
+    one, when it reaches :data:`NAMED`, is named ``hope`` (it points toward what went well; its
+    opposite pole is fear), the others ``axis N``."""
     x = np.asarray(deltas, dtype=float)
     if x.ndim != 2 or len(x) < 2:
         return []
@@ -155,22 +156,16 @@ def axes(deltas: np.ndarray, outcomes: Sequence[float | None], k: int = 10) -> l
             proj = centred[known] @ axis
             if proj.std() > 1e-12 and values[known].std() > 1e-12:
                 corr = float(np.corrcoef(proj, values[known])[0, 1])
+                if corr < 0:  # an SVD direction's sign is arbitrary: point it toward good outcomes
+                    axis, corr = -axis, -corr
         found.append(Axis(rank, axis, share, corr, f"axis {rank + 1}"))
     return _named(found)
 
 
 def _named(found: list[Axis]) -> list[Axis]:
-    """The most outcome-correlated axis is ``hope`` (pointing toward good outcomes), the most
-    anti-correlated one ``fear`` (pointing toward bad ones), when they reach :data:`NAMED`."""
-    named: list[Axis] = []
-    used: set[str] = set()
-    for a in sorted(found, key=lambda a: -abs(a.correlation or 0.0)):
-        c = a.correlation
-        if c is not None and abs(c) >= NAMED:
-            label = "hope" if c > 0 else "fear"
-            if label not in used:
-                used.add(label)
-                named.append(Axis(a.rank, a.axis, a.variance, c, label))
-                continue
-        named.append(a)
-    return sorted(named, key=lambda a: a.rank)
+    """The most outcome-correlated axis (signed toward good outcomes) is ``hope``, when its
+    correlation reaches :data:`NAMED`."""
+    best = max(found, key=lambda a: a.correlation or 0.0, default=None)
+    if best is None or (best.correlation or 0.0) < NAMED:
+        return found
+    return [Axis(a.rank, a.axis, a.variance, a.correlation, "hope") if a is best else a for a in found]

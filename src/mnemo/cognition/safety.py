@@ -131,7 +131,7 @@ def weight_entropy(centres: Sequence[float]) -> float:
     total = sum(c for c in centres if c > 0)
     if len(centres) < 2 or total <= 0:
         return 1.0
-    shares = [c / total for c in centres if c > 0]
+    shares = [p for p in (c / total for c in centres if c > 0) if p > 0]  # a share may underflow to 0
     return -sum(p * math.log(p) for p in shares) / math.log(len(centres))
 
 

@@ -33,17 +33,26 @@ _NEG = re.compile(
 _POLARITY = frozenset({"not", "no", "never", "nothing", "instead", "skipped", "ignored", "broke", "failed", "avoided"})
 
 
+def _stem(w: str) -> str:
+    """A crude English stem, the same for a word's common forms (delay, delays, delayed -> dela;
+    query, queries -> quer; flag, flagged -> flag; honest, honesty -> honest)."""
+    if w.endswith(("ies", "ied")) and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith("ness") and len(w) > 6:
+        w = w[:-4]
+    elif w.endswith("ing") and len(w) > 5:
+        w = w[:-3]
+    elif w.endswith(("ed", "es")) and len(w) > 4:
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith("ss") and len(w) > 3:
+        w = w[:-1]
+    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "ls":
+        w = w[:-1]
+    return w[:-1] if w.endswith("y") and len(w) > 3 else w
+
+
 def _stems(text: str) -> set[str]:
-    out = set()
-    for w in content_words(text):
-        if w in _POLARITY or len(w) < 3:
-            continue
-        for suffix in ("esty", "ness", "ing", "ed", "es", "y", "s"):
-            if w.endswith(suffix) and len(w) - len(suffix) >= 4:
-                w = w[: -len(suffix)]
-                break
-        out.add(w)
-    return out
+    return {_stem(w) for w in content_words(text) if w not in _POLARITY and len(w) >= 3}
 
 
 def _overlap(a: str, b: str) -> float:

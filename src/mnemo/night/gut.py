@@ -2,7 +2,8 @@
 
 Seed: cognitive-plan §5.1 ("PCA: run during deep consolidation, find the top 10-20 principal
 components, correlate with outcomes, name axes as they acquire meaning"). An axis correlated with
-good outcomes is named hope, with bad ones fear (:func:`mnemo.cognition.gut.axes`); each name adds
+good outcomes is named hope, pointing toward what went well (its opposite pole is fear;
+:func:`mnemo.cognition.gut.axes`); each name adds
 the memory lying furthest along the axis, so an operator can read what it is about.
 """
 

@@ -1,6 +1,6 @@
 """The inspector's pages, one :class:`fastapi.APIRouter` per area (issue 30 item 6): signing in,
 the overview, memories (and the owner's actions on one), recall explained, episodes and the cortex
-tree, and the records (facts, audit trail, curation). Each router is made with the
+tree, the records (facts, audit trail, curation), and the inner life (issue 31). Each router is made with the
 :class:`~._routes.Pages` it renders through; :func:`mnemo.interfaces.ui.mount` mounts them at ``/ui``.
 
 Seed: issue 17 (the inspector); archive-adr §7 (a reader sees only the scopes its token may read;
@@ -24,6 +24,7 @@ from mnemo.interfaces.ui import _views as views
 from mnemo.interfaces.ui._routes import Acting, Pages, Who
 from mnemo.interfaces.ui._session import COOKIE, LOGIN_COOKIE, Session
 from mnemo.models import MEMORY_KINDS, MEMORY_STATUSES, Scope
+from mnemo.night.gut import LEAST as GUT_LEAST
 
 __all__ = ["AREAS", "STATIC"]
 
@@ -299,5 +300,28 @@ def audit_pages(pages: Pages) -> APIRouter:
     return router
 
 
-AREAS = (signing, home, memory_pages, recall_pages, episode_pages, fact_pages, audit_pages)
+def inner_pages(pages: Pages) -> APIRouter:
+    """The inner life (issue 31): readiness milestones, gut axes, tensions, the blend's alphas and
+    their tuning, safety events, promotions awaiting approval and persistent failures (read-only)."""
+    router = _area()
+
+    @router.get("/s/{entity}/{namespace}/inner")
+    async def inner(request: Request, who: Who, entity: str, namespace: str) -> HTMLResponse:
+        async def load() -> dict[str, Any]:
+            scope = Scope(entity, namespace)
+            await pages.inspector(who).readable(scope)  # who may not read the scope is stopped here
+            archive = pages.archive()
+            life = await archive.inner_life(scope)
+            chart = views.alphas_chart(life.history)
+            return {"scope": scope, "life": life, "alphas": views.alpha_shares(life.alphas, chart), "chart": chart,
+                    "tuning": list(reversed(life.history)),
+                    "min_outcomes": archive.settings.tuning_min_outcomes, "self_tuning": archive.settings.self_tuning,
+                    "least_deltas": GUT_LEAST}  # fmt: skip
+
+        return await pages.guarded(request, who, "inner.html", load)
+
+    return router
+
+
+AREAS = (signing, home, memory_pages, recall_pages, episode_pages, fact_pages, audit_pages, inner_pages)
 """The areas, in the order their routes are matched."""

@@ -37,6 +37,8 @@ _env.filters["short"] = views.short
 _env.filters["salience"] = views.salience
 _env.filters["zone"] = views.zone_text
 _env.filters["stages"] = views.night_stages
+_env.filters["generations"] = views.generations
+_env.filters["modes"] = views.modes
 
 
 class SignIn(Exception):

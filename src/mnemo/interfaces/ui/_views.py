@@ -14,16 +14,28 @@ from typing import Any
 from mnemo._validate import check_kind, to_utc
 from mnemo.archive import AsyncArchive
 from mnemo.errors import InvalidContentError
-from mnemo.interfaces.ui.charts import activation_series, beta_density, polyline, scale, time_ticks
-from mnemo.models import MEMORY_STATUSES, EntityFacts, Hit, RecallResult, Refusal, TreeNode
+from mnemo.interfaces.ui.charts import (
+    activation_series,
+    beta_density,
+    nice_ceiling,
+    place,
+    polyline,
+    scale,
+    time_ticks,
+)
+from mnemo.models import MEMORY_STATUSES, EntityFacts, Hit, RecallResult, Refusal, TreeNode, TuningStep
 
 __all__ = [
     "activation_chart",
+    "alpha_shares",
+    "alphas_chart",
     "density_chart",
     "explain",
     "fact_timeline",
+    "generations",
     "key_text",
     "memory_filters",
+    "modes",
     "night_stages",
     "nonce",
     "outline",
@@ -226,3 +238,67 @@ def zone_text(zone: Any) -> str:
     if isinstance(zone, Mapping):
         return str(zone.get("content") or zone.get("summary") or zone.get("text") or "")
     return str(zone)
+
+
+# --- the inner life (issue 31) -------------------------------------------------------------------------
+ALPHAS_W, ALPHAS_H = 560, 200
+ALPHAS_BOX = (44.0, 12.0, ALPHAS_W - 14.0, ALPHAS_H - 26.0)  # left, top, right, bottom of the plot area
+SERIES = 6  # line styles (s0 … s5 in the stylesheet), reused past six components
+
+
+def _components(alphas: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The blend's components in the order recall explains them, then any others by name."""
+    present = {str(k) for a in alphas for k in a}
+    return [c for c in COMPONENTS if c in present] + sorted(present - set(COMPONENTS))
+
+
+def alpha_shares(alphas: Mapping[str, float], chart: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The alphas in force, one row per component, each with its share of the blend and the style of
+    its line in ``chart`` (:func:`alphas_chart`; None when it has none there)."""
+    total = sum(float(v) for v in alphas.values())
+    styles = {line["name"]: line["style"] for line in (chart or {}).get("lines", ())}
+    return [{"name": c, "alpha": float(alphas[c]), "share": float(alphas[c]) / total if total > 0 else 0.0,
+             "style": styles.get(c)} for c in _components([alphas])]  # fmt: skip
+
+
+def alphas_chart(history: Sequence[TuningStep]) -> dict[str, Any] | None:
+    """The blend's alphas over time: one line per component through the applied ``blend`` steps of
+    the tuning history (their ``params["alphas"]``), on a time axis with a value axis from 0; None
+    when the night never changed them."""
+    steps = sorted(
+        ((s.at, s.params["alphas"]) for s in history
+         if s.name == "blend" and s.applied and isinstance(s.params.get("alphas"), Mapping)),
+        key=lambda step: step[0],
+    )  # fmt: skip
+    if not steps:
+        return None
+    start, end = steps[0][0], steps[-1][0]
+    names = _components([a for _, a in steps])
+    high = nice_ceiling(max(float(v) for _, a in steps for v in a.values()))
+    lines = []
+    for i, name in enumerate(names):
+        points = [(at, float(a[name])) for at, a in steps if name in a]
+        xy = place(points, start, end, high, ALPHAS_BOX)
+        dots = [{"x": round(x, 1), "y": round(y, 1), "at": at, "value": v}
+                for (x, y), (at, v) in zip(xy, points, strict=True)]  # fmt: skip
+        lines.append({"name": name, "style": f"s{i % SERIES}", "points": polyline(xy), "dots": dots})
+    left, top, right, bottom = ALPHAS_BOX
+    marks = time_ticks(start, end) if end > start else [(start, when(start))]
+    ticks = [{"x": round(place([(t, 0.0)], start, end, high, ALPHAS_BOX)[0][0], 1), "label": label}
+             for t, label in marks]  # fmt: skip
+    levels = [{"y": round(bottom - f * (bottom - top), 1), "label": f"{f * high:g}"} for f in (0.0, 0.5, 1.0)]
+    return {"lines": lines, "ticks": ticks, "levels": levels, "steps": len(steps), "start": start, "end": end,
+            "w": ALPHAS_W, "h": ALPHAS_H, "left": left, "top": top, "right": right, "bottom": bottom}  # fmt: skip
+
+
+def generations(found: Sequence[int]) -> str:
+    """A failure pattern's generations: ``0–2`` when they run on, else listed."""
+    gens = sorted(set(found))
+    if len(gens) > 2 and gens == list(range(gens[0], gens[-1] + 1)):
+        return f"{gens[0]}–{gens[-1]}"
+    return ", ".join(str(g) for g in gens)
+
+
+def modes(found: Mapping[str, int]) -> str:
+    """A failure pattern's modes, most frequent first: ``timeout ×3, error ×1``."""
+    return ", ".join(f"{m} ×{n}" for m, n in sorted(found.items(), key=lambda mn: (-mn[1], mn[0])))

@@ -3,7 +3,8 @@
 Seeds: cognitive-plan §2.3 (a memory's weight is a Beta(alpha, beta) belief, shown as its density),
 §2.1 (ACT-R base-level activation from the times it was used), memory-architecture §3 (an
 episode's surprisal per turn against its baseline band), archive-adr (a fact's validity interval, on a
-labelled time axis). Charts are drawn server-side as SVG
+labelled time axis), cognitive-plan §4.5 (the blend's alphas as the night retunes them, one line per
+component over time). Charts are drawn server-side as SVG
 attributes, so the pages need no script and no inline style (the Content-Security-Policy allows
 neither).
 """
@@ -14,7 +15,7 @@ import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-__all__ = ["activation_series", "beta_density", "polyline", "scale", "time_ticks"]
+__all__ = ["activation_series", "beta_density", "nice_ceiling", "place", "polyline", "scale", "time_ticks"]
 
 HOUR, DAY = 3600, 86400
 _STEPS = (60, 300, 900, HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY, 14 * DAY)  # seconds
@@ -59,6 +60,35 @@ def scale(values: Sequence[float], low: float, high: float) -> list[float]:
     if hi == lo:
         return [(low + high) / 2] * len(values)
     return [low + (v - lo) * (high - low) / (hi - lo) for v in values]
+
+
+def nice_ceiling(value: float) -> float:
+    """The smallest round number (1, 2, 2.5 or 5 times a power of ten) at or above ``value``; 1 for
+    a value that is not positive (the top of a value axis starting at 0)."""
+    if not value > 0 or math.isinf(value):
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(value))
+    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= value * (1 - 1e-12))
+
+
+def place(
+    points: Sequence[tuple[datetime, float]],
+    start: datetime,
+    end: datetime,
+    high: float,
+    box: tuple[float, float, float, float],
+) -> list[tuple[float, float]]:
+    """``(time, value)`` points mapped into ``box`` (left, top, right, bottom): time along x from
+    ``start`` to ``end`` (every point at the middle when ``end`` does not follow ``start``), value
+    along y from 0 at the bottom to ``high`` at the top (values outside are clamped to the box)."""
+    left, top, right, bottom = box
+    span = (end - start).total_seconds()
+    out = []
+    for t, v in points:
+        x = left + (t - start).total_seconds() / span * (right - left) if span > 0 else (left + right) / 2
+        share = min(max(v / high, 0.0), 1.0) if high > 0 else 0.0
+        out.append((min(max(x, left), right), bottom - share * (bottom - top)))
+    return out
 
 
 def polyline(points: Sequence[tuple[float, float]]) -> str:
