@@ -177,3 +177,27 @@ async def test_a_goal_reflected_upon_and_a_self_formed_value_acted_on(
             await agent.achieve_goal("", "nothing")
     finally:
         await archive.close()
+
+
+@pytest.mark.slow
+def test_six_simulated_weeks_reach_every_milestone(database_url: str, tmp_path: Path) -> None:
+    import os
+    import re
+    import subprocess
+    import sys
+
+    example = Path(__file__).parents[2] / "examples" / "inner_life.py"
+    env = {**os.environ, "MNEMO_DATABASE_URL": database_url, "MNEMO_HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, str(example), "--seed", "0"], env=env, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "readiness: 10 of 10 milestones" in out
+    assert re.search(r"day 1[4-9]: promoted 1 to goal", out) and "operator approved an identity-level promotion" in out
+    assert "milestone reached: first_conflict_resolution" in out and "gut axes: hope" in out
+    assert "Persistent failure: 'Book the cheapest train to Lyon'" in out
+    shares = [float(s) for s in re.findall(r"weight share of the blend ([0-9.]+)", out)]
+    # the alphas moved toward what predicted use: the weight's share of the blend, 1/17 untuned
+    assert len(shares) == 6 and shares[0] > 2 / 17 and shares == sorted(shares)
+    tensions = re.findall(r"tensions open (\d), acknowledged (\d), resolved (\d)", out)
+    assert tensions[0] == ("1", "0", "0") and tensions[1] == ("0", "1", "0") and tensions[-1] == ("0", "0", "1")

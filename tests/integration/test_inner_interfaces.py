@@ -24,9 +24,9 @@ runner = CliRunner()
 
 
 def test_feedback_readiness_and_the_inner_life_over_http(
-    server: str,
-    tokens: dict[str, Any],
-    database_url: str,  # noqa: F811
+    server: str,  # noqa: F811
+    tokens: dict[str, Any],  # noqa: F811
+    database_url: str,
 ) -> None:
     with httpx.Client(base_url=server, headers=auth(tokens["alice"]), timeout=30) as c:
         assert c.get("/v1/readiness").json()["reached"] == 0

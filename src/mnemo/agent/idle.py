@@ -33,7 +33,7 @@ CLOSE = 0.05
 
 @dataclass(frozen=True, slots=True)
 class IdleReport:
-    """What one idle cycle produced."""
+    """What one idle cycle produced (at most one insight candidate: the draw's most disparate link)."""
 
     suppressed: bool
     sampled: tuple[Wandering, ...] = ()
@@ -81,6 +81,7 @@ class IdleLoop:
         goals = await self.agent.identity.layer(1) if self.agent.identity else []
         values = await self.agent.identity.layer(0) if self.agent.identity else []
         floor = self.agent.archive.settings.refusal_threshold
+        disparate: list[tuple[float, Wandering, str, uuid.UUID]] = []
         for w in drawn:
             v = np.asarray(w.vector, dtype=np.float32)
             goal = max(((float(v @ g.vector), g.text) for g in goals), default=(-1.0, ""))
@@ -91,8 +92,11 @@ class IdleLoop:
                 inputs.append((where, f"Thinking about my goal '{goal[1]}': {w.content}"))
             elif where == "evaluation":
                 inputs.append((where, f"Does this still fit what I value ('{value[1]}')? {w.content}"))
-            elif where == "insight" and partner is not None:
-                insights.append(await self._insight(w, partner[1], partner[2]))
+            if partner is not None and partner[0] < floor:
+                disparate.append((partner[0], w, partner[1], partner[2]))
+        if disparate:  # channel 2 whatever the others said: the most disparate link of this draw
+            _, w, other, other_id = min(disparate, key=lambda d: d[0])
+            insights.append(await self._insight(w, other, other_id))
         if review := self._review():
             inputs.append(("review", review))
         for _, text in inputs:

@@ -82,6 +82,8 @@ async def _tune_alphas(guard: Guard, mature: bool, stats: TuneStats) -> None:
     cut = max(1, int(len(samples) * (1 - HOLD_OUT)))
     fitted, held_out = samples[:cut], samples[cut:]
     proposed, held = rules.capped(rules.evolve(alphas, fitted), start, CAP)
+    if max(abs(proposed[c] - alphas.get(c, 0.0)) for c in proposed) < 1e-6:
+        return  # the outcomes ask for no change (the alphas sit where they lead, or at their caps)
     before, after = rules.quality(alphas, held_out), rules.quality(proposed, held_out)
     stats.quality_before, stats.quality_after = before, after
     # capacity: each alpha is cut to its bounds (``held`` notes which); the change as a whole may move at
