@@ -201,3 +201,18 @@ def test_six_simulated_weeks_reach_every_milestone(database_url: str, tmp_path: 
     assert len(shares) == 6 and shares[0] > 2 / 17 and shares == sorted(shares)
     tensions = re.findall(r"tensions open (\d), acknowledged (\d), resolved (\d)", out)
     assert tensions[0] == ("1", "0", "0") and tensions[1] == ("0", "1", "0") and tensions[-1] == ("0", "0", "1")
+
+
+async def test_forgetting_a_turn_blanks_the_gut_deltas_and_held_inputs_that_quote_it(
+    archive: AsyncArchive, database_url: str
+) -> None:
+    said = "My bank password hint is the name of my first cat."
+    turn = await archive.record_turn(ME, "s1", "user", said)
+    await archive.log_gut(ME, "mira", [0.01] * 384, magnitude=0.1, valence=0.0, context=said, action="noted")
+    await archive.log_gut(ME, "mira", [0.01] * 384, magnitude=0.1, valence=0.0, context="the weather", action="none")
+    await archive.hold_input(ME, "mira", said, source="external_user")
+    await archive.forget(ME, turn.id)
+    with psycopg.connect(database_url) as conn:
+        contexts = sorted(r[0] for r in conn.execute("SELECT context FROM mnemo.gut_deltas").fetchall())
+        held = conn.execute("SELECT count(*) FROM mnemo.agent_inputs").fetchone()
+    assert contexts == ["", "the weather"] and held == (0,)

@@ -84,12 +84,9 @@ async def _coherence(conn: psycopg.AsyncConnection, scope: Scope, memories: list
     action axis (attempts and reflex uses that went well) and the value axis (strong values without
     an open tension)."""
     strong = [m for m in memories if m.kind != "tension" and m.alpha / (m.alpha + m.beta) >= STRONG][:100]
-    opposed = {
-        a.id for i, a in enumerate(strong) for b in strong[i + 1 :] if tension_rules.opposes(a.content, b.content)
-    }
-    opposed |= {
-        b.id for i, a in enumerate(strong) for b in strong[i + 1 :] if tension_rules.opposes(a.content, b.content)
-    }
+    pairs = [(a.id, b.id) for i, a in enumerate(strong) for b in strong[i + 1 :]
+             if tension_rules.opposes(a.content, b.content)]  # fmt: skip
+    opposed = {x for pair in pairs for x in pair}
     epistemic = 1.0 - len(opposed) / len(strong) if strong else 1.0
     successes, tries = await inner_rows.action_record(conn, scope.entity_id, scope.namespace)
     action = successes / tries if tries else 1.0

@@ -4,7 +4,8 @@ Everything runs in one transaction that is always rolled back, so nothing of it 
 kept; no advisory lock is taken, no run is opened, no LLM is asked for surprisal, summaries,
 facts or insights (the curator's plan may ask it to check a new candidate against an
 anchored memory, as ``mnemo curate --dry-run`` does), nothing is embedded and the cortex is
-not touched.
+not touched. The inner-life stage runs as the run would, inside that transaction: a tension or a
+persistent failure it finds is embedded, then rolled back with the rest.
 
 The plan is what the run then does. The turn stages are counted exactly: the turns to
 score, the sessions and turns to cut into blocks or mine for facts. The scope-wide stages

@@ -123,6 +123,7 @@ async def forget_items(
     # wait, and once the row is gone no job writes a vector for it (mnemo.ingest.embed_turns).
     if copies:
         await _forget_copies(run)
+        await _forget_inner_copies(run)
     await run("turns", "DELETE FROM mnemo.turns WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)")
     await run(
         "memories", "DELETE FROM mnemo.memories WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)"
@@ -231,6 +232,27 @@ async def _forget_copies(run: Callable[[str, str | sql.Composed], Awaitable[None
     await run(
         "curation",
         "DELETE FROM mnemo.curation_items WHERE entity_id = %(e)s AND namespace = %(ns)s AND memory_id = ANY(%(ids)s)",
+    )
+
+
+async def _forget_inner_copies(run: Callable[[str, str], Awaitable[None]]) -> None:
+    """The inner life's copies of a forgotten item's text (issue 31): a gut delta's context or action
+    that quotes it is blanked (the delta stays for the axes), an agent's held input that is it goes."""
+    quoting = """SELECT content FROM mnemo.turns WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)
+                 UNION ALL
+                 SELECT content FROM mnemo.memories WHERE entity_id = %(e)s AND namespace = %(ns)s
+                   AND id = ANY(%(ids)s)"""
+    await run(
+        "inner",
+        f"""UPDATE mnemo.gut_deltas g SET context = '', action = ''
+            WHERE g.entity_id = %(e)s AND g.namespace = %(ns)s AND EXISTS (
+              SELECT 1 FROM ({quoting}) c
+              WHERE position(c.content IN g.context) > 0 OR position(c.content IN g.action) > 0)""",  # noqa: S608
+    )
+    await run(
+        "inner",
+        f"""DELETE FROM mnemo.agent_inputs a WHERE a.entity_id = %(e)s AND a.namespace = %(ns)s
+              AND a.text IN ({quoting})""",  # noqa: S608
     )
 
 
