@@ -687,6 +687,8 @@ class GateOutcome:
     related_id: uuid.UUID | None = None
     contradiction: str | None = None  # the layer that found it: negation, substitution, embedding, llm
     memory_id: uuid.UUID | None = None  # the memory persisted, reinforced or flagged
+    outcome_id: uuid.UUID | None = None
+    """The decision's forward-linkable id: :meth:`AsyncArchive.feedback` links an outcome back to it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -374,3 +374,13 @@ async def test_the_agents_contradiction_never_overrules_the_users_belief(
         ).fetchone()
     assert rows == {said: 1.0, "Maya is not allergic to peanuts.": 0.5}
     assert superseded == (False,)
+
+
+async def test_a_gate_decision_has_an_outcome_id_feedback_links_to(archive: AsyncArchive) -> None:
+    await archive.observe(ME, FACT, attention=FACT)
+    report = await archive.flush(ME, attention=FACT)
+    (decision,) = report.outcomes
+    assert decision.action == "persist" and decision.outcome_id is not None
+    await archive.feedback(ME, decision.outcome_id, 1.0, kind="task")
+    with pytest.raises(InvalidInputError):  # a gate decision's outcome names no recalled items
+        await archive.feedback(ME, decision.outcome_id, 1.0, used=[decision.memory_id])  # type: ignore[list-item]

@@ -70,12 +70,19 @@ async def record_gate_decisions(conn: psycopg.AsyncConnection, rows: Sequence[di
         await cur.executemany(
             """INSERT INTO traces.gate_decisions (id, entity_id, namespace, at, gate, item_id, action, reason,
                                                   relevance, similarity, contradiction, related_id, memory_id,
-                                                  content)
+                                                  content, outcome_id)
                VALUES (%(id)s, %(entity_id)s, %(namespace)s, %(at)s, %(gate)s, %(item_id)s, %(action)s,
                        %(reason)s, %(relevance)s, %(similarity)s, %(contradiction)s, %(related_id)s,
-                       %(memory_id)s, %(content)s)""",
+                       %(memory_id)s, %(content)s, coalesce(%(outcome_id)s, uuidv7()))""",
             [
-                {"relevance": None, "similarity": None, "contradiction": None, "related_id": None, "memory_id": None}
+                {
+                    "relevance": None,
+                    "similarity": None,
+                    "contradiction": None,
+                    "related_id": None,
+                    "memory_id": None,
+                    "outcome_id": None,
+                }
                 | dict(r)
                 for r in rows
             ],

@@ -19,6 +19,7 @@ crash between buffer and flush loses nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -246,6 +247,7 @@ async def flush(
             for o in outcomes
         ]
         kept = [i for i in kept if i not in exhausted]
+        outcomes = [dataclasses.replace(o, outcome_id=uuid7()) for o in outcomes]
         await scratch.keep_buffered(conn, scope.entity_id, kept)
         await scratch.delete_items(conn, scope.entity_id, [o.item_id for o in outcomes if o.item_id not in kept])
         await trace_rows.record_gate_decisions(
@@ -264,6 +266,7 @@ async def flush(
                     contradiction=o.contradiction,
                     related_id=o.related_id,
                     memory_id=o.memory_id,
+                    outcome_id=o.outcome_id,
                 )
                 for o in outcomes
             ],
