@@ -503,10 +503,12 @@ class AsyncArchive:
         attention: str | None = None,
         process: str | None = None,
         at: datetime | str | None = None,
+        interest: Sequence[float] | np.ndarray | None = None,
     ) -> Observation:
         """Offer one item of the agent's stream to the entry gate; every ``gate_flush_every`` items the
         exit gate decides which become memories. ``at``: when it was observed (default now; a replay or
-        simulation gives its own clock)."""
+        simulation gives its own clock). ``interest``: the caller's subconscious centroid (an agent's
+        gut, :mod:`mnemo.agent.gut`): the exit gate counts an item near it as relevant."""
         when = None if at is None else to_utc(at, label="at")
         with self.as_process(process):
             return await gate_path.observe(
@@ -519,6 +521,7 @@ class AsyncArchive:
                 metadata=metadata,
                 attention=attention,
                 now=when,
+                interest=interest,
             )
 
     async def flush(
@@ -528,11 +531,12 @@ class AsyncArchive:
         attention: str | None = None,
         items: Sequence[uuid.UUID | str] | None = None,
         at: datetime | str | None = None,
+        interest: Sequence[float] | np.ndarray | None = None,
     ) -> FlushReport:
         """Run the scope's scratch buffer through the exit gate now (or ``at``); ``items``: only these of
         its items (the ``item_id`` of :meth:`observe`), e.g. the messages leaving an agent's window."""
         when = None if at is None else to_utc(at, label="at")
-        return await gate_path.flush(self._rt, scope, attention=attention, items=items, now=when)
+        return await gate_path.flush(self._rt, scope, attention=attention, items=items, now=when, interest=interest)
 
     async def health(self) -> str | None:
         """Why this archive cannot serve an agent's memory right now, or None when it can: the

@@ -384,3 +384,34 @@ async def test_a_gate_decision_has_an_outcome_id_feedback_links_to(archive: Asyn
     await archive.feedback(ME, decision.outcome_id, 1.0, kind="task")
     with pytest.raises(InvalidInputError):  # a gate decision's outcome names no recalled items
         await archive.feedback(ME, decision.outcome_id, 1.0, used=[decision.memory_id])  # type: ignore[list-item]
+
+
+async def test_the_gut_in_the_gate_keeps_what_the_self_cares_about(settings: Settings, embeddings: Embeddings) -> None:
+    archive = await _open(settings, embeddings, gate_noise=0.0)
+    try:
+        item = "The tomato seedlings on the balcony need watering twice a day."
+        cares = (await embeddings.embed_documents(["Maya's vegetable garden and her tomato plants"]))[0]
+        for interest, kept in ((None, ("drop",)), (cares, ("buffer", "persist"))):
+            scope = Scope("agent", f"gate-{kept[0]}")
+            await archive.observe(scope, item, attention="What is the capital of Peru?")
+            report = await archive.flush(scope, attention="What is the capital of Peru?", interest=interest)
+            assert report.outcomes[0].action in kept  # off-focus, yet near what the self is about: not dropped
+    finally:
+        await archive.close()
+
+
+async def test_the_per_cycle_rate_limit_enforced_spreads_a_promotion_over_nights(
+    settings: Settings, embeddings: Embeddings, database_url: str
+) -> None:
+    archive = await _open(settings, embeddings, safety_enforced=("two_gate", "cycle_rate"))
+    try:
+        end = await _seen(archive, 17)
+        before, _ = await _weight(database_url, FACT)
+        done = await archive.reflect(ME, as_of=end)
+        after, meta = await _weight(database_url, FACT)
+        assert done["promotion"]["goal"] == 1 and meta["promotion"] == "goal"
+        assert after == pytest.approx(before * 1.10, rel=1e-3)  # 10% in one cycle, not the rung's 0.65
+        events = [e for e in (await archive.inner_life(ME)).safety if e.check == "cycle_rate"]
+        assert events and events[0].enforced
+    finally:
+        await archive.close()

@@ -337,9 +337,11 @@ class Agent:
         role = "user" if run.tag.source == USER else "system"  # an internal input is not the user's
         tags = {"source": run.tag.source, "source_confidence": run.tag.confidence}
         await self.archive.record_turn(self.scope, self.session, role, run.text, metadata=tags)
+        interest = self.gut.subconscious if self.gut else None  # the gut in the gate (cognitive-plan §5.1)
         seen = await self.archive.observe(
-            self.scope, run.text, role=role, source_tag=run.tag.source, attention=run.text, metadata=tags
-        )
+            self.scope, run.text, role=role, source_tag=run.tag.source, attention=run.text, metadata=tags,
+            interest=interest,
+        )  # fmt: skip
         self.window.add(Message("input", run.prompt, run.tag.source, incoming, _kept(seen)))
         await self.archive.record_turn(
             self.scope, self.session, "assistant", reply.text, metadata={"source": reply.source}
@@ -348,7 +350,7 @@ class Agent:
         if reply.source in ("system1", "system2"):  # a model's thought; the offline echo of memory is not new
             said = await self.archive.observe(
                 self.scope, reply.text, role="assistant", source_tag=reply.source, attention=run.text,
-                metadata={"source": reply.source},  # its memory, if kept, is known as the agent's own
+                metadata={"source": reply.source}, interest=interest,  # its memory is known as the agent's own
             )  # fmt: skip
             item = _kept(said)
         self.window.add(Message("output", reply.text, reply.source, self.window.count(reply.text), item))

@@ -32,7 +32,7 @@ from mnemo import _dynamics as dynamics
 from mnemo import llm
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
-from mnemo._validate import check_content, check_id, check_kind, check_metadata, check_role, check_text
+from mnemo._validate import check_content, check_id, check_kind, check_metadata, check_role, check_text, check_vector
 from mnemo.cognition.gates import (
     GateThresholds,
     entry_decision,
@@ -105,6 +105,7 @@ async def observe(
     metadata: Mapping[str, Any] | None = None,
     attention: str | None = None,
     now: datetime | None = None,
+    interest: Sequence[float] | np.ndarray | None = None,
 ) -> Observation:
     """Pass one item of the agent's stream through the entry gate; flush every ``gate_flush_every`` items."""
     text = check_content(content, max_chars=rt.settings.max_content_chars)
@@ -142,7 +143,7 @@ async def observe(
         fresh = await scratch.fresh_count(conn, scope.entity_id, scope.namespace)
     flushed = None
     if fresh >= rt.settings.gate_flush_every:
-        flushed = await flush(rt, scope, attention=attention, now=when)
+        flushed = await flush(rt, scope, attention=attention, now=when, interest=interest)
     return Observation(item_id, action, reason, flushed)
 
 
@@ -206,9 +207,12 @@ async def flush(
     attention: str | None = None,
     items: Sequence[uuid.UUID | str] | None = None,
     now: datetime | None = None,
+    interest: Sequence[float] | np.ndarray | None = None,
 ) -> FlushReport:
     """Run every buffered item of ``scope`` (only ``items`` when given: those no longer buffered are
-    passed over) through the exit gate, in one transaction."""
+    passed over) through the exit gate, in one transaction. ``interest``: the caller's subconscious
+    centroid (cognitive-plan §5.1, the gut replaces the gate's placeholder): an item close to what the
+    agent's values, goals and memories are about counts as relevant though the focus is elsewhere."""
     wanted = None if items is None else _item_ids(items)
     cfg = rt.settings
     when = now or datetime.now(UTC)
@@ -227,8 +231,11 @@ async def flush(
                 await rt.embeddings.embed_documents([rt.embeddings.document_text(i.content, i.kind) for i in live])
             )
             focus = None if attention is None else np.asarray(await rt.embeddings.embed_query(attention))
+            centroid = None if interest is None else check_vector(interest, rt.embeddings.dim)
             for index, item in enumerate(live):
                 relevance = _relevance(vectors, index, focus, cfg.gate_default_relevance)
+                if centroid is not None:
+                    relevance = max(relevance, float(vectors[index] @ centroid))
                 outcomes.append(await _decide(rt, conn, scope, item, vectors[index], relevance, rng, thresholds, when))
         kept = [o.item_id for o in outcomes if o.action == "buffer"]
         exhausted = {i.id for i in live if i.rounds + 1 >= cfg.buffer_rounds}
