@@ -29,7 +29,8 @@ from mnemo.models import Curation, NightReport, Scope, to_jsonable
 # them equal): importing the cycle here would load the store and every stage before any command
 # has even parsed its arguments.
 STAGES = (
-    "surprisal", "blocks", "knowledge", "insights", "curate", "decay", "migrate", "cluster", "retention", "reflexes"
+    "surprisal", "blocks", "knowledge", "insights", "curate", "decay", "inner", "migrate", "cluster", "retention",
+    "reflexes",
 )  # fmt: skip
 
 __all__ = ["register", "report_table"]
@@ -85,6 +86,7 @@ def _plan_rows(report: NightReport) -> dict[str, str]:
         "insights": f"{report.insights} insights, {report.narratives} narratives (from the memories there are now)",
         "curate": f"{judged} to judge (those there are now)" + (f": {verdicts}" if verdicts else ""),
         "decay": f"{report.decayed_light} light, {report.decayed_deep} deep",
+        "inner": _inner_text(report.inner),
         "migrate": f"{_n(plan.get('blocks_to_migrate', 0), 'block')} to move to the cortex (long-term tier)",
         "cluster": "the cortex's tree rebuilt over its blocks",
         "retention": _retention_text(report),
@@ -106,11 +108,26 @@ def _result_rows(report: NightReport) -> dict[str, str]:
         "insights": f"{report.insights} insights, {report.narratives} narratives",
         "curate": version + verdicts,
         "decay": f"{report.decayed_light} light, {report.decayed_deep} deep",
+        "inner": _inner_text(report.inner),
         "migrate": f"{_n(report.blocks_migrated, 'block')} ({report.lines_migrated} verbatim lines) moved to the "
         "cortex (long-term tier)",
         "cluster": f"cortex tree: {_n(report.tree_nodes, 'node')}",
         "retention": _retention_text(report),
     }
+
+
+def _inner_text(inner: dict[str, Any]) -> str:
+    """The inner-life stage in one line (issue 31)."""
+    if not inner:
+        return "nothing to do"
+    p, t, tu = inner.get("promotion", {}), inner.get("tensions", {}), inner.get("tuning", {})
+    events = ", ".join(f"{k} {v}" for k, v in sorted(inner.get("safety", {}).items())) or "no safety events"
+    return (
+        f"{p.get('goal', 0)} goal and {p.get('identity', 0)} identity promotions, {p.get('awaiting_approval', 0)} "
+        f"awaiting approval; {t.get('found', 0)} new tensions, {t.get('resolved', 0)} resolved; alphas "
+        f"{'tuned' if tu.get('alphas_applied') else 'unchanged'}; {inner.get('gut', {}).get('axes', 0)} gut axes; "
+        f"{inner.get('frustration', {}).get('surfaced', 0)} failures surfaced; {events}"
+    )
 
 
 def report_table(report: NightReport) -> Table:
