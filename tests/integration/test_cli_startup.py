@@ -140,7 +140,10 @@ async def test_mcp_answers_initialize_before_the_archive_opens(tmp_path: Path) -
     env = _env(tmp_path, "postgresql://nobody@127.0.0.1:9/mnemo?connect_timeout=5")
     async with Client(StdioServerParameters(command=MNEMO, args=["mcp"], env=env)) as client:
         tools = {t.name for t in (await client.list_tools()).tools}
-        assert tools == {"recall", "remember", "context", "forget", "export_packets", "record_outcome", "reflexes_for"}
+        assert tools == {
+            "recall", "remember", "context", "forget", "export_packets", "record_outcome", "reflexes_for", "feedback",
+            "readiness",
+        }  # fmt: skip
         result = await client.call_tool("recall", {"query": "anything"})
         assert result.is_error and "cannot connect" in result.content[0].text
         again = await client.call_tool("remember", {"content": "something"})
