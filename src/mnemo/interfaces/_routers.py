@@ -318,7 +318,7 @@ def inner() -> APIRouter:
     """The inner life (issue 31): outcomes linked back, readiness, and what the inspector shows."""
     router = APIRouter()
 
-    @router.post("/v1/feedback", status_code=201, responses=errors(401, 403, 404, 422, 503))
+    @router.post("/v1/feedback", status_code=201, responses=errors(400, 401, 403, 404, 413, 422, 503))
     async def feedback(body: FeedbackIn, who: Who, archive: Arch) -> FeedbackOut:
         """Link an outcome to a recall (its ``outcome_id``) or a gut delta: how it went, what was used.
         404 when your scope holds nothing with that outcome id."""
