@@ -81,6 +81,7 @@ from mnemo.models import (
 )
 from mnemo.night import api as night_api
 from mnemo.night import cycle as night_cycle
+from mnemo.night import reflect as night_reflect
 from mnemo.night.cycle import STAGES as NIGHT_STAGES
 from mnemo.night.cycle import Progress as NightProgress
 from mnemo.recall import context as assemble_path
@@ -773,11 +774,11 @@ class AsyncArchive:
     async def reflect(self, scope: Scope, *, as_of: datetime | str | None = None) -> Mapping[str, Any]:
         """Run the night's inner-life stage alone, now: promotion, tensions, self-tuning, gut axes, the
         frustration ledger, the safety monitors and milestones. Returns what it did."""
-        return await inner_write.reflect(self._rt, scope, as_of=as_of)
+        return await night_reflect.reflect(self._rt, scope, as_of=as_of)
 
     async def approve_promotion(self, scope: Scope, memory_id: uuid.UUID | str) -> bool:
         """Apply a promotion that waits for the operator (past a 0.85 centre at ``operator_trust`` < 3)."""
-        return await inner_write.approve(self._rt, scope, memory_id)
+        return await night_reflect.approve(self._rt, scope, memory_id)
 
     async def wander(
         self, scope: Scope, n: int = 3, *, seed: int | None = None, avoid: Sequence[uuid.UUID] = ()

@@ -21,6 +21,7 @@ import numpy as np
 
 __all__ = [
     "LAYER_SHARES",
+    "LEAST_DELTAS",
     "Axis",
     "Feeling",
     "attention_centroid",
@@ -34,6 +35,8 @@ __all__ = [
 
 LAYER_SHARES = (0.5, 0.25, 0.25)
 """The seed's layer weights for values (L0), goals (L1) and memories (L2)."""
+LEAST_DELTAS = 10
+"""Deltas a scope needs before the night looks for axes in them."""
 NAMED = 0.3
 """An axis whose correlation with outcomes is at least this (in absolute value) is named hope or
 fear (not fitted; a conventional "moderate" correlation)."""

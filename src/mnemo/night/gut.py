@@ -14,14 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from mnemo.cognition.gut import axes
+from mnemo.cognition.gut import LEAST_DELTAS, axes
 from mnemo.night.guard import Guard
 from mnemo.store import inner as inner_rows
 from mnemo.store import vectors as vector_rows
 
 __all__ = ["GutStats", "gut_axes"]
 
-LEAST = 10
+LEAST = LEAST_DELTAS
 """Deltas needed before axes mean anything."""
 AXES = 10
 """The seed's lower bound of 10-20 axes."""

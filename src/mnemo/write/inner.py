@@ -1,5 +1,6 @@
 """Writes of the inner life: outcomes, gut deltas, task attempts, milestones, held inputs,
-approvals, and the inner stage on demand.
+and what an agent holds between cycles (approvals and the inner stage on demand are in
+:mod:`mnemo.night.reflect`).
 
 Seeds: cognitive-plan §4.3 and §5.3 (every gate decision, retrieval and gut delta has a
 forward-linkable outcome id; outcomes link back: user feedback, task success), §5.1 (every gut
@@ -25,23 +26,16 @@ from mnemo._validate import check_content, check_id, check_process, check_text, 
 from mnemo.cognition.readiness import MILESTONES
 from mnemo.errors import InvalidContentError, UnknownItemError
 from mnemo.models import HeldInput, Scope, TaskAttempt
-from mnemo.night import promote as promotion
-from mnemo.night.guard import Guard
-from mnemo.night.inner import inner_stage
-from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import inner as inner_rows
-from mnemo.store import night_runs as run_rows
 from mnemo.write.remember import ensure_scope
 
 __all__ = [
     "add_input",
-    "approve",
     "feedback",
     "held_inputs",
     "log_gut",
     "reach_milestone",
     "record_attempt",
-    "reflect",
     "release_inputs",
     "wait_inputs",
 ]
@@ -203,28 +197,3 @@ async def wait_inputs(rt: Runtime, scope: Scope, agent: object, waiting: Sequenc
     rows = [(check_id(i, label="ids"), _number(u, "urgency", 0.0, 10.0), _count(w, "waited")) for i, u, w in waiting]
     async with rt.store.transaction() as conn:
         await inner_rows.update_inputs(conn, scope.entity_id, scope.namespace, name, rows)
-
-
-# --- approval and the stage on demand --------------------------------------------------------------
-async def approve(rt: Runtime, scope: Scope, memory_id: object) -> bool:
-    """Apply a promotion that waits for the operator's approval; False when none waits."""
-    target = check_id(memory_id, label="memory_id")
-    async with rt.store.transaction() as conn:
-        states = await dynamic_rows.memory_states(conn, scope.entity_id, scope.namespace, [target], lock=True)
-        if target not in states:
-            raise UnknownItemError(f"no memory {target} in scope {scope}")
-        return await promotion.approve(Guard(conn, rt.settings, scope, datetime.now(UTC)), states[target])
-
-
-async def reflect(rt: Runtime, scope: Scope, *, as_of: object = None) -> dict[str, Any]:
-    """The night's inner stage alone, now (or ``as_of``): promotion, tensions, tuning, gut axes, the
-    frustration ledger, the safety monitors and the milestones; one transaction, under the scope's
-    night lock."""
-    when = datetime.now(UTC) if as_of is None else to_utc(as_of, label="as_of")
-    async with (
-        rt.store.connection() as lock,
-        run_rows.held_scope(lock, scope.entity_id, scope.namespace),
-        rt.store.transaction() as conn,
-    ):
-        await ensure_scope(conn, rt, scope)
-        return asdict(await inner_stage(rt, conn, scope, when))

@@ -19,12 +19,12 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from mnemo._validate import to_utc
+from mnemo.cognition.gut import LEAST_DELTAS as GUT_LEAST
 from mnemo.errors import AuthenticationError, NotFoundError, UnknownItemError
 from mnemo.interfaces.ui import _views as views
 from mnemo.interfaces.ui._routes import Acting, Pages, Who
 from mnemo.interfaces.ui._session import COOKIE, LOGIN_COOKIE, Session
 from mnemo.models import MEMORY_KINDS, MEMORY_STATUSES, Scope
-from mnemo.night.gut import LEAST as GUT_LEAST
 
 __all__ = ["AREAS", "STATIC"]
 
