@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -124,6 +125,16 @@ async def forget_items(
     if copies:
         await _forget_copies(run)
         await _forget_inner_copies(run)
+    await _forget_rows(conn, run)
+    await _forget_traces(run)
+    removed["references"] = await _forget_references(conn, p, ids)
+    return removed
+
+
+async def _forget_rows(
+    conn: psycopg.AsyncConnection, run: Callable[[str, str | sql.Composed], Awaitable[None]]
+) -> None:
+    """The items' rows, then their index: postings, passages, token and item vectors, co-access."""
     await run("turns", "DELETE FROM mnemo.turns WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)")
     await run(
         "memories", "DELETE FROM mnemo.memories WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)"
@@ -149,8 +160,11 @@ async def forget_items(
         "co_access",
         "DELETE FROM mnemo.co_access WHERE entity_id = %(e)s AND (a = ANY(%(ids)s) OR b = ANY(%(ids)s))",
     )
-    # Night-cycle copies: blocks holding a forgotten turn (or projected into a forgotten memory),
-    # facts and triples stated only by forgotten turns, links and curation verdicts naming them.
+
+
+async def _forget_traces(run: Callable[[str, str | sql.Composed], Awaitable[None]]) -> None:
+    """The traces about the items: weight changes and safety events, gate trails that copy their
+    content, and their ids in recalls' hits and outcomes' used lists."""
     await run(
         "traces",
         "DELETE FROM traces.weight_changes WHERE entity_id = %(e)s AND memory_id = ANY(%(ids)s)",
@@ -175,6 +189,11 @@ async def forget_items(
         """UPDATE traces.outcomes SET used = ARRAY(SELECT u FROM unnest(used) u WHERE u <> ALL(%(ids)s))
            WHERE entity_id = %(e)s AND used && %(ids)s::uuid[]""",
     )
+
+
+async def _forget_references(conn: psycopg.AsyncConnection, p: dict[str, Any], ids: Sequence[uuid.UUID]) -> int:
+    """Other memories' metadata naming a forgotten one; how many were rewritten."""
+    count = 0
     # Other memories may name a forgotten one in their metadata (supersedes, superseded_by, contradicts).
     for key in ("supersedes", "superseded_by", "contradicts"):
         cur = await conn.execute(
@@ -186,8 +205,8 @@ async def forget_items(
                  AND jsonb_typeof(m.metadata -> %(key)s) = 'array' AND (m.metadata -> %(key)s) ?| %(texts)s""",
             p | {"key": key, "texts": [str(i) for i in ids]},
         )
-        removed["references"] = removed.get("references", 0) + max(cur.rowcount, 0)
-    return removed
+        count += max(cur.rowcount, 0)
+    return count
 
 
 async def _forget_copies(run: Callable[[str, str | sql.Composed], Awaitable[None]]) -> None:

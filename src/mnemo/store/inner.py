@@ -17,14 +17,13 @@ import psycopg
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
+from mnemo.models import HeldInput, TaskAttempt
 from mnemo.store.dynamics import STATE_COLUMNS, MemoryState
 
 STATE_SQL = ", ".join(STATE_COLUMNS)
 
 __all__ = [
-    "AttemptRow",
     "GutDeltaRow",
-    "HeldInput",
     "OutcomeSample",
     "add_input",
     "attempts",
@@ -293,19 +292,6 @@ async def gut_axes(
 
 
 # --- what the agent holds (issue 31 item 9) ---------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class HeldInput:
-    id: uuid.UUID
-    kind: str
-    source: str
-    text: str
-    urgency: float
-    charge: float
-    confidence: float
-    waited: int
-    due_at: datetime | None
-
-
 async def add_input(
     conn: psycopg.AsyncConnection, e: str, ns: str, agent: str, kind: str, source: str, text: str, *,
     urgency: float, charge: float, confidence: float, due_at: datetime | None,
@@ -351,24 +337,8 @@ async def update_inputs(
 
 
 # --- the frustration ledger (memory-architecture §10.6.3) -------------------------------------------
-@dataclass(frozen=True, slots=True)
-class AttemptRow:
-    id: uuid.UUID
-    lineage: str
-    task: str
-    generation: int
-    mutation_id: uuid.UUID
-    parent_mutation_id: uuid.UUID | None
-    mutation: str
-    success: bool
-    failure_mode: str | None
-    turns: int | None
-    propagated: bool
-    created_at: datetime
-
-
-async def insert_attempt(conn: psycopg.AsyncConnection, e: str, ns: str, row: Mapping[str, Any]) -> AttemptRow:
-    cur = await conn.cursor(row_factory=class_row(AttemptRow)).execute(
+async def insert_attempt(conn: psycopg.AsyncConnection, e: str, ns: str, row: Mapping[str, Any]) -> TaskAttempt:
+    cur = await conn.cursor(row_factory=class_row(TaskAttempt)).execute(
         """INSERT INTO mnemo.task_attempts (entity_id, namespace, lineage, task, generation, parent_mutation_id,
                                             mutation, success, failure_mode, turns, propagated, created_at)
            VALUES (%(e)s, %(ns)s, %(lineage)s, %(task)s, %(generation)s, %(parent)s, %(mutation)s, %(success)s,
@@ -382,8 +352,8 @@ async def insert_attempt(conn: psycopg.AsyncConnection, e: str, ns: str, row: Ma
     return found
 
 
-async def attempts(conn: psycopg.AsyncConnection, e: str, ns: str, limit: int = 20000) -> list[AttemptRow]:
-    cur = await conn.cursor(row_factory=class_row(AttemptRow)).execute(
+async def attempts(conn: psycopg.AsyncConnection, e: str, ns: str, limit: int = 20000) -> list[TaskAttempt]:
+    cur = await conn.cursor(row_factory=class_row(TaskAttempt)).execute(
         """SELECT id, lineage, task, generation, mutation_id, parent_mutation_id, mutation, success, failure_mode,
                   turns, propagated, created_at FROM mnemo.task_attempts
            WHERE entity_id = %s AND namespace = %s ORDER BY created_at DESC, id DESC LIMIT %s""",

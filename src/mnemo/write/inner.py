@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -123,7 +122,7 @@ async def record_attempt(
     async with rt.store.transaction() as conn:
         await ensure_scope(conn, rt, scope)
         found = await inner_rows.insert_attempt(conn, scope.entity_id, scope.namespace, row)
-    return TaskAttempt(**asdict(found))
+    return found
 
 
 def _count(value: object, label: str) -> int:
@@ -179,8 +178,7 @@ async def add_input(
 async def held_inputs(rt: Runtime, scope: Scope, agent: object) -> list[HeldInput]:
     name = check_process(agent)
     async with rt.store.connection() as conn:
-        rows = await inner_rows.held_inputs(conn, scope.entity_id, scope.namespace, name)
-    return [HeldInput(**asdict(r)) for r in rows]
+        return await inner_rows.held_inputs(conn, scope.entity_id, scope.namespace, name)
 
 
 async def release_inputs(rt: Runtime, scope: Scope, agent: object, ids: Sequence[object]) -> int:
