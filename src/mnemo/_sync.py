@@ -135,6 +135,7 @@ class Archive:
     revoke_token = _blocking(AsyncArchive.revoke_token)
     tokens = _blocking(AsyncArchive.tokens)
     verify_token = _blocking(AsyncArchive.verify_token)
+    recheck_principal = _blocking(AsyncArchive.recheck_principal)
     # maintenance
     health = _blocking(AsyncArchive.health)
     warm = _blocking(AsyncArchive.warm)

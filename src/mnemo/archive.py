@@ -563,6 +563,12 @@ class AsyncArchive:
         it is malformed, unknown, expired (the same answer as unknown) or revoked."""
         return await access.verify(self._rt, token)
 
+    async def recheck_principal(self, principal: Principal) -> Principal:
+        """``principal`` again if its token is still valid (not revoked, not expired);
+        :class:`~mnemo.errors.AuthenticationError` otherwise. A session made from a token asks
+        this on every request, so revocation and expiry end it."""
+        return await access.still_valid(self._rt, principal)
+
     async def revoke_token(self, entity_id: str, token_id: uuid.UUID | str) -> bool:
         """Revoke a token; False when there is no active token with that id."""
         return await access.revoke(self._rt, entity_id, check_id(token_id, label="token id"))

@@ -529,3 +529,46 @@ def test_a_grantee_reads_the_inner_life_of_a_granted_scope_only(
     snap(page, shots, "20-inner-life-granted")
     refused = page.goto(site["base"] + "/ui/s/alice/history/inner")
     assert refused is not None and refused.status == 404 and "contradiction" not in page.content()
+
+
+def _token(site: dict[str, Any], entity: str) -> tuple[str, str]:
+    async def made() -> tuple[str, str]:
+        archive = await AsyncArchive.open(Settings(database_url=site["db"]), embeddings=None)
+        try:
+            token, token_id = await archive.create_token(entity, label="session test")
+            return token, str(token_id)
+        finally:
+            await archive.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, made()).result()
+
+
+ENDS = {
+    "revoke": "UPDATE mnemo.tokens SET revoked_at = now() WHERE entity_id = 'alice' AND id = %s",
+    "expire": "UPDATE mnemo.tokens SET expires_at = now() - interval '1 second' WHERE entity_id = 'alice' AND id = %s",
+}
+
+
+def test_revoking_or_expiring_a_token_ends_the_inspector_sessions_made_from_it(
+    browser: Any, site: dict[str, Any]
+) -> None:
+    """Issue 39 item 4: a session keeps no principal its token no longer grants: neither a page nor
+    an action (with the session's own CSRF token) gets through once the token is revoked or expired."""
+    memory = f"{site['base']}/ui/s/alice/history/memory/{site['peanut']}"
+    for end in ("revoke", "expire"):
+        token, token_id = _token(site, "alice")
+        page = sign_in(browser, site | {"alice": token})
+        shown = page.goto(memory)
+        assert shown is not None and shown.status == 200 and page.url == memory
+        csrf = page.locator("#toggle-anchor").evaluate("b => b.form.querySelector('[name=csrf]').value")
+        with psycopg.connect(site["db"], autocommit=True) as conn:
+            conn.execute(ENDS[end], (token_id,))
+        forget = page.request.post(f"{memory}/forget", form={"csrf": csrf})
+        assert forget.url.endswith("/ui/login"), end  # sent to sign in, nothing done
+        page.goto(memory)
+        assert page.url.endswith("/ui/login"), end
+        with psycopg.connect(site["db"]) as conn:
+            held = conn.execute("SELECT count(*) FROM mnemo.memories WHERE id = %s", (site["peanut"],)).fetchone()
+        assert held == (1,), end
+        page.context.close()

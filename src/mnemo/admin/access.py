@@ -35,6 +35,7 @@ __all__ = [
     "list_tokens",
     "revoke",
     "revoke_grant",
+    "still_valid",
     "summaries",
     "token_hash",
     "verify",
@@ -93,6 +94,18 @@ async def verify(rt: Runtime, token: str) -> Principal:
     if found.revoked_at is not None:
         raise AuthenticationError("this bearer token was revoked")
     return Principal(entity_id, found.namespace, found.id)
+
+
+async def still_valid(rt: Runtime, principal: Principal) -> Principal:
+    """``principal`` again, if the token it came from is neither revoked nor expired now;
+    :class:`AuthenticationError` otherwise (worded as :func:`verify` words an unknown token). What a
+    session made from a token (the inspector's) asks on every request, so revoking or expiring the
+    token ends it."""
+    async with rt.store.connection() as conn:
+        valid = await token_rows.token_valid(conn, principal.entity_id, principal.token_id)
+    if not valid:
+        raise AuthenticationError(UNKNOWN + " (revoked or expired since sign-in)")
+    return principal
 
 
 async def revoke(rt: Runtime, entity_id: str, token_id: uuid.UUID) -> bool:

@@ -70,6 +70,17 @@ async def find_token(conn: psycopg.AsyncConnection, entity_id: str, token_hash: 
     return FoundToken(row[0], row[1], row[2], bool(row[3]))
 
 
+async def token_valid(conn: psycopg.AsyncConnection, entity_id: str, token_id: uuid.UUID) -> bool:
+    """Whether the token ``token_id`` still speaks for ``entity_id``: neither revoked nor expired (by
+    the database's clock). One primary-key read: cheap enough for every inspector request."""
+    cur = await conn.execute(
+        """SELECT 1 FROM mnemo.tokens
+           WHERE entity_id = %s AND id = %s AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())""",
+        (entity_id, token_id),
+    )
+    return await cur.fetchone() is not None
+
+
 async def revoke_token(conn: psycopg.AsyncConnection, entity_id: str, token_id: uuid.UUID) -> bool:
     cur = await conn.execute(
         "UPDATE mnemo.tokens SET revoked_at = now() WHERE entity_id = %s AND id = %s AND revoked_at IS NULL",

@@ -17,7 +17,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from mnemo.archive import AsyncArchive
-from mnemo.errors import AccessDeniedError, MnemoError, NotFoundError
+from mnemo.errors import AccessDeniedError, AuthenticationError, MnemoError, NotFoundError
 from mnemo.interfaces.ui import _views as views
 from mnemo.interfaces.ui._session import COOKIE, Session, Sessions
 
@@ -45,10 +45,19 @@ class SignIn(Exception):
     """No session: the page answers with a redirect to the sign-in form."""
 
 
-def _session(request: Request) -> Session:
-    found = request.app.state.ui_sessions.get(request.cookies.get(COOKIE))
+async def _session(request: Request) -> Session:
+    """The request's session, whose token is still valid: revoking or expiring the token it was made
+    from ends it (the next request signs in again)."""
+    sessions: Sessions = request.app.state.ui_sessions
+    session_id = request.cookies.get(COOKIE)
+    found = sessions.get(session_id)
     if found is None:
         raise SignIn()
+    try:
+        await request.app.state.archive.recheck_principal(found.principal)
+    except AuthenticationError:
+        sessions.end(session_id)
+        raise SignIn() from None
     return found
 
 
