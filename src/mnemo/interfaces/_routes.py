@@ -26,7 +26,18 @@ from mnemo.interfaces.shapes import (
 )
 from mnemo.models import Principal, Scope, TurnInput
 
-__all__ = ["IMPORT", "LOCAL", "READ", "WRITE", "Arch", "Who", "errors", "import_batch", "json_errors"]
+__all__ = [
+    "IMPORT",
+    "LOCAL",
+    "READ",
+    "WRITE",
+    "Arch",
+    "Who",
+    "authenticate",
+    "errors",
+    "import_batch",
+    "json_errors",
+]
 
 LOCAL = uuid.UUID(int=0)
 """The token id of requests made with the local service's credential (the command line)."""
@@ -58,10 +69,24 @@ def _local_principal(request: Request) -> Principal:
 async def principal(
     request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Security(bearer)]
 ) -> Principal:
-    """Who the request's bearer token speaks for (or the command line, with the local credential)."""
-    if credentials is None or not credentials.credentials.strip():
+    """Who the request's bearer token speaks for (or the command line, with the local credential);
+    a request that sends a body was authenticated before its body was read (:func:`authenticate`)."""
+    known: Principal | None = getattr(request.state, "principal", None)
+    if known is not None:
+        return known
+    return await _authenticated(request, credentials.credentials if credentials else None)
+
+
+async def authenticate(request: Request) -> Principal:
+    """The request's principal from its ``Authorization`` header alone (nothing of the body)."""
+    scheme, _, presented = request.headers.get("authorization", "").partition(" ")
+    return await _authenticated(request, presented if scheme.lower() == "bearer" else None)
+
+
+async def _authenticated(request: Request, presented: str | None) -> Principal:
+    if presented is None or not presented.strip():
         raise AuthenticationError("send 'Authorization: Bearer <token>' (create one with mnemo token create)")
-    presented = credentials.credentials.strip()
+    presented = presented.strip()
     announce: local.LocalService | None = request.app.state.announce
     if announce is not None and hmac.compare_digest(presented.encode(), announce.credential.encode()):
         return _local_principal(request)

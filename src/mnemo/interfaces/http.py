@@ -32,9 +32,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
+from fastapi import HTTPException as FastAPIHTTPException
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mnemo.archive import AsyncArchive
 from mnemo.config import Settings
@@ -52,6 +55,7 @@ from mnemo.errors import (
 from mnemo.interfaces import local
 from mnemo.interfaces._remedies import say
 from mnemo.interfaces._routers import routers
+from mnemo.interfaces._routes import authenticate
 from mnemo.interfaces.shapes import (
     IMPORT_PATH,
     MAX_BODY_BYTES,
@@ -66,6 +70,7 @@ __all__ = ["IMPORT_PATH", "MAX_BODY_BYTES", "MAX_IMPORT_BYTES", "MAX_IMPORT_TURN
 _log = logging.getLogger("mnemo")
 
 _NAME_RULE = "use 1-128 letters, digits or '_.:@+-', starting with a letter or digit"
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _SCOPE_FIELDS = {"namespace", "owner", "grantee"}  # a malformed one is "invalid_scope", as in the archive
 
 _STATUS: list[tuple[type[Exception], int, str]] = [
@@ -114,20 +119,90 @@ def _internal() -> JSONResponse:
     return _error(500, "internal", "internal server error; the server log has the details")
 
 
+def _mnemo_response(request: Request, exc: MnemoError) -> JSONResponse:
+    for kind, status, code in _STATUS:
+        if isinstance(exc, kind):
+            _log_failure(request, status, exc)
+            challenge = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+            return _error(status, code, _said(request, exc), challenge)
+    return _error(500, "internal", str(exc))  # pragma: no cover
+
+
+class _TooLarge(FastAPIHTTPException):
+    """A request body went past its route's limit while it was being read (an HTTP error, so the
+    framework answers it as such wherever it surfaces: FastAPI re-raises these from body parsing)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, _too_large_message(limit), {"Connection": "close"})
+
+
+def _too_large_message(limit: int) -> str:
+    return f"request bodies here are limited to {limit} bytes"
+
+
+class _BodyLimit:
+    """The body-size limit, enforced as the body arrives (pure ASGI, outermost): a declared length
+    over the limit is answered 413 before anything is read, and a chunked body is counted chunk by
+    chunk and cut off at the limit, so an oversized stream never sits in the service's memory."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
+            await self.app(scope, receive, send)
+            return
+        limit = MAX_IMPORT_BYTES if scope["path"] == IMPORT_PATH else MAX_BODY_BYTES
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            await self._refuse(scope, receive, send, limit)
+            return
+        started, received = False, 0
+
+        async def counted() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise _TooLarge(limit)
+            return message
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted, watched)
+        except _TooLarge:
+            if started:  # pragma: no cover - an app that answers before reading its whole body
+                raise
+            await self._refuse(scope, receive, send, limit)
+
+    @staticmethod
+    async def _refuse(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+        too_large = _error(413, "too_large", _too_large_message(limit), {"Connection": "close"})  # rest unread
+        await too_large(scope, receive, send)
+
+
+def _routed(app: FastAPI, request: Request) -> bool:
+    """Whether an API operation takes this request (an unknown route or method keeps its 404/405)."""
+    return request.url.path.startswith("/v1/") and any(
+        route.matches(request.scope)[0] is Match.FULL for route in app.router.routes
+    )
+
+
 def _install_guards(app: FastAPI) -> None:
     """Body-size limit, and every error, whatever raised it, as ``{"error": {"code", "message"}}``."""
 
     @app.middleware("http")
     async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        limit = MAX_IMPORT_BYTES if request.url.path == IMPORT_PATH else MAX_BODY_BYTES
-        too_large = _error(413, "too_large", f"request bodies here are limited to {limit} bytes")
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > limit):
-            return too_large
-        if length is None and request.method in ("POST", "PUT", "PATCH"):
-            body = await request.body()
-            if len(body) > limit:
-                return too_large
+        if request.method in _BODY_METHODS and _routed(app, request):
+            try:  # who sends a body is known before a byte of it is read
+                request.state.principal = await authenticate(request)
+            except MnemoError as exc:
+                return _mnemo_response(request, exc)
         try:
             return await call_next(request)
         except Exception:
@@ -138,12 +213,7 @@ def _install_guards(app: FastAPI) -> None:
 
     @app.exception_handler(MnemoError)
     async def mnemo_error(request: Request, exc: MnemoError) -> JSONResponse:
-        for kind, status, code in _STATUS:
-            if isinstance(exc, kind):
-                _log_failure(request, status, exc)
-                challenge = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-                return _error(status, code, _said(request, exc), challenge)
-        return _error(500, "internal", str(exc))  # pragma: no cover
+        return _mnemo_response(request, exc)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -189,6 +259,7 @@ def create_app(
 
     app = FastAPI(title="mnemo", version="0.1.0", lifespan=lifespan)
     app.state.archive, app.state.announce = None, announce
+    app.add_middleware(_BodyLimit)  # innermost: counts the body as the route reads it, after the guard's auth
     _install_guards(app)
     for router in routers(settings):
         app.include_router(router)
