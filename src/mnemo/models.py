@@ -521,6 +521,8 @@ class Status:
     vectors: VectorCounts  # (table, embedder slug, rows); JSON: [{"table", "slug", "rows"}, ...]
     pending_reembed: int
     queue: Mapping[str, int] = field(default_factory=dict)  # background jobs by status (todo, doing, failed, ...)
+    swept: tuple[str, ...] = ()
+    """Staging directories a killed backup or restore had left in the home, removed by this call."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ import io
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tarfile
@@ -526,3 +527,52 @@ def test_the_command_line_refuses_an_edited_manifest_and_retries_a_failed_restor
     again = _cli(target, "restore", str(good))  # an opened, empty home is still empty
     assert again.returncode == 0, again.stderr
     assert json.loads(_cli(target, "status", "--json").stdout)["counts"]["memories"] == 1
+
+
+def _dead_pid() -> int:
+    done = subprocess.Popen(["true"])
+    done.wait()
+    return done.pid
+
+
+def _kill_while_staging(target: Path, env: dict[str, str]) -> Path:
+    """Start `mnemo backup`, SIGKILL it once its staging directory holds something; returns that directory."""
+    proc = subprocess.Popen([MNEMO, "backup", str(target)], env=env, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not (staged := [p for p in target.parent.glob(".mnemo-backup-*") if any(p.iterdir())]):
+        assert proc.poll() is None, "the backup ended before it could be interrupted"
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return staged[0]
+
+
+async def test_staging_left_by_a_killed_backup_or_restore_is_removed_next_time_and_said(
+    archive: AsyncArchive, database_url: str, tmp_path: Path
+) -> None:
+    """Issue 39 item 8: the next backup removes a killed backup's staging, `mnemo status` a killed
+    restore's in the home; a live run's staging (this process's) is left alone."""
+    await busy(archive)
+    out = tmp_path / "backups"
+    out.mkdir()
+    env = _env(database_url, tmp_path / "home")
+    left = await asyncio.to_thread(_kill_while_staging, out / "mind.backup", env)
+    assert left.is_dir()
+    again = await asyncio.to_thread(_cli, env, "backup", str(out / "mind.backup"))
+    assert again.returncode == 0, again.stderr
+    assert not left.exists() and [p.name for p in out.iterdir() if p.name.startswith(".mnemo-")] == []
+    assert "removed" in again.stderr and left.name in again.stderr
+    home = tmp_path / "home"
+    host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    dead = home / f".mnemo-restore-{host}-{_dead_pid()}-abc123"
+    live = home / f".mnemo-restore-{host}-{os.getpid()}-def456"
+    for staged in (dead, live):
+        (staged / "cortex").mkdir(parents=True)
+        (staged / "database.dump").write_bytes(b"x" * 1000)
+    journal_file = home / ".mnemo-restore-0123456789abcdef.json"  # a restore's plan: a file, kept
+    journal_file.write_text("{}")
+    shown = await asyncio.to_thread(_cli, env, "status")
+    assert shown.returncode == 0, shown.stderr
+    assert "removed stale staging" in shown.stdout and dead.name in shown.stdout.replace("\n", "")
+    assert not dead.exists() and live.is_dir() and journal_file.is_file()

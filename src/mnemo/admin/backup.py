@@ -43,6 +43,7 @@ import psycopg
 from pydantic import TypeAdapter, ValidationError
 
 from mnemo._runtime import Runtime
+from mnemo.admin import _staging
 from mnemo.admin._restore_disk import Swap, journal, plan
 from mnemo.config import Settings
 from mnemo.errors import BackupError, CortexError, InvalidContentError, MnemoError
@@ -79,8 +80,8 @@ async def backup(
         raise InvalidContentError(f"compression must be an integer from 0 to 9, not {compression!r}")
     target = _backup_target(path)
     say = progress or (lambda _: None)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".mnemo-backup-") as tmp:
-        staging = Path(tmp)
+    _swept(target.parent, say)
+    with _staging.staging(target.parent, _staging.BACKUP) as staging:
         facts, counts, names = await _snapshot(rt, staging, say, compression)
         say("checksums")
         versions, rows = await asyncio.to_thread(_lance_facts, staging / CORTEX)
@@ -103,6 +104,12 @@ async def backup(
         say("writing")
         await asyncio.to_thread(_write_file, staging, manifest, target)
     return manifest
+
+
+def _swept(parent: Path, say: Stage) -> None:
+    """Remove what a killed backup or restore left in ``parent`` (issue 39 item 8), and say so."""
+    for removed in _staging.sweep(parent, (_staging.BACKUP, _staging.RESTORE)):
+        say(f"removed stale staging {removed}")
 
 
 def _backup_target(path: str | os.PathLike[str]) -> Path:
@@ -353,8 +360,8 @@ async def restore(
         url = await asyncio.to_thread(embedded_url, settings.home)
     parent = settings.home if settings.database_url is None else Path(tempfile.gettempdir())
     parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=parent, prefix=".mnemo-restore-") as tmp:
-        staging = Path(tmp)
+    _swept(parent, say)
+    with _staging.staging(parent, _staging.RESTORE) as staging:
         say("reading")
         await asyncio.to_thread(_extract, source, staging)
         await asyncio.to_thread(_check_cortex, staging / CORTEX, manifest)

@@ -6,9 +6,14 @@ items without a vector from the active model are invisible to recall until re-em
 
 from __future__ import annotations
 
+import asyncio
+import tempfile
+from pathlib import Path
+
 import numpy as np
 
 from mnemo._runtime import Runtime
+from mnemo.admin import _staging
 from mnemo.models import Status
 from mnemo.store import status as status_rows
 from mnemo.store import vectors as vector_rows
@@ -18,7 +23,9 @@ __all__ = ["health", "status"]
 
 
 async def status(rt: Runtime) -> Status:
-    """Counts per chamber, vectors per model, pending re-embeds and the queue."""
+    """Counts per chamber, vectors per model, pending re-embeds and the queue; staging a killed
+    backup or restore left in the home is removed on the way (:func:`._staging.sweep`)."""
+    swept = await asyncio.to_thread(_sweep, rt)
     async with rt.store.connection() as conn:
         counts = await status_rows.chamber_counts(conn)
         slugs = await vector_rows.slug_counts(conn)
@@ -34,7 +41,13 @@ async def status(rt: Runtime) -> Status:
         vectors=slugs,
         pending_reembed=missing,
         queue=queue,
+        swept=tuple(swept),
     )
+
+
+def _sweep(rt: Runtime) -> list[str]:
+    parents = [rt.settings.home] + ([Path(tempfile.gettempdir())] if rt.settings.database_url else [])
+    return [removed for parent in parents for removed in _staging.sweep(parent, (_staging.BACKUP, _staging.RESTORE))]
 
 
 async def health(rt: Runtime, pending_reembed: int) -> str | None:

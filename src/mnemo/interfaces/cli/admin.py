@@ -64,6 +64,8 @@ def status(as_json: JsonOpt = False) -> None:
     table.add_row("pending re-embed", f"[yellow]{pending:,}[/]" if pending else "0")
     for state, count in st["queue"].items():
         table.add_row(f"queue {state}", f"[red]{count:,}[/]" if state == "failed" and count else f"{count:,}")
+    for removed in st.get("swept", ()):
+        table.add_row("removed stale staging", Text(removed))
     out.print(table)
 
 
