@@ -40,8 +40,36 @@ class Settings(BaseSettings):
         description="PostgreSQL URL (needs pgvector >= 0.7). Unset: the embedded server under `home`.",
     )
     home: Path = Field(default_factory=_default_home, description="Data directory for the embedded server.")
-    pool_min_size: int = Field(default=1, ge=1, le=64)
-    pool_max_size: int = Field(default=4, ge=1, le=256)
+    pool_min_size: int = Field(default=1, ge=1, le=64, description="Connections the pool keeps open.")
+    pool_max_size: int = Field(
+        default=4,
+        ge=1,
+        le=256,
+        description="Connections the pool lends at most (`mnemo serve` raises it to `http_concurrency`).",
+    )
+    pool_reserve: int = Field(
+        default=2,
+        ge=1,
+        le=32,
+        description="Connections of a second pool kept for background work (read index builds, the token "
+        "backfill), opened on first use: requests never take them, and a build never takes a request's.",
+    )
+
+    # --- the HTTP service (`mnemo serve`) --------------------------------------------
+    http_concurrency: int = Field(
+        default=8,
+        ge=1,
+        le=256,
+        description="Requests `mnemo serve` answers at once; its pool holds a connection for each, so an "
+        "admitted request never waits for one.",
+    )
+    http_queue_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        le=20,
+        description="How long a request over `http_concurrency` waits at the door, in arrival order, before it "
+        "is answered 503 (code `busy`) with a `Retry-After` header.",
+    )
 
     # --- embeddings ----------------------------------------------------------
     embedder: str = Field(

@@ -45,6 +45,7 @@ async def start(
         min_size=settings.pool_min_size,
         max_size=settings.pool_max_size,
         ef_search=settings.hnsw_ef_search,
+        reserve=settings.pool_reserve,
     )
     try:
         async with store.connection() as conn:

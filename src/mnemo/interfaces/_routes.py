@@ -118,7 +118,8 @@ _WHY = {
     413: f"The request body is over {MAX_BODY_BYTES} bytes.",
     422: "The request is invalid (unknown field, wrong type, bad value, malformed scope name).",
     500: "A bug; the server log has the details.",
-    503: "The database is unavailable; retry later.",
+    503: "The database is unavailable (code unavailable), or every turn at the door is taken (code busy, with "
+    "Retry-After); retry later.",
 }
 
 

@@ -52,6 +52,7 @@ from mnemo.errors import (
     MnemoError,
     NotFoundError,
 )
+from mnemo.interfaces import _admission as admission
 from mnemo.interfaces import local
 from mnemo.interfaces._remedies import say
 from mnemo.interfaces._routers import routers
@@ -245,7 +246,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.archive = await AsyncArchive.open(settings, embeddings=embeddings)
+        app.state.archive = await AsyncArchive.open(admission.sized(settings), embeddings=embeddings)
         try:
             if announce is not None:
                 await app.state.archive.embeddings.load_async()  # the first command need not wait for it
@@ -261,6 +262,7 @@ def create_app(
     app.state.archive, app.state.announce = None, announce
     app.add_middleware(_BodyLimit)  # innermost: counts the body as the route reads it, after the guard's auth
     _install_guards(app)
+    admission.install(app, settings)  # a turn at the door, and a connection for every admitted request
     for router in routers(settings):
         app.include_router(router)
 

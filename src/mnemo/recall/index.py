@@ -15,8 +15,9 @@ the active space, and the token embeddings the late-interaction scan reads. It o
   and status, so a stale index can never return a forgotten item; ``forget`` and ``purge`` drop the
   local copy at once (:meth:`ReadIndexes.drop`);
 - **cold path**: a scope without an index is answered through SQL alone (:class:`SqlStage`) while
-  its index is built in the background; ``index_mb`` evicts the least recently used scopes and
-  ``index=false`` turns the whole thing off.
+  its index is built in the background, on a connection of the store's background pool
+  (``pool_reserve``), so a build and the requests never wait for each other's connections;
+  ``index_mb`` evicts the least recently used scopes and ``index=false`` turns the whole thing off.
 
 Both ways answer through one interface (:class:`FirstStage`), so the recall pipeline is the same
 whether the index is warm or not, and every score is the one SQL would give (BM25 over the same
@@ -642,7 +643,7 @@ class ReadIndexes:
         if not rt.settings.index:
             return None
         if key not in self._scopes:
-            async with rt.store.connection() as conn:
+            async with rt.store.background() as conn:  # never waits behind requests for a connection
                 self._keep(rt, key, await build_index(rt, conn, key))
         return self._scopes.get(key)
 
@@ -653,7 +654,7 @@ class ReadIndexes:
 
     async def _build(self, rt: Runtime, key: ScopeKey) -> None:
         try:
-            async with rt.store.connection() as conn:
+            async with rt.store.background() as conn:  # the reserved pool: no request's connection
                 index = await build_index(rt, conn, key)
             self._keep(rt, key, index)
         except Exception:  # the SQL path keeps answering; the next recall tries again

@@ -13,6 +13,11 @@ time-out becomes :class:`~mnemo.errors.DatabaseUnavailableError`, any other
 ``psycopg`` error a :class:`~mnemo.errors.DatabaseError`, both raised ``from``
 the driver's exception. The pool checks each connection before lending it, so
 after a server restart the next call gets a fresh connection and succeeds.
+
+A second, small pool (``reserve`` connections, opened empty) is kept for background work that no
+caller waits on: a scope's read index build, the token backfill (:meth:`Store.background`). The
+two never lend each other's connections, so a build never takes the connection a request needs,
+and requests that hold every connection of the main pool never starve a build.
 """
 
 from __future__ import annotations
@@ -135,6 +140,31 @@ def wrap_exceptions(url: str) -> Iterator[None]:
         raise convert_error(exc, url) from exc
 
 
+def _pool(
+    url: str, cursor_factory: type[psycopg.AsyncCursor[Any]], ef_search: int, min_size: int, max_size: int, name: str
+) -> AsyncConnectionPool:
+    """A pool (not opened yet) whose connections have pgvector's types and mnemo's session settings."""
+
+    async def configure(c: psycopg.AsyncConnection) -> None:
+        await register_vector_async(c)
+        await c.execute("SET hnsw.iterative_scan = relaxed_order")
+        # psycopg prepares statements used 5+ times; PostgreSQL then may switch to a generic plan,
+        # which for scope- and term-dependent queries (BM25 postings, HNSW with filters) is 10x slower.
+        await c.execute("SET plan_cache_mode = force_custom_plan")
+        await c.execute(f"SET hnsw.ef_search = {int(ef_search)}")
+
+    return AsyncConnectionPool(
+        url,
+        min_size=min_size,
+        max_size=max_size,
+        kwargs={"autocommit": True, "cursor_factory": cursor_factory},
+        configure=configure,
+        check=AsyncConnectionPool.check_connection,  # a restarted server heals by itself
+        open=False,
+        name=name,
+    )
+
+
 class Store:
     """An open database: pool plus the facts learnt at start-up."""
 
@@ -143,11 +173,21 @@ class Store:
     seam through which the tests see every statement mnemo sends, to check that each one binds a
     single entity (DESIGN §7; tests/statement_log.py). Set it before :meth:`open`."""
 
-    def __init__(self, pool: AsyncConnectionPool, url: str, *, embedded: bool, pgvector_version: str) -> None:
+    def __init__(
+        self,
+        pool: AsyncConnectionPool,
+        url: str,
+        *,
+        embedded: bool,
+        pgvector_version: str,
+        reserved: AsyncConnectionPool | None = None,
+    ) -> None:
         self.pool = pool
         self.url = url
         self.embedded = embedded
         self.pgvector_version = pgvector_version
+        self.reserved = reserved
+        """The background pool (:meth:`background`); None: background work shares :attr:`pool`."""
 
     @classmethod
     async def open(
@@ -158,7 +198,10 @@ class Store:
         min_size: int = 1,
         max_size: int = 4,
         ef_search: int = 100,
+        reserve: int = 0,
     ) -> Store:
+        """Start up (see the module docstring): ``max_size`` connections for callers, and ``reserve``
+        more in a pool of their own for background work (0: none, it shares the main pool)."""
         embedded = database_url is None
         if database_url is None:
             url = await asyncio.to_thread(embedded_url, home)
@@ -178,30 +221,17 @@ class Store:
             await apply_migrations(conn)
             await apply_extensions(conn, installed_extensions())
 
-        async def configure(c: psycopg.AsyncConnection) -> None:
-            await register_vector_async(c)
-            await c.execute("SET hnsw.iterative_scan = relaxed_order")
-            # psycopg prepares statements used 5+ times; PostgreSQL then may switch to a generic plan,
-            # which for scope- and term-dependent queries (BM25 postings, HNSW with filters) is 10x slower.
-            await c.execute("SET plan_cache_mode = force_custom_plan")
-            await c.execute(f"SET hnsw.ef_search = {int(ef_search)}")
-
-        pool = AsyncConnectionPool(
-            url,
-            min_size=min_size,
-            max_size=max_size,
-            kwargs={"autocommit": True, "cursor_factory": cls.cursor_factory},
-            configure=configure,
-            check=AsyncConnectionPool.check_connection,  # a restarted server heals by itself
-            open=False,
-            name="mnemo",
-        )
+        pool = _pool(url, cls.cursor_factory, ef_search, min_size, max_size, "mnemo")
         try:
             await pool.open(wait=True, timeout=30)
         except PoolTimeout as exc:
             await pool.close()
             raise DatabaseUnavailableError(f"cannot open a connection pool to {redact(url)}") from exc
-        return cls(pool, url, embedded=embedded, pgvector_version=version)
+        # opened empty: a connection is made when background work first asks for one
+        reserved = _pool(url, cls.cursor_factory, ef_search, 0, reserve, "mnemo-background") if reserve else None
+        if reserved is not None:
+            await reserved.open(wait=False)
+        return cls(pool, url, embedded=embedded, pgvector_version=version, reserved=reserved)
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
@@ -218,5 +248,16 @@ class Store:
             async with self.pool.connection() as conn, _attributed(conn), conn.transaction():
                 yield conn
 
+    @asynccontextmanager
+    async def background(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        """A connection of the background pool (as :meth:`connection` lends one): for work nobody
+        waits on, which must neither take a caller's connection nor wait behind callers for one."""
+        pool = self.reserved or self.pool
+        with wrap_exceptions(self.url):
+            async with pool.connection() as conn, _attributed(conn):
+                yield conn
+
     async def close(self) -> None:
+        if self.reserved is not None:
+            await self.reserved.close()
         await self.pool.close()

@@ -104,7 +104,7 @@ async def _read(rt: Runtime, key: Key, batch: list[uuid.UUID]) -> int:
     e, ns, slug = key
     if slug != str(rt.slug):
         return 0  # the active embedder changed: these would be another model's tokens
-    async with rt.store.connection() as conn:
+    async with rt.store.background() as conn:  # the reserved pool: never a request's connection
         have = await token_rows.fetch(conn, e, ns, slug, batch)
         texts = await search_rows.item_texts(conn, e, ns, [i for i in batch if i not in have])
     if not texts:
@@ -112,6 +112,6 @@ async def _read(rt: Runtime, key: Key, batch: list[uuid.UUID]) -> int:
     todo = list(texts)
     _, fresh = await rt.embeddings.embed_documents_with_tokens([rt.item_text(texts[i]) for i in todo])
     made = {i: quantize(tv) for i, tv in zip(todo, fresh, strict=True)}
-    async with rt.store.transaction() as conn:
+    async with rt.store.background() as conn, conn.transaction():
         await token_rows.write(conn, e, ns, slug, made)  # not for an item forgotten meanwhile
     return len(made)

@@ -231,9 +231,33 @@ def worker(
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.")] = 8080,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency",
+            min=1,
+            max=256,
+            help="Requests answered at once (MNEMO_HTTP_CONCURRENCY, default 8); the connection pool holds one "
+            "connection for each, plus MNEMO_POOL_RESERVE (default 2) of its own for background work such as "
+            "read index builds.",
+            show_default=False,
+        ),
+    ] = None,
+    queue_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--queue-seconds",
+            min=0,
+            max=20,
+            help="How long a request over --concurrency waits, in arrival order, before it is answered 503 "
+            "(code busy) with a Retry-After header (MNEMO_HTTP_QUEUE_SECONDS, default 5).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs) and the inspector (/ui); every request needs a token
-    from `mnemo token create`."""
+    from `mnemo token create`. At most --concurrency requests are answered at once; the next wait
+    at the door for up to --queue-seconds, then get 503 busy with Retry-After, never a pool time-out."""
     import copy
 
     import uvicorn
@@ -243,7 +267,8 @@ def serve(
     from mnemo.interfaces import local
     from mnemo.interfaces.http import create_app
 
-    config = load_settings()
+    given = {"http_concurrency": concurrency, "http_queue_seconds": queue_seconds}
+    config = load_settings(**{name: value for name, value in given.items() if value is not None})
     near = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
     # commands of this machine find the service through MNEMO_HOME (mnemo.interfaces.local)
     announce = local.LocalService(
