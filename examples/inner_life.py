@@ -61,10 +61,20 @@ CHATTER = [
 ]
 
 
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``1 tuning step``, ``3 tuning steps``."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def share(alphas: dict[str, float], name: str = "weight") -> float:
+    """One component's share of the blend: what tuning moves (its alpha alone may stay put)."""
+    return alphas.get(name, 0.0) / sum(alphas.values())
+
+
 async def week_line(archive: AsyncArchive, week: int) -> str:
     life = await archive.inner_life(SCOPE)
     states = [t.status for t in life.tensions]
-    weight = life.alphas.get("weight", 0.0) / sum(life.alphas.values())
+    weight = share(life.alphas)
     promoted = [s for s in life.history if s.name == "blend" and s.applied]
     checks: dict[str, int] = {}
     for e in life.safety:
@@ -72,7 +82,8 @@ async def week_line(archive: AsyncArchive, week: int) -> str:
     return (
         f"week {week}: milestones {life.readiness.reached}/10 · tensions open {states.count('open')}, acknowledged "
         f"{states.count('acknowledged')}, resolved {states.count('resolved')} · weight share of the blend "
-        f"{weight:.3f} ({len(promoted)} tuning steps applied) · awaiting approval {len(life.awaiting_approval)} · "
+        f"{weight:.3f} ({plural(len(promoted), 'tuning step')} applied) · "
+        f"awaiting approval {len(life.awaiting_approval)} · "
         f"safety events {json.dumps(checks, sort_keys=True)}"
     )
 
@@ -120,7 +131,7 @@ async def night(archive: AsyncArchive, day: int) -> dict[str, Any]:
     done = await archive.reflect(SCOPE, as_of=end)
     life = await archive.inner_life(SCOPE)
     for memory_id in life.awaiting_approval:  # the operator reads the promotion and approves it
-        await archive.approve_promotion(SCOPE, memory_id)
+        await archive.approve_promotion(SCOPE, memory_id, at=end)
         print(f"  day {day}: the operator approved an identity-level promotion")
     if done["promotion"]["goal"] or done["promotion"]["identity"]:
         print(f"  day {day}: promoted {done['promotion']['goal']} to goal, {done['promotion']['identity']} to identity")
@@ -139,7 +150,9 @@ def _scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
                                                                           "seedlings tomorrow morning."})])  # fmt: skip
 
 
-async def agent_part(archive: AsyncArchive, home: Path, seed: int) -> None:
+async def agent_part(archive: AsyncArchive, home: Path, seed: int, day: int) -> None:
+    """The agent's day after the simulated weeks, on the same clock (its cycles and goal are dated by it)."""
+    at = START + timedelta(days=day)
     (home / "identity").mkdir(parents=True, exist_ok=True)
     (home / "identity" / "values.json").write_text(json.dumps([VALUE]))
     (home / "identity" / "goals.json").write_text(json.dumps(["Help Maya grow vegetables in her garden"]))
@@ -150,17 +163,19 @@ async def agent_part(archive: AsyncArchive, home: Path, seed: int) -> None:
     for round_ in range(5):  # the mind wanders until it links two unlike memories
         thought = await idle.think(seed=seed * 10 + round_)
         print(f"idle loop: wandered to {[w.content[:32] for w in thought.sampled]}; queued "
-              f"{[c for c, _ in thought.inputs]}; {len(thought.insights)} insight candidates")  # fmt: skip
+              f"{[c for c, _ in thought.inputs]}; {plural(len(thought.insights), 'insight candidate')}")  # fmt: skip
         if thought.insights:
             break
     await agent.submit(f"Thinking about my goal 'Help Maya grow vegetables in her garden': {HABIT}", "internal_dmn")
     for _ in range(6):  # a few cycles: the idle thoughts compete, the winners are acted on
-        reply = await agent.cycle()
+        reply = await agent.cycle(now=at + timedelta(hours=1))
         if reply is None:
             break
         if reply.tag is not None:
             print(f"  cycle: attended to {reply.tag.source}; actions {[a.kind for a in reply.actions if a.allowed]}")
-    await agent.achieve_goal("Help Maya grow vegetables in her garden", "Watering early was what made the difference.")
+    await agent.achieve_goal("Help Maya grow vegetables in her garden", "Watering early was what made the difference.",
+                             now=at + timedelta(hours=2))  # fmt: skip
+    await archive.reflect(SCOPE, as_of=at + timedelta(hours=23))  # that day's night
     print(await agent.command("/readiness"))
 
 
@@ -185,18 +200,21 @@ async def main(seed: int, weeks: int) -> None:
                 await night(archive, day)
             print(await week_line(archive, week + 1))
         life = await archive.inner_life(SCOPE)
-        print("gut axes: " + "; ".join(f"{a.name} ({a.variance:.0%} of variance)" for a in life.axes[:3]))
+        print("gut axes: " + "; ".join(f"{a.name} ({a.variance:.0%} of variance)" for a in life.axes))
         for failure in life.failures:
             print(f"persistent failure: {failure.reflection}")
-        blend = [s for s in life.history if s.name == "blend"]
-        print("alphas over time: " + " -> ".join(
-            f"{s.at:%m-%d} weight {s.params['alphas']['weight']:.2f}{'' if s.applied else ' (held back)'}"
-            for s in blend[:1] + blend[-2:]))  # fmt: skip
-        await agent_part(archive, home, seed)
+        blend = [s for s in life.history if s.name == "blend" and s.applied]
+        print("the weight's share of the blend over time: " + " -> ".join(
+            f"{s.at:%m-%d} {share(s.params['alphas']):.3f}" for s in blend))  # fmt: skip
+        for memory in (await archive.memories(SCOPE, limit=200)).items:
+            if memory.kind == "narrative":
+                print(f"narrative: {memory.content}")
+                break
+        await agent_part(archive, home, seed, weeks * 7)
         ready = await archive.readiness(SCOPE)
         print(f"readiness: {ready.reached} of {len(ready.milestones)} milestones")
         for m in ready.milestones:
-            print(f"  {'x' if m.reached else ' '} {m.name}")
+            print(f"  {'x' if m.reached else ' '} {m.name}" + (f" ({m.reached_at:%Y-%m-%d})" if m.reached_at else ""))
     finally:
         await archive.close()
 

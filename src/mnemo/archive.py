@@ -766,11 +766,13 @@ class AsyncArchive:
         """The ten bootstrap readiness milestones (cognitive-plan §5.2), each reached by a real event."""
         return await inner_read.readiness(self._rt, scope)
 
-    async def reach_milestone(self, scope: Scope, name: str, evidence: Mapping[str, Any] | None = None) -> bool:
+    async def reach_milestone(
+        self, scope: Scope, name: str, evidence: Mapping[str, Any] | None = None, *, at: datetime | str | None = None
+    ) -> bool:
         """Record that a real event of an agent reached milestone ``name`` (those only an agent sees: an
-        idle thought acted on, a goal reflected upon, a decision aligned with its own values); False
-        when it was already reached."""
-        return await inner_write.reach_milestone(self._rt, scope, name, evidence)
+        idle thought acted on, a goal reflected upon, a decision aligned with its own values), dated
+        ``at`` (the event's clock; default now); False when it was already reached."""
+        return await inner_write.reach_milestone(self._rt, scope, name, evidence, at)
 
     async def inner_life(self, scope: Scope) -> InnerLife:
         """Milestones, gut axes, tensions, the blend's alphas and their history, safety events,
@@ -782,9 +784,12 @@ class AsyncArchive:
         frustration ledger, the safety monitors and milestones. Returns what it did."""
         return await night_reflect.reflect(self._rt, scope, as_of=as_of)
 
-    async def approve_promotion(self, scope: Scope, memory_id: uuid.UUID | str) -> bool:
-        """Apply a promotion that waits for the operator (past a 0.85 centre at ``operator_trust`` < 3)."""
-        return await night_reflect.approve(self._rt, scope, memory_id)
+    async def approve_promotion(
+        self, scope: Scope, memory_id: uuid.UUID | str, *, at: datetime | str | None = None
+    ) -> bool:
+        """Apply a promotion that waits for the operator (past a 0.85 centre at ``operator_trust`` < 3),
+        dated ``at`` (default now; a replay or simulation brings its own clock)."""
+        return await night_reflect.approve(self._rt, scope, memory_id, at=at)
 
     async def wander(
         self, scope: Scope, n: int = 3, *, seed: int | None = None, avoid: Sequence[uuid.UUID] = ()

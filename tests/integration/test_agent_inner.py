@@ -20,6 +20,8 @@ from mnemo.agent import Agent, Identity, IdleLoop
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
 
+pytestmark = pytest.mark.future_nights  # nights run days or weeks ahead of the clock
+
 ME = Scope("mira", "life")
 
 
@@ -201,6 +203,35 @@ def test_six_simulated_weeks_reach_every_milestone(database_url: str, tmp_path: 
     assert len(shares) == 6 and shares[0] > 2 / 17 and shares == sorted(shares)
     tensions = re.findall(r"tensions open (\d), acknowledged (\d), resolved (\d)", out)
     assert tensions[0] == ("1", "0", "0") and tensions[1] == ("0", "1", "0") and tensions[-1] == ("0", "0", "1")
+    _reads_well(out)
+
+
+def _reads_well(out: str) -> None:
+    """Issue 39 item 13: what a person reads in the example's output."""
+    import re
+    from datetime import date
+
+    # a model by its name, not its repr
+    assert "System 1: function:_scripted;" in out and "FunctionModel(" not in out and "<function" not in out
+    # counts agree with their nouns
+    assert "(1 tuning step applied)" in out and not re.search(r"\b1 (tuning steps|insight candidates)\b", out)
+    # what tuning changed: the weight's share of the blend, rising step by step
+    line = re.search(r"the weight's share of the blend over time: (.*)", out)
+    assert line is not None
+    over_time = [float(x) for x in re.findall(r"\d\d-\d\d ([0-9.]+)", line.group(1))]
+    # one point per applied step, ending where the weekly lines end (the alpha alone may stay put)
+    steps = re.findall(r"weight share of the blend ([0-9.]+) \((\d+) tuning steps? applied\)", out)[-1]
+    assert over_time == sorted(over_time) and len(over_time) == int(steps[1]) and over_time[-1] == float(steps[0])
+    # gut axes that carry variance or meaning, each named after a different memory
+    axes = re.search(r"gut axes: (.*)", out)
+    assert axes is not None and "(0% of variance)" not in axes.group(1)
+    labels = re.findall(r"toward '(.*?)' \(", axes.group(1))
+    assert labels and len(labels) == len(set(labels))
+    # every milestone dated on the simulation's clock: six weeks from 2026-09-01 and the agent's day after
+    dates = [date.fromisoformat(d) for d in re.findall(r"^  x \w+ \((\d{4}-\d\d-\d\d)\)$", out, re.M)]
+    assert len(dates) == 10 and all(date(2026, 9, 1) <= d <= date(2026, 10, 14) for d in dates)
+    # a narrative in English: a whole statement follows "I came to see that", the name keeps its capital
+    assert "narrative: Identity narrative: I came to see that Maya prefers" in out and "I came to maya" not in out
 
 
 async def test_forgetting_a_turn_blanks_the_gut_deltas_and_held_inputs_that_quote_it(

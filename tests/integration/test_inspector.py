@@ -316,6 +316,66 @@ def test_facts_audit_and_curation_pages(browser: Any, site: dict[str, Any], shot
 
 
 def test_the_facts_page_lists_the_scopes_entities_most_mentioned_first(
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def test_audit_rows_say_what_their_items_say_and_keep_the_id(browser: Any, site: dict[str, Any], shots: Path) -> None:
+    """Issue 39 item 14: audit rows linked bare UUIDs. Each names its item by what it says; the id
+    stays in the link (and its title)."""
+    page = sign_in(browser, site)
+    page.goto(site["base"] + "/ui/s/alice/history/audit")
+    links = page.locator("tr.audit-row td.subject a")
+    assert links.count() > 0
+    with psycopg.connect(site["db"]) as conn:
+        for link in links.all()[:25]:
+            item = str(link.get_attribute("title"))
+            assert UUID.match(item) and str(link.get_attribute("href")).endswith("/memory/" + item)
+            row = conn.execute(
+                "SELECT coalesce(nullif(compressed, ''), content) FROM mnemo.memories WHERE id = %s", (item,)
+            ).fetchone()
+            text = " ".join(link.inner_text().rstrip("…").split())
+            assert not UUID.match(text) and row is not None and " ".join(row[0].split()).startswith(text)
+    assert page.locator("tr.audit-row", has_text="allergic to peanuts").count() >= 1  # the recall reinforced it
+
+
+def test_memories_show_when_said_and_when_recorded(browser: Any, site: dict[str, Any], shots: Path) -> None:
+    """Issue 39 item 14: the Memories page showed only the record time (a night's memory: the night's
+    time). Each row shows both clocks: when it was said, and when the archive wrote it."""
+    page = sign_in(browser, site)
+    page.goto(site["base"] + "/ui/s/alice/history/memories?kind=episodic")
+    rows = page.locator("tr.memory-row")
+    assert rows.count() > 0
+    with psycopg.connect(site["db"]) as conn:
+        told = conn.execute(
+            "SELECT id::text, to_char(event_time AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI'), "
+            "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') FROM mnemo.memories "
+            "WHERE entity_id = 'alice' AND namespace = 'history' AND kind = 'episodic' AND event_time IS NOT NULL"
+        ).fetchall()
+    clocks = {i: (said, recorded) for i, said, recorded in told}
+    apart = 0
+    for row in rows.all():
+        memory_id = str(row.locator("a").first.get_attribute("href")).rsplit("/", 1)[1]
+        said, recorded = row.locator("span.said").inner_text(), row.locator("span.recorded").inner_text()
+        if memory_id in clocks:
+            assert (said, recorded) == (clocks[memory_id][0], "recorded " + clocks[memory_id][1])
+            apart += clocks[memory_id][0] != clocks[memory_id][1]
+    assert apart > 0  # an episode said weeks before the night that wrote it shows both
+
+
+def test_episode_gists_come_from_what_the_user_said(browser: Any, site: dict[str, Any], shots: Path) -> None:
+    """Issue 39 item 14: episode gists were mostly the assistant's chit-chat. A gist is drawn from
+    the user's informative lines (Alice's here; Bob is the assistant)."""
+    page = sign_in(browser, site)
+    page.goto(site["base"] + "/ui/s/alice/history/episodes")
+    hrefs = [str(a.get_attribute("href")) for a in page.locator("tr.episode-row a").all()]
+    gists = []
+    for href in hrefs:
+        page.goto(site["base"] + href)
+        if page.locator("#gist").count():
+            gists.append(page.locator("#gist").inner_text())
+    assert gists and all("Alice:" in g and "Bob:" not in g and "Bot:" not in g for g in gists), gists
+
+
     browser: Any, site: dict[str, Any], shots: Path
 ) -> None:
     page = sign_in(browser, site)
@@ -486,6 +546,7 @@ def test_the_inner_life_page_shows_milestones_tensions_alphas_and_safety(
     snap(page, shots, "18-inner-life")
     (waiting,) = page.locator("#awaiting a").all()
     waiting.click()
+    assert waiting.inner_text() == HABIT and UUID.match(str(waiting.get_attribute("title")))  # what, not an id
     page.wait_for_selector("#memory-content")
     assert page.locator("#memory-content").inner_text() == HABIT
 

@@ -531,6 +531,22 @@ def test_offline_insight_and_narrative() -> None:
     assert offline_narrative("AI safety matters", ["a", "b", "c", "d"]).endswith("because of: a; b; c")
 
 
+def test_a_narrative_of_a_whole_statement_reads_as_english() -> None:
+    """Issue 39 item 13: "I came to maya prefers watering ...". A statement with its own subject
+    follows "I came to see that", a name keeps its capital; a verb phrase still follows "I came to"."""
+    said = offline_narrative("Insight: Maya prefers watering the garden early in the morning.", ["Maya said so."])
+    assert said == (
+        "Identity narrative: I came to see that Maya prefers watering the garden early in the morning "
+        "because of: Maya said so"
+    )
+    assert (
+        offline_narrative("The beans need water.", []) == "Identity narrative: I came to see that the beans need water."
+    )
+    assert offline_narrative("I am honest.", []) == "Identity narrative: I came to see that I am honest."
+    assert offline_narrative("AI safety matters", []) == "Identity narrative: I came to see that AI safety matters."
+    assert offline_narrative("Prefer plain words.", []) == "Identity narrative: I came to prefer plain words."
+
+
 def test_time_expressions_are_found_in_text_order() -> None:
     found = [(text, kind) for text, kind in ((m[3].group(0), m[2]) for m in find_times("yesterday and last week"))]
     assert found == [("yesterday", "word"), ("last week", "rel")]

@@ -56,7 +56,7 @@ from mnemo.cognition.window import Intensity, RateLimit, intensity, system2_rece
 from mnemo.errors import InvalidContentError
 from mnemo.models import FlushReport, Hit, RecallResult, Refusal, Scope
 
-__all__ = ["COMMANDS", "REFUSAL", "Agent", "Reply", "price"]
+__all__ = ["COMMANDS", "REFUSAL", "Agent", "Reply", "label", "price"]
 
 REFUSAL = "I don't know: my memory holds nothing reliable about that."
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -101,6 +101,18 @@ class Reply:
     def outbox(self) -> tuple[str, ...]:
         """What goes to the user: the communications that passed their check."""
         return tuple(a.text for a in self.actions if a.kind == "communication" and a.allowed)
+
+
+def label(model: Any) -> str:
+    """A model as a person reads it: a name as given; a model object by its ``system:model_name``
+    (``openai:gpt-4o``, ``function:_scripted``), never its repr."""
+    if isinstance(model, str):
+        return model
+    name = str(getattr(model, "model_name", "") or "").strip(":")
+    system = str(getattr(model, "system", "") or "")
+    if not name:
+        return system or type(model).__name__
+    return name if not system or name.startswith(f"{system}:") else f"{system}:{name}"
 
 
 def price(model: str, input_tokens: int, output_tokens: int) -> float | None:
@@ -179,6 +191,8 @@ class Agent:
     """Milestones this agent has seen reached (so it asks the archive once)."""
     window: ContextWindow = field(init=False)
     _trust: dict[str, float] = field(default_factory=dict, init=False, repr=False)
+    _now: datetime | None = field(default=None, init=False, repr=False)
+    """The clock of the cycle under way (:meth:`cycle`'s ``now``): a milestone it reaches is dated by it."""
 
     def __post_init__(self) -> None:
         if self.exit_interval < 0:
@@ -254,6 +268,13 @@ class Agent:
         attention (the losers wait with decaying urgency), the state report goes into the context, and
         the winner is answered. None when nothing is pending."""
         when = now or datetime.now(UTC)
+        self._now = when
+        try:
+            return await self._cycle(when)
+        finally:
+            self._now = None
+
+    async def _cycle(self, when: datetime) -> Reply | None:
         due = [task for task in self.scheduled if task[0] <= when]
         self.scheduled = [task for task in self.scheduled if task[0] > when]
         for _, text, held in due:
@@ -394,22 +415,25 @@ class Agent:
                 await self._milestone("first_aligned_decision", {"action": text[:200], "value": str(formed[0].id)})
                 return
 
-    async def _milestone(self, name: str, evidence: Mapping[str, str]) -> None:
+    async def _milestone(self, name: str, evidence: Mapping[str, str], at: datetime | None = None) -> None:
+        """Milestone ``name`` reached now: on ``at``, else the clock of the cycle under way, else the wall's."""
         if name not in self.reached:
-            await self.archive.reach_milestone(self.scope, name, evidence)
+            await self.archive.reach_milestone(self.scope, name, evidence, at=at or self._now)
             self.reached.add(name)
 
-    async def achieve_goal(self, goal: str, reflection: str) -> uuid.UUID:
+    async def achieve_goal(self, goal: str, reflection: str, *, now: datetime | None = None) -> uuid.UUID:
         """A goal was achieved: keep the agent's reflection on it as a ``reflection`` memory (at the
-        agent's own source confidence) and mark milestone 9. Returns the memory's id."""
+        agent's own source confidence, dated ``now``: a replay or simulation brings its own clock) and
+        mark milestone 9. Returns the memory's id."""
         if not isinstance(goal, str) or not goal.strip() or not isinstance(reflection, str) or not reflection.strip():
             raise InvalidContentError("a goal and a reflection on it are both needed")
         memory = await self.archive.remember(
             self.scope, f"Goal achieved: {goal.strip()}. Looking back: {reflection.strip()}", kind="reflection",
             source_tag="agent", source_confidence=self.archive.settings.own_source_confidence,
-            metadata={"goal": goal.strip()},
+            metadata={"goal": goal.strip()}, event_time=now,
         )  # fmt: skip
-        await self._milestone("first_goal_reflected", {"goal": goal.strip()[:200], "memory": str(memory.id)})
+        evidence = {"goal": goal.strip()[:200], "memory": str(memory.id)}
+        await self._milestone("first_goal_reflected", evidence, now)
         return memory.id
 
     async def _learn_reflexes(self, run: _Run) -> None:
@@ -605,8 +629,10 @@ class Agent:
             return await self._costs()
         if name == "/readiness":
             problem = await self.archive.health()
-            model = "offline responder (no model configured)" if self.model is None else f"System 1: {self.model}"
-            system2 = f"System 2: {self.system2}" if self.system2 is not None else "no System 2"
+            model = (
+                "offline responder (no model configured)" if self.model is None else "System 1: " + label(self.model)
+            )
+            system2 = f"System 2: {label(self.system2)}" if self.system2 is not None else "no System 2"
             grown = await self.archive.readiness(self.scope)
             missing = [m.name for m in grown.milestones if not m.reached]
             milestones = f"{grown.reached} of {len(grown.milestones)} bootstrap milestones reached" + (
@@ -624,11 +650,11 @@ class Agent:
     async def _costs(self) -> str:
         now = datetime.now(UTC)
         parts = []
-        for label, since in (("session", self.started), ("24 h", now - timedelta(hours=24)), ("lifetime", EPOCH)):
+        for span, since in (("session", self.started), ("24 h", now - timedelta(hours=24)), ("lifetime", EPOCH)):
             t = await self.archive.model_costs(self.scope.entity_id, self.name, since)
             unpriced = f", {t['unpriced']} unpriced" if t["unpriced"] else ""
             parts.append(
-                f"{label}: {t['calls']} calls, {t['input_tokens']} in / {t['output_tokens']} out tokens, "
+                f"{span}: {t['calls']} calls, {t['input_tokens']} in / {t['output_tokens']} out tokens, "
                 f"${t['cost']:.4f}{unpriced}"
             )
         return "\n".join(parts)

@@ -136,7 +136,12 @@ def axes(deltas: np.ndarray, outcomes: Sequence[float | None], k: int = 10) -> l
     """PCA of the deltas (rows): the top ``k`` components by variance, each signed so that its
     projection correlates positively with good outcomes where outcomes exist; the most correlated
     one, when it reaches :data:`NAMED`, is named ``hope`` (it points toward what went well; its
-    opposite pole is fear), the others ``axis N``."""
+    opposite pole is fear), the others ``axis N``.
+
+    A component is an axis when it carries more than an average direction's share of the variance
+    (the Kaiser criterion: more than 1/r of it, r the deltas' rank) or its correlation with outcomes
+    reaches :data:`NAMED`; the rest is noise spread evenly, not a feeling (issue 39 item 13: nine
+    axes at 0% of variance were listed)."""
     x = np.asarray(deltas, dtype=float)
     if x.ndim != 2 or len(x) < 2:
         return []
@@ -150,6 +155,7 @@ def axes(deltas: np.ndarray, outcomes: Sequence[float | None], k: int = 10) -> l
     known = np.array([o is not None for o in outcomes])
     values = np.array([0.0 if o is None else float(o) for o in outcomes])
     found: list[Axis] = []
+    average = 1.0 / max(1, int((s**2 / total > 1e-9).sum()))
     for rank in range(min(k, len(s))):
         share = float(s[rank] ** 2 / total)
         if share < 1e-9:
@@ -161,7 +167,8 @@ def axes(deltas: np.ndarray, outcomes: Sequence[float | None], k: int = 10) -> l
                 corr = float(np.corrcoef(proj, values[known])[0, 1])
                 if corr < 0:  # an SVD direction's sign is arbitrary: point it toward good outcomes
                     axis, corr = -axis, -corr
-        found.append(Axis(rank, axis, share, corr, f"axis {rank + 1}"))
+        if rank == 0 or share > average or abs(corr or 0.0) >= NAMED:
+            found.append(Axis(len(found), axis, share, corr, f"axis {len(found) + 1}"))
     return _named(found)
 
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from mnemo.cognition.phrases import clean_name, word_set
 from mnemo.cognition.timex import find_times, strip_times
+from mnemo.cognition.utterances import AUX, SUBJECTS
 
 __all__ = [
     "INSIGHT_PREFIX",
@@ -41,6 +42,7 @@ __all__ = [
     "claim_of",
     "covers",
     "extractive_summary",
+    "gist_lines",
     "offline_insight",
     "offline_narrative",
     "same_claim",
@@ -203,6 +205,19 @@ def extractive_summary(
     return "" if best is None else _cut(sentences[best].strip(), max_tokens, count_tokens)
 
 
+def gist_lines(roles: Sequence[str], informative: Sequence[bool]) -> list[int]:
+    """The lines an episode's gist (its compressed line) is drawn from, by index: the user's lines
+    that state something new (``informative``: a fact, a preference, a dated event, words the
+    session had not used); else anyone's informative lines; else every line. The gist says what
+    the episode was about, not the assistant's courtesies around it (issue 39 item 14)."""
+    if len(roles) != len(informative):
+        raise ValueError(f"got {len(roles)} roles but {len(informative)} informative flags")
+    said = [i for i, (role, new) in enumerate(zip(roles, informative, strict=True)) if new and role == "user"]
+    if said:
+        return said
+    return [i for i, new in enumerate(informative) if new] or list(range(len(roles)))
+
+
 def offline_insight(statements: Sequence[str], vectors: np.ndarray, claims: Sequence[Claim] | None = None) -> str:
     """The most central statement as an insight, prefixed "Insight: " (ties: the first).
 
@@ -321,14 +336,36 @@ def _clause(text: str) -> str:
     return text.rstrip(" .;:!")
 
 
+def _is_sentence(text: str) -> bool:
+    """Whether ``text`` is a whole statement with its own subject ("Maya prefers ...", "The beans
+    need ...", "AI safety matters") rather than a verb phrase ("value simple tools"): it opens with
+    a subject word or an acronym, or its second word is a finite verb (an auxiliary, or a verb in
+    -s or -ed)."""
+    words = text.split()
+    if not words:
+        return False
+    first = words[0].strip("\"'(").lower()
+    if first in SUBJECTS or (len(words[0]) > 1 and words[0].isupper()):
+        return True
+    second = words[1].lower().strip(",;:") if len(words) > 1 else ""
+    return second in AUX or (len(second) > 3 and (second.endswith(("s", "ed")) and not second.endswith("ss")))
+
+
 def offline_narrative(insight: str, sources: Sequence[str], *, max_sources: int = 3) -> str:
     """``"Identity narrative: I came to {insight} because of: {source1}; {source2}"`` (cognitive-plan §4.2).
 
-    The "Insight: " prefix and trailing punctuation are dropped from the parts; the insight's first
-    letter is lowercased unless it starts an acronym or "I"; at most ``max_sources`` sources are cited.
+    The "Insight: " prefix and trailing punctuation are dropped from the parts. An insight that is a
+    verb phrase ("Value simple tools") follows "I came to" with its first letter lowercased; one that
+    is a whole statement ("Maya prefers watering ...") follows "I came to see that" as written, so
+    a name keeps its capital (issue 39 item 13: "I came to maya prefers watering").
+    At most ``max_sources`` sources are cited.
     """
     core = _clause(insight)
-    if core and core[0].isupper() and not (len(core) > 1 and (core[1].isupper() or core[1] == " ")):
+    if _is_sentence(core):
+        opener = core.split()[0]
+        lower = opener.lower() in SUBJECTS and opener.lower() != "i" and opener[1:].islower()
+        core = f"see that {core[0].lower() + core[1:] if lower else core}"
+    elif core and core[0].isupper() and not (len(core) > 1 and (core[1].isupper() or core[1] == " ")):
         core = core[0].lower() + core[1:]
     reasons = [c for c in (_clause(s) for s in sources) if c][:max_sources]
     if not reasons:

@@ -45,7 +45,7 @@ from mnemo.cognition.salience import (
     unit_vector,
 )
 from mnemo.cognition.segments import Segment, segment
-from mnemo.cognition.summaries import extractive_summary
+from mnemo.cognition.summaries import extractive_summary, gist_lines
 from mnemo.config import Settings
 from mnemo.embed import Embeddings, load_embedder
 from mnemo.models import Scope, uuid7
@@ -331,7 +331,9 @@ async def _render(rt: Runtime, session: _Session, seg: Segment) -> dict[str, Any
     lines = [_line(t) for t in part]
     levels = _levels(arc, ss, rt.settings.night_min_sigma)
     novel = session.novel[seg.start : seg.end + 1]
-    zones = detect_zones(lines, ss.tolist(), vv, levels.baseline, levels.sigma, informative=_informative(part, novel))
+    told = _informative(part, novel)
+    zones = detect_zones(lines, ss.tolist(), vv, levels.baseline, levels.sigma, informative=told)
+    gist = gist_lines([t.role for t in part], told)
     salience = score_block(ss.tolist(), vv, levels.baseline, levels.sigma)
     gain = coherence_gain(levels.baseline, levels.final)
     texts = await _zone_texts(rt, zones, part, lines, vv)
@@ -343,7 +345,9 @@ async def _render(rt: Runtime, session: _Session, seg: Segment) -> dict[str, Any
     return {
         "prose": prose,
         "content": f"[{when:%Y-%m-%d %H:%M}] " + "\n".join(texts.rendered),
-        "compressed": extractive_summary(lines, vv, rt.settings.night_compressed_tokens, count_tokens=_count(rt)),
+        "compressed": extractive_summary(
+            [lines[i] for i in gist], vv[gist], rt.settings.night_compressed_tokens, count_tokens=_count(rt)
+        ),
         "flux_metrics": _metrics(levels, arc, seg, session.turns),
         "salience_scores": salience.as_scores(),
         "coherence_gain": gain,

@@ -41,9 +41,9 @@ async def gut_axes(guard: Guard, rt: Any) -> GutStats:
     if len(rows) < LEAST:
         return stats
     found = axes(np.array([r.vector for r in rows], dtype=float), [r.outcome for r in rows], AXES)
-    stored = []
+    stored, poles = [], set[str]()
     for a in found:
-        pole = await _pole(guard, rt, a.axis)
+        pole = await _pole(guard, rt, a.axis, poles)
         stored.append((a.rank, [float(x) for x in a.axis], a.variance, a.correlation,
                        a.name + (f": toward '{pole}'" if pole else "")))  # fmt: skip
     await inner_rows.replace_gut_axes(guard.conn, e, ns, stored, len(rows), guard.at)
@@ -52,15 +52,20 @@ async def gut_axes(guard: Guard, rt: Any) -> GutStats:
     return stats
 
 
-async def _pole(guard: Guard, rt: Any, axis: np.ndarray) -> str | None:
-    """The memory furthest along ``axis`` (a short quote), when the axis lives in the active space."""
+async def _pole(guard: Guard, rt: Any, axis: np.ndarray, taken: set[str]) -> str | None:
+    """The memory furthest along ``axis`` (a short quote) that no earlier axis is named after (two
+    axes toward one memory read as one; issue 39 item 13), when the axis lives in the active space.
+    Adds the quote to ``taken``."""
     if len(axis) != rt.embeddings.dim:
         return None
     found = await vector_rows.search(
         guard.conn, rt.table, rt.embeddings.dim, guard.scope.entity_id, guard.scope.namespace, rt.slug,
-        np.asarray(axis, dtype=np.float32), 1, item_kind="memory",
+        np.asarray(axis, dtype=np.float32), 2 * len(taken) + 1, item_kind="memory",
     )  # fmt: skip
-    if not found:
-        return None
-    text = await inner_rows.memory_text(guard.conn, guard.scope.entity_id, found[0][0])
-    return None if text is None else (text if len(text) <= 60 else text[:59] + "…")
+    for item in found:
+        text = await inner_rows.memory_text(guard.conn, guard.scope.entity_id, item[0])
+        quote = None if text is None else (text if len(text) <= 60 else text[:59] + "…")
+        if quote is not None and quote not in taken:
+            taken.add(quote)
+            return quote
+    return None

@@ -74,7 +74,7 @@ async def inner_stage(rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, 
     memories = await inner_rows.live_memories(conn, e, ns)
     stats.entropy, stats.coherence = await _monitors(guard, memories, await coherence())
     stats.paused = await _breaker(guard)
-    stats.milestones = await record_milestones(conn, scope)
+    stats.milestones = await record_milestones(conn, scope, as_of)
     stats.safety = dict(guard.events)
     return stats
 
@@ -153,12 +153,17 @@ async def _breaker(guard: Guard) -> list[str]:
     return [str(m) for m in paused]
 
 
-async def record_milestones(conn: psycopg.AsyncConnection, scope: Scope) -> list[str]:
-    """Store the milestones the traces show and no row holds yet; the names first reached."""
+async def record_milestones(conn: psycopg.AsyncConnection, scope: Scope, at: datetime | None = None) -> list[str]:
+    """Store the milestones the traces show and no row holds yet; the names first reached.
+
+    ``at``: the clock of the night that looks (its ``as_of``). A milestone is dated when its trace
+    says, but never after the night that saw it: a trace stamped by the wall clock (a recall, a
+    night's own record) is not dated past a simulated or replayed night's clock (issue 39 item 13)."""
     e, ns = scope.entity_id, scope.namespace
     held = await inner_rows.milestones(conn, e, ns)
     reached = []
-    for name, (at, evidence) in (await inner_rows.detect_milestones(conn, e, ns)).items():
-        if name not in held and await inner_rows.reach(conn, e, ns, name, at, evidence):
+    for name, (seen, evidence) in (await inner_rows.detect_milestones(conn, e, ns)).items():
+        when = seen if at is None else min(seen, at)
+        if name not in held and await inner_rows.reach(conn, e, ns, name, when, evidence):
             reached.append(name)
     return reached

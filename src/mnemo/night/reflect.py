@@ -24,14 +24,16 @@ from mnemo.write.remember import ensure_scope
 __all__ = ["approve", "reflect"]
 
 
-async def approve(rt: Runtime, scope: Scope, memory_id: object) -> bool:
-    """Apply a promotion that waits for the operator's approval; False when none waits."""
+async def approve(rt: Runtime, scope: Scope, memory_id: object, *, at: object = None) -> bool:
+    """Apply a promotion that waits for the operator's approval, dated ``at`` (default now); False
+    when none waits."""
     target = check_id(memory_id, label="memory_id")
+    when = datetime.now(UTC) if at is None else to_utc(at, label="at")
     async with rt.store.transaction() as conn:
         states = await dynamic_rows.memory_states(conn, scope.entity_id, scope.namespace, [target], lock=True)
         if target not in states:
             raise UnknownItemError(f"no memory {target} in scope {scope}")
-        return await promotion.approve(Guard(conn, rt.settings, scope, datetime.now(UTC)), states[target])
+        return await promotion.approve(Guard(conn, rt.settings, scope, when), states[target])
 
 
 async def reflect(rt: Runtime, scope: Scope, *, as_of: object = None) -> dict[str, Any]:

@@ -147,7 +147,8 @@ async def browse(
     search (the english ``tsvector``)."""
     return await _rows(
         conn,
-        """SELECT id, kind, content, status, anchored, tier, alpha, beta, access_count, created_at, process_id
+        """SELECT id, kind, content, status, anchored, tier, alpha, beta, access_count, created_at, process_id,
+                  event_time
            FROM mnemo.memories
            WHERE entity_id = %(e)s AND namespace = %(ns)s
              AND (%(q)s::text IS NULL OR tsv @@ websearch_to_tsquery('english', %(q)s))
@@ -279,7 +280,17 @@ async def audit(
                      AND (%(enf)s::boolean IS NULL OR blocked = NOT %(enf)s) AND (%(r)s::text IS NULL OR reason = %(r)s)
                    ORDER BY at DESC LIMIT %(n)s"""
     params = {"e": entity_id, "ns": namespace, "enf": enforced, "r": reason, "n": limit}
-    return await _rows(conn, query, params, AuditEntry)
+    return await _rows(conn, _AUDIT_SUBJECT.format(rows=query), params, AuditEntry)
+
+
+_AUDIT_SUBJECT = """SELECT a.at, a.item_id, a.reason, a.enforced, a.detail,
+                          left(coalesce(nullif(m.compressed, ''), m.content, t.content), 160) AS subject
+                   FROM ({rows}) a
+                   LEFT JOIN mnemo.memories m ON m.entity_id = %(e)s AND m.namespace = %(ns)s AND m.id = a.item_id
+                   LEFT JOIN mnemo.turns t ON t.entity_id = %(e)s AND t.namespace = %(ns)s AND t.id = a.item_id
+                   ORDER BY a.at DESC"""
+"""An audit row with what its item says, a block's memory by its compressed line (issue 39 item 14:
+bare ids told the reader nothing); an item forgotten since has none."""
 
 
 async def curation(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> list[CurationView]:

@@ -87,7 +87,10 @@ class MemoryListing:
     beta: float
     access_count: int
     created_at: datetime
+    """Record time: when the archive wrote it (a night's memory: the night's time)."""
     process_id: str
+    event_time: datetime | None = None
+    """Event time: when it was said or happened (None: not known apart from the record time)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +168,9 @@ class AuditEntry:
     reason: str
     enforced: bool | None
     detail: str | None
+    subject: str | None = None
+    """What the item says (its compressed line, else its content, cut to 160 characters); None: no
+    item, or forgotten since."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -313,7 +313,9 @@ def inner_pages(pages: Pages) -> APIRouter:
             archive = pages.archive()
             life = await archive.inner_life(scope)
             chart = views.alphas_chart(life.history)
-            return {"scope": scope, "life": life, "alphas": views.alpha_shares(life.alphas, chart), "chart": chart,
+            awaiting = [(m, (await archive.item(scope, m)).content) for m in life.awaiting_approval]
+            return {"scope": scope, "life": life, "awaiting": awaiting, "chart": chart,
+                    "alphas": views.alpha_shares(life.alphas, chart),
                     "tuning": list(reversed(life.history)),
                     "min_outcomes": archive.settings.tuning_min_outcomes, "self_tuning": archive.settings.self_tuning,
                     "least_deltas": GUT_LEAST}  # fmt: skip
