@@ -39,6 +39,7 @@ from mnemo.interfaces.cli._common import (
     out,
     print_json,
 )
+from mnemo.interfaces.mcp_tools import listed
 from mnemo.interfaces.shapes import TokenOut, dump
 from mnemo.models import Scope, TokenInfo, to_jsonable
 
@@ -98,7 +99,7 @@ def register(app: typer.Typer) -> None:
     """Add ``mcp``, ``worker``, ``serve`` and the ``token`` group to ``app``."""
     app.command()(serve)
     app.command()(ui)
-    app.command()(mcp)
+    app.command(help=f"Serve one scope's memory to MCP clients (tools: {listed()}).")(mcp)
     app.command()(worker)
     tokens = typer.Typer(no_args_is_help=True, help="Bearer tokens for mnemo serve.")
     tokens.command("create")(token_create)
@@ -119,7 +120,7 @@ def mcp(
         typer.Option("--auth", help="With --http: require a bearer token (mnemo token create); it sets the scope."),
     ] = False,
 ) -> None:
-    """Serve one scope's memory to MCP clients (tools: recall, remember, context, forget)."""
+    """Serve one scope's memory to MCP clients (the tools: see mnemo.interfaces.mcp_tools)."""
     from mnemo.config import load_settings
     from mnemo.interfaces.mcp import build_server
 
