@@ -39,7 +39,8 @@ def test_feedback_readiness_and_the_inner_life_over_http(
         assert ready["reached"] == 1 and ready["milestones"][1]["name"] == "first_retrieval"
         assert ready["milestones"][1]["reached"] is True and ready["milestones"][0]["reached"] is False
         life = c.get("/v1/inner").json()
-        assert life["tuned"] is False and life["alphas"]["search"] > 0 and life["readiness"]["scope"] == "alice/default"
+        assert life["tuned"] is False and life["alphas"]["search"] > 0 and life["scope"] == "alice/default"
+        assert life["readiness"] == ready  # one shape for readiness, alone or inside the inner life (issue 39)
         before = snapshot(database_url)
         for body in (
             {"outcome_id": outcome, "value": 2},

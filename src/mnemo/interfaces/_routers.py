@@ -45,6 +45,7 @@ from mnemo.interfaces.shapes import (
     HealthOut,
     ImportIn,
     ImportOut,
+    InnerOut,
     ItemOut,
     ListedMemoryOut,
     MemoriesOut,
@@ -67,7 +68,6 @@ from mnemo.interfaces.shapes import (
 from mnemo.models import (
     ContextBlock,
     EntityFacts,
-    InnerLife,
     Memory,
     MemoryHistory,
     RecallResult,
@@ -334,10 +334,10 @@ def inner() -> APIRouter:
         return ReadinessOut.of(await archive.readiness(own_scope(who, namespace)))
 
     @router.get("/v1/inner", responses=errors(401, 403, 422, 503))
-    async def inner_life(who: Who, archive: Arch, namespace: NamespaceQuery = None) -> InnerLife:
-        """Milestones, gut axes, tensions, the blend's alphas and their history, safety events, promotions
-        awaiting approval and persistent failures."""
-        return await archive.inner_life(own_scope(who, namespace))
+    async def inner_life(who: Who, archive: Arch, namespace: NamespaceQuery = None) -> InnerOut:
+        """Milestones (as ``/v1/readiness`` answers them), gut axes, tensions, the blend's alphas and their
+        history, safety events, promotions awaiting approval and persistent failures."""
+        return InnerOut.of(await archive.inner_life(own_scope(who, namespace)))
 
     return router
 

@@ -19,6 +19,9 @@ from mnemo.models import (
     BackupManifest,
     Belief,
     ContextBlock,
+    FailurePatternRecord,
+    GutAxis,
+    InnerLife,
     MemoryKind,
     MemoryStatus,
     NightReport,
@@ -27,7 +30,11 @@ from mnemo.models import (
     Reflex,
     Refusal,
     Role,
+    SafetyRecord,
+    Scope,
+    Tension,
     Timestamp,
+    TuningStep,
 )
 
 MAX_BODY_BYTES = 256 * 1024
@@ -436,4 +443,28 @@ class ReadinessOut(BaseModel):
             entity_id=found.scope.entity_id, namespace=found.scope.namespace, reached=found.reached, ready=found.ready,
             milestones=[MilestoneOut(name=m.name, description=m.description, reached=m.reached,
                                      reached_at=m.reached_at, evidence=dict(m.evidence)) for m in found.milestones],
+        )  # fmt: skip
+
+
+class InnerOut(BaseModel):
+    """The inner life (``GET /v1/inner``); its ``readiness`` is :class:`ReadinessOut`, the one shape of
+    ``GET /v1/readiness`` (issue 39 item 15: the two answered the same milestones in two shapes)."""
+
+    scope: Scope
+    readiness: ReadinessOut
+    axes: tuple[GutAxis, ...]
+    tensions: tuple[Tension, ...]
+    alphas: dict[str, float]
+    tuned: bool
+    history: tuple[TuningStep, ...]
+    safety: tuple[SafetyRecord, ...]
+    awaiting_approval: tuple[uuid.UUID, ...]
+    failures: tuple[FailurePatternRecord, ...]
+
+    @classmethod
+    def of(cls, life: InnerLife) -> InnerOut:
+        return cls(
+            scope=life.scope, readiness=ReadinessOut.of(life.readiness), axes=life.axes, tensions=life.tensions,
+            alphas=dict(life.alphas), tuned=life.tuned, history=life.history, safety=life.safety,
+            awaiting_approval=life.awaiting_approval, failures=life.failures,
         )  # fmt: skip
