@@ -67,3 +67,16 @@ def test_ci_runs_the_wheel_check_after_the_tests() -> None:
     script = (ROOT / ".ci" / "wheel-check").read_text()
     assert "torch==2.13.0" in script and script.index("torch==2.13.0") < script.index('install -q "$WHEEL"')
     assert 'cd "$WORK"' in script and "quickstart --json" in script
+
+
+def test_the_license_is_an_spdx_expression_the_build_backend_keeps_supporting() -> None:
+    """Issue 39 item 15: ``license = { text = ... }`` is deprecated by setuptools (builds stop after
+    2027-02-18); PEP 639 wants an SPDX expression, which needs setuptools 77 or later."""
+    from packaging.licenses import canonicalize_license_expression
+    from packaging.requirements import Requirement
+
+    license_ = PYPROJECT["project"]["license"]
+    assert isinstance(license_, str) and canonicalize_license_expression(license_) == "Apache-2.0"
+    assert all(not c.startswith("License ::") for c in PYPROJECT["project"].get("classifiers", []))
+    (backend,) = [Requirement(r) for r in PYPROJECT["build-system"]["requires"] if r.startswith("setuptools")]
+    assert not backend.specifier.contains("76.9") and backend.specifier.contains("77.0")
