@@ -568,6 +568,8 @@ class PacketImport:
     """References between the packets, written as links between the items they became."""
     items: Mapping[str, uuid.UUID] = field(default_factory=dict)
     """Packet id -> the item it is in this scope."""
+    state: Mapping[str, int] = field(default_factory=dict)
+    """The scope's consolidated state written, by packet type (``block``, ``line``, ``fact``, ...)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -275,6 +275,14 @@ class Cortex:
                 await table.delete(scope_filter(scope, where if not name.startswith("nodes") else ""))
         await self.cleanup()
 
+    async def delete_rows(self, family: str, dim: int, scope: Scope, ids: Sequence[str]) -> None:
+        """Delete ``scope``'s rows ``ids`` from one table (the rows of an import that did not commit)."""
+        table = await self.table(family, dim)
+        if table is None or not ids:
+            return
+        async with self._errors(f"remove rows of {family}"):
+            await table.delete(scope_filter(scope, f"id IN ({quoted(ids)})"))  # ids are UUIDs, quoted
+
     async def delete_ids(self, scope: Scope, block_ids: Sequence[str]) -> None:
         """Forget blocks: their block rows, their lines, and every tree node (the tree is rebuilt next night)."""
         if not block_ids:

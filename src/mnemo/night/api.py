@@ -23,6 +23,7 @@ from mnemo.night import curator
 from mnemo.store import curation as curation_rows
 from mnemo.store import knowledge as knowledge_rows
 from mnemo.store import links as link_rows
+from mnemo.store import night_runs as run_rows
 from mnemo.store import queue as queue_rows
 from mnemo.store import scopes as scope_rows
 
@@ -95,10 +96,7 @@ async def facts(rt: Runtime, scope: Scope, entity: object) -> EntityFacts:
             conn, scope.entity_id, scope.namespace, normalise(name) or name.casefold()
         )
     if found is None:
-        raise UnknownItemError(
-            f"no entity {name!r} in scope {scope}: the night cycle finds entities and facts in the turns",
-            remedy=Remedy("if it has not run since they were written, run it with", "night_cycle", (scope,)),
-        )
+        raise await _no_entity(rt, scope, name)
     return EntityFacts(
         name=found.name,
         mention_count=found.mention_count,
@@ -117,6 +115,26 @@ async def facts(rt: Runtime, scope: Scope, entity: object) -> EntityFacts:
             for r in rows
         ),
         triples=tuple((t.predicate, t.object, t.mention_count) for t in triples if t.valid_to is None),
+    )
+
+
+async def _no_entity(rt: Runtime, scope: Scope, name: str) -> UnknownItemError:
+    """The error for an entity the scope has no facts about. The night is the remedy only when
+    it has turns left to read for facts: a copy made before this change, or a scope whose raw
+    turns retention removed, gains nothing from one."""
+    async with rt.store.connection() as conn:
+        _, pending = await run_rows.pending_work(
+            conn, scope.entity_id, scope.namespace, datetime.now(UTC), "facts_through", scored_only=False
+        )
+    said = f"no entity {name!r} in scope {scope}"
+    if pending:
+        return UnknownItemError(
+            f"{said}: the night cycle finds entities and facts in the turns, and {pending} turns wait for it",
+            remedy=Remedy("run it with", "night_cycle", (scope,)),
+        )
+    return UnknownItemError(
+        f"{said}: the night cycle read every turn here and found no entity of that name "
+        "(a copy made by an older mnemo lacks its source's facts: fork or export the source again)"
     )
 
 

@@ -322,6 +322,7 @@ async def purge_scope(conn: psycopg.AsyncConnection, entity_id: str, namespace: 
         ("night", "mnemo", "night_sessions"),
         ("night", "mnemo", "night_runs"),
         ("night", "mnemo", "night_state"),
+        ("packets", "mnemo", "packet_items"),
         ("reflexes", "mnemo", "causal_edges"),
         ("reflexes", "mnemo", "reflexes"),
         ("traces", "traces", "actions"),

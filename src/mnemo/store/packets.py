@@ -68,6 +68,10 @@ class TurnPageRow:
     created_at: datetime
     metadata: dict[str, Any]  # free-form JSONB
     process_id: str
+    surprisal: float | None
+    flux_state: str | None
+    user_tier: str
+    recorded_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +134,8 @@ async def turn_page(
     """The scope's turns in id order, after ``after``."""
     async with conn.cursor(row_factory=class_row(TurnPageRow)) as cur:
         await cur.execute(
-            """SELECT id, session_id, turn_number, role, speaker, content, created_at, metadata, process_id
+            """SELECT id, session_id, turn_number, role, speaker, content, created_at, metadata, process_id,
+                      surprisal, flux_state, user_tier, recorded_at
                FROM mnemo.turns WHERE entity_id = %s AND namespace = %s AND (%s::uuid IS NULL OR id > %s)
                ORDER BY id LIMIT %s""",
             (entity_id, namespace, after, after, limit),
@@ -205,7 +210,10 @@ async def imported(
            WHERE entity_id = %(e)s AND namespace = %(ns)s AND metadata->>'packet_id' = ANY(%(p)s)
            UNION ALL
            SELECT metadata->>'packet_id', id FROM mnemo.memories
-           WHERE entity_id = %(e)s AND namespace = %(ns)s AND metadata->>'packet_id' = ANY(%(p)s)""",
+           WHERE entity_id = %(e)s AND namespace = %(ns)s AND metadata->>'packet_id' = ANY(%(p)s)
+           UNION ALL  -- a scope's consolidated state (blocks, facts, ...): mnemo.packet_items
+           SELECT packet_id, item_id FROM mnemo.packet_items
+           WHERE entity_id = %(e)s AND namespace = %(ns)s AND packet_id = ANY(%(p)s)""",
         {"e": entity_id, "ns": namespace, "p": list(packet_ids)},
     )
     return {str(p): i for p, i in await cur.fetchall()}

@@ -5,9 +5,13 @@ domain; what it produces reaches the main one only by a deliberate act) and
 §4 (attribution: what the fork wrote is marked with its process). A fork is a
 namespace of the same entity that starts as a copy of its parent, made of the
 parent's bifocal packets (:mod:`mnemo.write.packet_format`: same vectors, provenance kept
-in each item's metadata); everything done in it stays in it. ``discard`` drops
+in each item's metadata), its consolidated state included (:mod:`mnemo.write.packet_state`:
+blocks and their lines in the same tier, facts and triples, the cortex tree, links, the
+night's bookkeeping), so it recalls as its parent does and its first night makes nothing
+the parent's nights made; everything done in it stays in it. ``discard`` drops
 it; ``merge`` brings chosen memories back to the parent as packets, each
-recording the fork item it came from. A fork and a merge are each written in
+recording the fork item it came from, with each memory's block (and lines) and fact (and
+entity) and the links among them. A fork and a merge are each written in
 one transaction (:mod:`mnemo.write.packets`): whole, or not at all.
 """
 
@@ -53,8 +57,10 @@ async def discard(rt: Runtime, branch: Scope) -> dict[str, int]:
 
 async def merge(rt: Runtime, branch: Scope, memory_ids: Sequence[uuid.UUID | str]) -> PacketImport:
     """Bring the fork's memories ``memory_ids`` back into its parent, with their provenance (the
-    fork item each came from and that item's own origin, in the memory's metadata): all of them, in
-    one transaction, or none."""
+    fork item each came from and that item's own origin, in the memory's metadata), each with its
+    block and the block's lines, its fact and the fact's entity, and the links among them: all of
+    them, in one transaction, or none. A memory whose text the parent holds as a live memory
+    reinforces it instead, and its block or fact is not copied again."""
     if not memory_ids:
         raise InvalidContentError("name the fork's memories to merge")
     ids = [check_id(i, label="memory id") for i in memory_ids]
@@ -63,7 +69,7 @@ async def merge(rt: Runtime, branch: Scope, memory_ids: Sequence[uuid.UUID | str
     missing = set(map(str, ids)) - {p["packet_id"] for p in packets}
     if missing:
         raise InvalidContentError(f"no memory {sorted(missing)[0]} in fork {branch}")
-    for packet in packets:  # what the fork copied from the parent names its origin there
+    for packet in (p for p in packets if p["packet_type"] == "memory"):  # each memory names the fork it left
         packet["metadata"]["metadata"] = dict(packet["metadata"].get("metadata") or {}) | {
             "merged_from": str(branch),
         }

@@ -10,6 +10,14 @@ a block's memory also carries its block's live zones, salience, coherence
 gain and references). ``packet_id`` is the item's id where it was exported.
 A memory's packet carries its lifecycle status (an archived memory stays
 archived), its weight, its access history and its audited weight history.
+A turn's packet carries its turn number and the night's marks on it.
+
+After them come the packets of the scope's consolidated state, so that an
+export is a whole copy (:mod:`mnemo.write.packet_state`): ``entity``,
+``block``, ``line``, ``fact``, ``triple``, ``node`` (the cortex tree),
+``link`` and, last, ``night`` (what the nights already cut and extracted).
+An export of chosen memories (a merge) carries their blocks, lines, facts,
+entities and the links among them, and no ``night`` packet.
 
 This module is the format: export (:func:`export_packets`) and the checks
 every packet passes before anything is written (:func:`parse_packets`);
@@ -51,8 +59,19 @@ from mnemo.errors import (
 )
 from mnemo.models import Scope, to_jsonable
 from mnemo.store import packets as packet_rows
+from mnemo.write import packet_state
+from mnemo.write.packet_state import STATE_TYPES, encode_vectors
 
-__all__ = ["MemoryMetaIn", "PacketIn", "decode_vector", "dumps", "export_packets", "memory_meta", "parse_packets"]
+__all__ = [
+    "STATE_TYPES",
+    "MemoryMetaIn",
+    "PacketIn",
+    "decode_vector",
+    "dumps",
+    "export_packets",
+    "memory_meta",
+    "parse_packets",
+]
 
 PAGE = 500
 MAX_DIM = 16_000
@@ -88,7 +107,7 @@ class ReferencesIn(_In):
 
 class PacketIn(_In):
     packet_id: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:@+-]+$")
-    packet_type: Literal["turn", "memory"]
+    packet_type: Literal["turn", "memory", "entity", "block", "line", "fact", "triple", "link", "node", "night"]
     timestamp: datetime
     source_scope: str | None = Field(default=None, max_length=300)
     prose: ProseIn
@@ -158,9 +177,10 @@ def memory_meta(packet: PacketIn) -> MemoryMetaIn:
 async def export_packets(
     rt: Runtime, scope: Scope, reader: str, *, ids: Sequence[uuid.UUID] | None = None, turns: bool = True
 ) -> AsyncIterator[dict[str, Any]]:
-    """Every turn and memory of ``scope`` as packets (only memories ``ids`` when given). Needs the
-    owner or an export grant: anyone else is refused the same way whether or not the scope exists;
-    the owner of a scope that does not exist gets :class:`UnknownScopeError`, as the night does."""
+    """Every turn and memory of ``scope`` as packets, then its consolidated state (only memories
+    ``ids`` and their state when given; no state with ``turns=False``). Needs the owner or an export
+    grant: anyone else is refused the same way whether or not the scope exists; the owner of a scope
+    that does not exist gets :class:`UnknownScopeError`, as the night does."""
     async with rt.store.connection() as conn:
         exists, allowed = await packet_rows.export_access(conn, scope.entity_id, scope.namespace, reader)
         tables = await packet_rows.spaces(conn)
@@ -171,11 +191,17 @@ async def export_packets(
         )
     if not exists:
         raise UnknownScopeError(f"scope {scope} does not exist (nothing was ever stored there)")
+    exported: set[str] = set()
     if turns and ids is None:
         async for packet in _turn_packets(rt, scope, tables):
+            exported.add(packet["packet_id"])
             yield packet
     async for packet in _memory_packets(rt, scope, tables, ids):
+        exported.add(packet["packet_id"])
         yield packet
+    if turns or ids is not None:
+        async for packet in packet_state.state_packets(rt, scope, tables, ids, exported):
+            yield packet
 
 
 async def _turn_packets(rt: Runtime, scope: Scope, tables: Sequence[str]) -> AsyncIterator[dict[str, Any]]:
@@ -228,15 +254,7 @@ async def _cortex_vectors(
 
 
 def _vectors(found: Mapping[str, tuple[str, np.ndarray]]) -> dict[str, Any]:
-    return {
-        space: {
-            "model": slug,
-            "dimensions": int(vec.shape[0]),
-            "encoding": "base64",
-            "data": base64.b64encode(vec.astype(np.float32).tobytes()).decode(),
-        }
-        for space, (slug, vec) in sorted(found.items())
-    }
+    return encode_vectors(found)
 
 
 def _turn_packet(
@@ -256,6 +274,8 @@ def _turn_packet(
             "speaker": row.speaker,
             "process_id": row.process_id,
             "metadata": row.metadata,
+            "night": {"surprisal": row.surprisal, "flux_state": row.flux_state, "user_tier": row.user_tier,
+                      "recorded_at": row.recorded_at},
         }),
         "references": {},
     }  # fmt: skip
@@ -314,8 +334,9 @@ def parse_packets(
     lines: Iterable[str], *, source: str = "packets", max_chars: int = 100_000, skew_hours: float | None = None
 ) -> list[PacketIn]:
     """Parse and check JSON lines (blank lines skipped); every problem is reported with its line
-    number before anything is written. ``skew_hours``: refuse times further ahead of the clock
-    (``Settings.clock_skew_hours``, as every write does; a fork copies what its scope holds, unchecked)."""
+    number before anything is written. ``skew_hours``: refuse turn and memory times further ahead
+    of the clock (``Settings.clock_skew_hours``, as every write does; a fork copies what its scope
+    holds, unchecked; the state packets' times are the nights', as their scope holds them)."""
     packets: list[PacketIn] = []
     seen: set[str] = set()
     for number, line in enumerate(lines, 1):
@@ -332,8 +353,8 @@ def parse_packets(
         seen.add(packet.packet_id)
         try:
             _check_packet(packet, max_chars)
-            if skew_hours is not None:
-                _check_times(packet, skew_hours)
+            if skew_hours is not None and packet.packet_type not in STATE_TYPES:
+                _check_times(packet, skew_hours)  # what the nights made is dated by them (``as_of``)
         except InvalidInputError as exc:
             raise MalformedImportError(f"{source} line {number}: {exc}") from exc
         packets.append(packet)
@@ -349,8 +370,11 @@ def _check_packet(packet: PacketIn, max_chars: int) -> None:
         if meta.get("speaker") is not None:
             check_text(meta["speaker"], label="speaker")
         check_metadata(meta.get("metadata") or {})
-    else:
+        packet_state.turn_night(meta)
+    elif packet.packet_type == "memory":
         _check_memory(packet, max_chars)
+    else:
+        packet_state.state_meta(packet.packet_type, meta)
     for space, vector in packet.vectors.items():
         decode_vector(space, vector)
 

@@ -10,9 +10,19 @@ active model made it, else the embedder's (or a refusal with ``strict``: no othe
 model's vector is ever stored in the active space). Then one transaction
 creates the scope (a fork's, marked with its parent), writes the turns, the
 memories as their packets describe them (status, weight, access history and
-audited weight history: an archived memory stays archived), and last the links
-between the items the packets became. A failure, or a process killed at any
-point, leaves no trace of the target; nothing goes to the cortex.
+audited weight history: an archived memory stays archived), then the scope's
+consolidated state the packets carry (blocks and their lines, entities, facts,
+triples, the cortex tree, links, the night's bookkeeping:
+:mod:`mnemo.write.packet_copy`), and last the links between the items the
+packets became (from the memories' references, when no ``link`` packets came).
+The cortex rows of blocks that were in the cortex at their source are upserted
+just before the commit (and removed again when it fails). A failure, or a
+process killed at any point, leaves no trace of the target in PostgreSQL, and
+cortex rows of a scope that does not hold their blocks are never read.
+
+A stream with a ``night`` packet is a whole copy: its turns keep their turn
+numbers (the night's progress marks count in them; a scope whose sessions
+already use those numbers refuses it) and the night's marks on each turn.
 
 Imports are idempotent by packet id (kept in each item's metadata with the
 scope it came from). A live memory packet whose exact text, kind and anchoring
@@ -40,15 +50,17 @@ from mnemo.models import PacketImport, Scope, uuid7
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import lexicon
 from mnemo.store import memories as memory_rows
+from mnemo.store import packet_state as state_rows
 from mnemo.store import packets as packet_rows
 from mnemo.store import passages as passage_rows
 from mnemo.store import token_vectors as token_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.store.pool import PROCESS
-from mnemo.write import importer
+from mnemo.write import importer, packet_copy
 from mnemo.write.embedding import embed_items
 from mnemo.write.formats import TurnInput
-from mnemo.write.packet_format import MemoryMetaIn, PacketIn, decode_vector, memory_meta
+from mnemo.write.packet_format import STATE_TYPES, MemoryMetaIn, PacketIn, decode_vector, memory_meta
+from mnemo.write.packet_state import turn_night
 from mnemo.write.remember import ensure_scope, memory_row
 
 __all__ = ["import_packets"]
@@ -70,6 +82,8 @@ class _Plan:
     """Each memory packet's vector of the active model (its own, or embedded here)."""
     reading: Mapping[str, tuple[TokenVectors | None, list[np.ndarray]]]
     """The token embeddings and passage vectors of the memories embedded here."""
+    state: Sequence[PacketIn] = ()
+    """The packets of the scope's consolidated state (blocks, lines, facts, ...)."""
 
 
 async def import_packets(
@@ -89,19 +103,35 @@ async def import_packets(
         async with rt.store.connection() as conn:
             done = await packet_rows.imported(conn, scope.entity_id, scope.namespace, [p.packet_id for p in packets])
     plan = await _plan(rt, [p for p in packets if p.packet_id not in done], own)
-    made, links = dict(done), 0
+    made, links, state = dict(done), 0, dict[str, int]()
     if plan.fresh or fork_of is not None:  # nothing new: nothing written, not even the scope
-        made, links = await _commit(rt, scope, plan, packets, done, fork_of, process)
+        made, links, state = await _commit(rt, scope, plan, packets, done, fork_of, process)
     await importer.refresh_statistics(rt, len(plan.fresh), True)
+    await _read_tokens(
+        rt, scope, [made[p.packet_id] for p in plan.fresh if p.packet_type in _READ and p.packet_id in made]
+    )
     return PacketImport(
         scope=scope,
         turns=len(plan.turns),
         memories=len(plan.memories),
         already_there=len(packets) - len(plan.fresh),
-        reembedded=sum(1 for p in plan.fresh if p.packet_id not in own),
+        reembedded=sum(1 for p in plan.fresh if p.packet_type in ("turn", "memory") and p.packet_id not in own),
         links=links,
         items={p.packet_id: made[p.packet_id] for p in packets if p.packet_id in made},
+        state=state,
     )
+
+
+_READ = ("turn", "memory", "line")
+
+
+async def _read_tokens(rt: Runtime, scope: Scope, items: Sequence[uuid.UUID]) -> None:
+    """The token embeddings of the items written here that have none (their packets carry vectors,
+    not tokens), read before the import returns so that the copy's first recall scores as its
+    source's does (:mod:`mnemo.write.backfill`)."""
+    if items and rt.reads_tokens:
+        rt.backfill.request(rt, (scope.entity_id, scope.namespace, str(rt.slug)), items)
+        await rt.backfill.wait()
 
 
 def _active_vectors(rt: Runtime, packets: Sequence[PacketIn], strict: bool) -> dict[str, np.ndarray]:
@@ -128,7 +158,8 @@ def _active_vectors(rt: Runtime, packets: Sequence[PacketIn], strict: bool) -> d
 async def _plan(rt: Runtime, fresh: Sequence[PacketIn], own: Mapping[str, np.ndarray]) -> _Plan:
     """Everything the transaction writes, embedded first (packets without the active model's vector)."""
     turns = sorted((p for p in fresh if p.packet_type == "turn"), key=_turn_order)
-    ready = await importer.prepare_turns(rt, [_turn_input(p, own.get(p.packet_id)) for p in turns])
+    numbered = any(p.packet_type == "night" for p in fresh)  # a whole copy: its turns keep their numbers
+    ready = await importer.prepare_turns(rt, [_turn_input(p, own.get(p.packet_id), numbered) for p in turns])
     memories = [(p, memory_meta(p)) for p in fresh if p.packet_type == "memory"]
     vectors = {p.packet_id: own[p.packet_id] for p, _ in memories if p.packet_id in own}
     todo = [(p, m) for p, m in memories if p.packet_id not in own]
@@ -140,7 +171,8 @@ async def _plan(rt: Runtime, fresh: Sequence[PacketIn], own: Mapping[str, np.nda
         for i, (p, _) in enumerate(chunk):
             vectors[p.packet_id] = embedded.vectors[i]
             reading[p.packet_id] = (embedded.tokens[i] if embedded.tokens else None, embedded.passages[i])
-    return _Plan(fresh, turns, ready, memories, vectors, reading)
+    state = [p for p in fresh if p.packet_type in STATE_TYPES]
+    return _Plan(fresh, turns, ready, memories, vectors, reading, state)
 
 
 def _turn_order(packet: PacketIn) -> tuple[str, int, datetime]:
@@ -156,9 +188,11 @@ def _origin(packet: PacketIn) -> dict[str, Any]:
     return {"packet_id": packet.packet_id, "packet_source": packet.source_scope}
 
 
-def _turn_input(packet: PacketIn, vector: np.ndarray | None) -> TurnInput:
+def _turn_input(packet: PacketIn, vector: np.ndarray | None, numbered: bool) -> TurnInput:
     meta = packet.metadata
+    number = meta.get("turn_number") if numbered else None
     return TurnInput(
+        turn_number=int(number) if number is not None else None,
         session_id=check_session(meta.get("session_id", "default")),
         role=str(meta.get("role")),
         content=packet.prose.content,
@@ -177,19 +211,35 @@ async def _commit(
     done: Mapping[str, uuid.UUID],
     fork_of: Scope | None,
     process: str,
-) -> tuple[dict[str, uuid.UUID], int]:
-    """The one transaction of an import, its rows attributed to ``process``: the items made, and links."""
+) -> tuple[dict[str, uuid.UUID], int, dict[str, int]]:
+    """The one transaction of an import, its rows attributed to ``process``: the items made, the
+    links, and the state rows written by type. Its cortex rows are written last, just before the
+    commit, and removed again when the transaction does not commit."""
     token = PROCESS.set(process)
+    cortex = packet_copy.CortexRows()
     try:
         async with rt.store.transaction() as conn:
             await _open(conn, rt, scope, fork_of, packets, done)
-            made, links = await _write(conn, rt, scope, plan, done, dedupe=fork_of is None)
+            made, links, state = await _write(conn, rt, scope, plan, done, dedupe=fork_of is None)
             if fork_of is not None:  # a fork's items read as their sources did from the first recall
-                copies = {uuid.UUID(source): item for source, item in made.items()}
+                copies = {uuid.UUID(source): item for source, item in made.items() if _is_id(source)}
                 await token_rows.copy(conn, scope.entity_id, fork_of.namespace, scope.namespace, copies)
-            return made, links
+            cortex = state.cortex
+            await packet_copy.write_cortex(rt, conn, scope, cortex)
+        return made, links, dict(state.counts)
+    except BaseException:
+        await packet_copy.undo_cortex(rt, scope, cortex)
+        raise
     finally:
         PROCESS.reset(token)
+
+
+def _is_id(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
 
 
 async def _open(
@@ -223,15 +273,37 @@ async def _write(
     done: Mapping[str, uuid.UUID],
     *,
     dedupe: bool,
-) -> tuple[dict[str, uuid.UUID], int]:
-    """Turns, memories, then links, inside the caller's transaction: the items made, and the links."""
+) -> tuple[dict[str, uuid.UUID], int, packet_copy.StateWritten]:
+    """Turns, memories, the consolidated state, then links, inside the caller's transaction: the
+    items made, the links, and what the state packets wrote."""
     made = dict(done)
     rows = await importer.write_turns(conn, rt, scope, plan.ready)
     made |= {p.packet_id: row[0] for p, row in zip(plan.turns, rows, strict=True)}
+    await _restore_turns(conn, scope, plan.turns, made)
+    lines = packet_copy.line_ids(plan.state, made)  # turns gone at the source: memories name their lines
     same = await _already_held(conn, scope, plan.memories) if dedupe else {}
-    made |= await _write_memories(conn, rt, scope, plan, made, same)
+    made |= await _write_memories(conn, rt, scope, plan, made | lines, same)
     await _reinforce(conn, rt, scope, same)
-    return made, await _link(conn, scope, plan.fresh, made)
+    state = await packet_copy.write_state(conn, rt, scope, plan.state, made, plan.vectors, held=list(same), lines=lines)
+    made |= state.made
+    if any(p.packet_type == "link" for p in plan.state):  # the links came as they were: no others
+        return made, state.counts["link"], state
+    return made, await _link(conn, scope, plan.fresh, made), state
+
+
+async def _restore_turns(
+    conn: psycopg.AsyncConnection, scope: Scope, turns: Sequence[PacketIn], made: Mapping[str, uuid.UUID]
+) -> None:
+    """The night's marks the turn packets carry (surprisal, flux state, tier, arrival), on their turns;
+    an arrival is never later than now."""
+    now = datetime.now(UTC)
+    rows = []
+    for p in turns:
+        night = turn_night(p.metadata)
+        if night is not None:
+            arrived = min(night.recorded_at, now) if night.recorded_at is not None else None
+            rows.append(night.model_dump() | {"recorded_at": arrived, "id": made[p.packet_id]})
+    await state_rows.restore_turns(conn, scope.entity_id, scope.namespace, rows)
 
 
 async def _already_held(

@@ -120,7 +120,9 @@ def export(
         str | None, typer.Option("--as", help="Export as this entity (needs the owner's export grant).")
     ] = None,
 ) -> None:
-    """Write SCOPE's turns and memories as bifocal packets, one JSON line each, to stdout."""
+    """Write SCOPE's turns and memories as bifocal packets, one JSON line each, to stdout, with what
+    its nights made (blocks and their lines, facts, triples, the cortex tree, links, the night's
+    bookkeeping): a whole copy."""
     with open_archive() as archive:
         count = archive.export_packets(Scope.parse(scope), sys.stdout, as_entity=as_entity)
     sys.stdout.flush()
@@ -179,6 +181,9 @@ def merge(
     _show_import(report, as_json)
 
 
+_QUIET = ("link", "night")  # links are counted above; the bookkeeping is one packet
+
+
 def _show_import(report: PacketImport, as_json: bool) -> None:
     if as_json:
         print_json(to_jsonable(report))
@@ -187,4 +192,6 @@ def _show_import(report: PacketImport, as_json: bool) -> None:
         f"{report.scope}: {report.turns:,} turns and {report.memories:,} memories written, "
         f"{report.already_there:,} packets already there, {report.reembedded:,} embedded again, "
         f"{report.links:,} links"
+        + "".join(f", {n:,} {kind}s" for kind, n in sorted(report.state.items()) if n and kind not in _QUIET)
+        + (", the night's bookkeeping" if report.state.get("night") else "")
     )
