@@ -6,6 +6,7 @@ twice). A merge brings a memory's block and facts along."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -19,6 +20,7 @@ import mnemo
 from mnemo import AsyncArchive, EntityFacts, RecallResult, Scope, Settings, UnknownItemError
 from mnemo.embed import Embeddings
 from tests.conftest import SEED, new_database
+from tests.integration.test_cli import env, run  # noqa: F401  # the env fixture
 
 ME = Scope("alice", "home")
 SAMPLE = Path(mnemo.__file__).parent / "data" / "sample_conversation.jsonl"
@@ -209,3 +211,30 @@ async def test_a_merged_memory_brings_its_block_and_facts(archive: AsyncArchive,
             (merged.items[str(fact[0])],),
         ).fetchone()
     assert back == fact[2:]
+
+
+def test_the_command_line_forks_and_copies_a_scope_whole(
+    env: dict[str, str],  # noqa: F811  # the fixture
+    database_url: str,
+    tmp_path: Path,
+) -> None:
+    scope = ("-e", "alice", "-n", "home")
+    assert run(env, "import", str(SAMPLE), *scope)[0] == 0
+    assert run(env, "night", *scope)[0] == 0
+    age(database_url, ME, AGO)
+    assert run(env, "night", *scope)[0] == 0
+    code, _, err = run(env, "fork", "alice/home", "--into", "what-if")
+    assert code == 0, err
+    code, out, err = run(env, "export", "alice/home")
+    assert code == 0, err
+    file = tmp_path / "home.jsonl"
+    file.write_text(out)
+    code, out, err = run(env, "import-packets", str(file), "--into", "alice/copy")
+    assert code == 0 and "blocks" in out and "facts" in out and "the night's bookkeeping" in out, err
+    said = []
+    for namespace in ("home", "what-if", "copy"):
+        code, out, err = run(env, "facts", "Maya", "-e", "alice", "-n", namespace, "--json")
+        assert code == 0, err
+        found = json.loads(out)
+        said.append([{k: v for k, v in f.items() if k != "provenance"} for f in found["facts"]] + found["triples"])
+    assert said[0] and said[0] == said[1] == said[2]
