@@ -19,8 +19,8 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-for _key in [k for k in os.environ if k.startswith("MNEMO_")]:
-    del os.environ[_key]  # tests must not pick up a developer's configuration
+for _key in [k for k in os.environ if k.startswith("MNEMO_") and k != "MNEMO_SCREENSHOTS"]:
+    del os.environ[_key]  # tests must not pick up a developer's configuration (where screenshots go is not one)
 # The cortex (LanceDB) of a test's database lives under MNEMO_HOME: keep it out of the user's data dir.
 os.environ["MNEMO_HOME"] = tempfile.mkdtemp(prefix="mnemo-test-home-")
 # The model is exported to ONNX once per test session, for every archive and CLI subprocess.
