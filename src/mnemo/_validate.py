@@ -129,6 +129,16 @@ def check_text(
     return value
 
 
+MAX_KEY_CHARS = 200
+"""The longest idempotency key a client may give a turn."""
+
+
+def check_idempotency_key(value: object, *, label: str = "idempotency_key") -> str:
+    """A turn's idempotency key (:mod:`mnemo.cognition.identity`): one line of printable text,
+    1-200 characters; the scope holds each key once."""
+    return check_text(value, label=label, max_chars=MAX_KEY_CHARS)
+
+
 def check_metadata(value: object, *, label: str = "metadata") -> dict[str, Any]:
     """A JSON object that PostgreSQL's jsonb accepts, as a plain ``dict``.
 

@@ -254,8 +254,15 @@ class AsyncArchive:
         metadata: Mapping[str, Any] | None = None,
         embedding: Sequence[float] | np.ndarray | None = None,
         process: str | None = None,
+        idempotency_key: str | None = None,
     ) -> Turn:
-        """Append a raw exchange to the day table, embedded immediately (``process`` as for :meth:`remember`)."""
+        """Append a raw exchange to the day table, embedded immediately (``process`` as for :meth:`remember`).
+
+        A repeat stores nothing: when the scope already holds this turn (the same
+        ``idempotency_key``, or without one the same session, role, content and explicit
+        ``created_at``), that turn comes back with ``repeat=True``. A client that may send a turn
+        twice (a retry after a lost reply) gives it a key; a turn without a key or a time is
+        stamped now, so the same words said again later are a new turn."""
         with self.as_process(process):
             return await write_path.record_turn(
                 self._rt,
@@ -267,6 +274,7 @@ class AsyncArchive:
                 created_at=created_at,
                 metadata=metadata,
                 embedding=embedding,
+                idempotency_key=idempotency_key,
             )
 
     @staticmethod
@@ -298,6 +306,8 @@ class AsyncArchive:
         """Import a JSONL or LoCoMo conversation file, all or nothing: one bad turn imports nothing.
 
         ``skip_invalid`` imports the valid turns instead and lists the others in ``report.skipped``.
+        Turns the scope already holds (the same file imported before; the same ``idempotency_key``)
+        are not stored again: ``report.skipped_repeats`` counts them.
         Everything is embedded first; the rows are then written in one short transaction.
         """
         with self.as_process(process):
@@ -316,7 +326,9 @@ class AsyncArchive:
     ) -> list[Turn]:
         """Write many turns in one short transaction, all or nothing; every vector is made first
         (``vectors``: precomputed ones, one row per turn; ``token_vectors``: their late-interaction
-        token vectors). Parse a file's turns with :meth:`parse_turns`."""
+        token vectors). Parse a file's turns with :meth:`parse_turns`. Returns each turn as stored;
+        one the scope already held (same idempotency key, or same session, role, time and content)
+        is not stored again and comes back as the held turn with ``repeat=True``."""
         with self.as_process(process):
             return await import_path.import_turns(self._rt, scope, turns, vectors=vectors, token_vectors=token_vectors)
 

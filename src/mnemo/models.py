@@ -204,6 +204,10 @@ class Turn:
     flux_state: str | None = None
     user_tier: Tier = "normal"
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    repeat: bool = False
+    """True when the write that returned it stored nothing: the scope already held this turn (same
+    idempotency key, or same session, role, time and content; :mod:`mnemo.cognition.identity`),
+    and this is the turn it held."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,6 +410,9 @@ class ImportReport:
     sessions: int
     seconds: float
     skipped: tuple[tuple[int | None, str], ...] = ()
+    skipped_repeats: int = 0
+    """Turns of the file the scope already held (an earlier import of the same file, or turns with
+    the same idempotency keys): not stored again, and not counted in ``turns``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -197,3 +197,30 @@ def test_bench_locomo_refuses_a_bad_ask_at_before_any_work(env: dict[str, str], 
     assert code == 2 and "must be 'now' or 'end'" in err
     code, _, err = run(env, "bench", "locomo", str(data), "--ask-at", "end", "--night")
     assert code == 2 and "--night runs its nights now" in err
+
+
+def test_reimport_and_a_retried_record_store_once_and_say_so(
+    env: dict[str, str], tmp_path: Path, database_url: str
+) -> None:
+    # issue 39 item 3: repeats are skipped, counted and reported.
+    path = tmp_path / "chat.jsonl"
+    path.write_text(
+        '{"session": "x", "content": "Our anniversary is on June 12", "created_at": "2024-01-01T10:00:00Z"}\n'
+        '{"session": "x", "role": "assistant", "content": "Noted", "created_at": "2024-01-01T10:00:05Z"}\n'
+    )
+    code, out, _ = run(env, "import", str(path))
+    assert code == 0 and "imported 2 turns" in out and "already stored" not in out
+    code, out, _ = run(env, "import", str(path))
+    assert code == 0 and "imported 0 turns" in out and "skipped 2 already stored (repeats)" in out
+    code, out, _ = run(env, "import", str(path), "--json")
+    assert code == 0 and (json.loads(out)["turns"], json.loads(out)["skipped_repeats"]) == (0, 2)
+    code, out, _ = run(env, "record", "Book the table", "--session", "x", "--key", "m-1", "--json")
+    first = json.loads(out)
+    assert code == 0 and first["repeat"] is False and first["turn_number"] == 2
+    code, out, _ = run(env, "record", "Book the table", "--session", "x", "--key", "m-1")
+    assert code == 0 and "already recorded (a repeat: nothing stored): turn 2 of session 'x'" in out
+    code, _, err = run(env, "record", "Cancel it", "--session", "x", "--key", "m-1")
+    assert code != 0 and "already names turn 2" in err
+    code, _, err = run(env, "record", "Hi", "--key", " ")
+    assert code != 0 and "--key is empty" in err
+    assert snapshot(database_url)["mnemo.turns"] == 3

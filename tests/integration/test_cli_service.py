@@ -68,6 +68,10 @@ def test_commands_go_through_the_running_service_and_print_the_same(
     turn = _run(env, "record", "Pixel loves the beach", "--speaker", "Ana", "--entity", "ana", "--json")
     assert turn.returncode == 0, turn.stderr
     assert json.loads(turn.stdout)["content"] == "Pixel loves the beach"
+    keyed = ["record", "Pixel naps at noon", "--entity", "ana", "--key", "k-1"]  # a retry stores once
+    assert _run(env, *keyed).returncode == 0
+    again = _run(env, *keyed)
+    assert again.returncode == 0 and "already recorded (a repeat: nothing stored)" in again.stdout, again.stderr
     asked = ["recall", "what dog did Ana adopt?", "--entity", "ana", "--read-only", "--json"]
     through = _run(env, *asked)
     direct = _run(env | {"MNEMO_USE_SERVICE": "0"}, *asked)

@@ -142,7 +142,7 @@ async def test_mcp_answers_initialize_before_the_archive_opens(tmp_path: Path) -
         tools = {t.name for t in (await client.list_tools()).tools}
         assert tools == {
             "recall", "remember", "context", "forget", "export_packets", "record_outcome", "reflexes_for", "feedback",
-            "readiness",
+            "readiness", "record_turn",
         }  # fmt: skip
         result = await client.call_tool("recall", {"query": "anything"})
         assert result.is_error and "cannot connect" in result.content[0].text

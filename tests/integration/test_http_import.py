@@ -212,3 +212,48 @@ def test_ingest_mode_async_defers_the_embedding(
         assert done.status_code == 201 and done.json()["turns"] == 3
     counts = snapshot(database_url)
     assert counts["mnemo.turns"] == 3 and counts["queue.procrastinate_jobs"] >= 1
+
+
+def test_a_retried_import_or_turn_stores_once_and_says_so(
+    server: str,  # noqa: F811
+    tokens: dict[str, Any],  # noqa: F811
+    database_url: str,
+) -> None:
+    """A client that retries a committed but unacknowledged request (issue 39 item 3): repeats are
+    skipped and counted, the turn numbers have no gap."""
+    alice = auth(tokens["alice"])
+    dated = [{**t, "created_at": f"2024-05-0{i + 1}T10:00:00Z"} for i, t in enumerate(TRIP)]
+    with httpx.Client(base_url=server, timeout=120) as c:
+        first = c.post("/v1/import", json={"turns": dated}, headers=alice)
+        assert first.status_code == 201, first.text
+        assert (first.json()["turns"], first.json()["skipped_repeats"]) == (3, 0)
+        again = c.post("/v1/import", json={"turns": dated}, headers=alice)
+        assert again.status_code == 201, again.text
+        assert (again.json()["turns"], again.json()["sessions"], again.json()["skipped_repeats"]) == (0, 0, 3)
+        assert _turns(database_url) == 3
+
+        turn = {"session": "trip", "role": "user", "content": "Book a table for two"}
+        made = c.post("/v1/turns", json=turn, headers={**alice, "Idempotency-Key": "req-1"})
+        retry = c.post("/v1/turns", json=turn, headers={**alice, "Idempotency-Key": "req-1"})
+        assert made.status_code == retry.status_code == 201, retry.text
+        assert made.json()["repeat"] is False and retry.json()["repeat"] is True
+        assert retry.json()["id"] == made.json()["id"] and made.json()["turn_number"] == 2
+        in_body = c.post("/v1/turns", json={**turn, "idempotency_key": "req-1"}, headers=alice)
+        assert in_body.json()["repeat"] is True
+        assert _turns(database_url) == 4
+
+        before = snapshot(database_url)
+        reused = c.post(
+            "/v1/turns", json={**turn, "content": "Cancel it"}, headers={**alice, "Idempotency-Key": "req-1"}
+        )
+        assert "already names turn 2" in _is_error(reused, 422)["message"]
+        clash = c.post("/v1/turns", json={**turn, "idempotency_key": "b"}, headers={**alice, "Idempotency-Key": "a"})
+        assert "differ" in _is_error(clash, 422)["message"]
+        _is_error(c.post("/v1/turns", json={**turn, "idempotency_key": "x\ny"}, headers=alice), 422)
+        keyed = [{"content": "a", "idempotency_key": "k"}, {"content": "b", "idempotency_key": "k"}]
+        assert (
+            "already on line 1" in _is_error(c.post("/v1/import", json={"turns": keyed}, headers=alice), 422)["message"]
+        )
+        assert snapshot(database_url) == before
+        nxt = c.post("/v1/turns", json={**turn, "content": "Thanks"}, headers=alice)
+        assert nxt.json()["turn_number"] == 3  # the repeats took no number

@@ -83,8 +83,14 @@ async def test_jsonl_import(archive: AsyncArchive, tmp_path: Path, database_url:
     assert vectors == (3,)
     hit = (await archive.recall(SCOPE, "running injury", k=1))[0]
     assert hit.content == "My knee hurts after long runs"
-    # a second import of a file without turn numbers appends to the sessions
-    await archive.import_file(SCOPE, path)
+    # the same file again stores nothing: its turns are repeats (issue 39 item 3)
+    again = await archive.import_file(SCOPE, path)
+    assert (again.turns, again.skipped_repeats) == (0, 3)
+    # another file without turn numbers appends to the sessions
+    more = write_jsonl(
+        tmp_path / "more.jsonl", [{"session": "a", "content": "Sub three hours"}, {"session": "a", "content": "ok"}]
+    )
+    await archive.import_file(SCOPE, more)
     with psycopg.connect(database_url) as conn:
         numbers = conn.execute("SELECT turn_number FROM mnemo.turns WHERE session_id = 'a' ORDER BY 1").fetchall()
     assert [n[0] for n in numbers] == [0, 1, 2, 3]
@@ -101,7 +107,13 @@ async def test_locomo_import_keeps_metadata(archive: AsyncArchive, tmp_path: Pat
     assert hit.metadata["dia_id"] == "D1:2" and hit.speaker == "Ben" and hit.role == "assistant"
     assert "[shares a photo: a photo of sunflowers in a garden]" in hit.content
     assert hit.created_at == datetime(2023, 5, 8, 13, 56, 30, tzinfo=UTC)
-    # importing the same conversation again would duplicate turn numbers: refused, nothing written
+    # the same conversation again stores nothing: every turn is a repeat (issue 39 item 3)
+    again = await archive.import_file(SCOPE, path)
+    assert (again.turns, again.skipped_repeats) == (0, 3)
+    # an edited turn is new, and its turn number is taken: refused, nothing written
+    edited = tiny_locomo()
+    edited[0]["conversation"]["session_2"][0]["text"] = "How is Comet doing with the dogs?"
+    path.write_text(json.dumps(edited))
     with pytest.raises(MalformedImportError, match="turn numbers already used"):
         await archive.import_file(SCOPE, path)
 

@@ -46,7 +46,7 @@ async def test_mcp_tools_over_stdio(database_url: str, tmp_path: Path) -> None:
         tools = {t.name for t in (await client.list_tools()).tools}
         assert tools == {
             "recall", "remember", "context", "forget", "export_packets", "record_outcome", "reflexes_for", "feedback",
-            "readiness",
+            "readiness", "record_turn",
         }  # fmt: skip
         unknown = await client.call_tool("export_packets", {})  # nothing stored yet: refused as the night refuses
         assert unknown.is_error and "scope mcp-user/mcp does not exist (nothing" in unknown.content[0].text
@@ -191,3 +191,18 @@ def _rows(url: str, query: str) -> list[tuple[Any, ...]]:
 
     with psycopg.connect(url) as conn:
         return conn.execute(query).fetchall()  # type: ignore[arg-type]
+
+
+async def test_mcp_record_turn_with_a_key_stores_once(database_url: str, tmp_path: Path) -> None:
+    # A retried record_turn (issue 39 item 3): the repeat is reported, nothing stored twice.
+    async with Client(_server(database_url, tmp_path, "turner")) as client:
+        args = {"content": "Book the table for 8", "session": "s", "idempotency_key": "m-1"}
+        first = _data(await client.call_tool("record_turn", args))
+        retry = _data(await client.call_tool("record_turn", args))
+        assert first["repeat"] is False and first["turn_number"] == 0
+        assert retry["repeat"] is True and retry["id"] == first["id"]
+        reused = await client.call_tool("record_turn", {**args, "content": "Cancel it"})
+        assert reused.is_error and "already names turn 0" in reused.content[0].text
+        bad = await client.call_tool("record_turn", {**args, "idempotency_key": "two\nlines"})
+        assert bad.is_error and "idempotency_key" in bad.content[0].text
+    assert snapshot(database_url)["mnemo.turns"] == 1

@@ -12,13 +12,13 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Header, Path, Query
 from fastapi.responses import StreamingResponse
 from pydantic import Field
 
 from mnemo.archive import AsyncArchive
 from mnemo.config import Settings
-from mnemo.errors import AccessDeniedError, UnknownScopeError
+from mnemo.errors import AccessDeniedError, InvalidInputError, UnknownScopeError
 from mnemo.interfaces._routes import (
     IMPORT,
     LOCAL,
@@ -120,6 +120,19 @@ def service() -> APIRouter:
     return router
 
 
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=200,
+        pattern=r"^[^\x00-\x1f\x7f-\x9f]+$",
+        description="Your name for this turn: a retry with the same key stores nothing and answers the "
+        "turn stored the first time (`repeat`: true).",
+    ),
+]
+
+
 def writes() -> APIRouter:
     """Remembering, recording a turn, importing turns."""
     router = APIRouter()
@@ -128,15 +141,30 @@ def writes() -> APIRouter:
     async def remember(body: RememberIn, who: Who, archive: Arch) -> Memory:
         """The memory stored (or, for an identical one already there, reinforced)."""
         return await archive.remember(
-            own_scope(who, body.namespace), body.content, kind=body.kind, process=body.process
+            own_scope(who, body.namespace),
+            body.content,
+            kind=body.kind,
+            process=body.process,
+            event_time=body.event_time,
         )
 
     @router.post("/v1/turns", status_code=201, responses=WRITE)
-    async def record(body: TurnIn, who: Who, archive: Arch) -> Turn:
-        """The turn recorded, with its number in the session."""
+    async def record(body: TurnIn, who: Who, archive: Arch, key: IdempotencyKey = None) -> Turn:
+        """The turn recorded, with its number in the session. A retry with the same idempotency key
+        (the ``Idempotency-Key`` header, or ``idempotency_key``) stores nothing and answers the turn
+        stored the first time, with ``repeat`` true; the same key for another turn is a 400."""
         scope = own_scope(who, body.namespace)
+        if key is not None and body.idempotency_key is not None and key != body.idempotency_key:
+            raise InvalidInputError("the Idempotency-Key header and idempotency_key differ; send one of them")
         return await archive.record_turn(
-            scope, body.session, body.role, body.content, speaker=body.speaker, process=body.process
+            scope,
+            body.session,
+            body.role,
+            body.content,
+            speaker=body.speaker,
+            process=body.process,
+            created_at=body.created_at,
+            idempotency_key=key if key is not None else body.idempotency_key,
         )
 
     @router.post(IMPORT_PATH, status_code=201, responses=IMPORT)
@@ -147,13 +175,15 @@ def writes() -> APIRouter:
         scope = own_scope(who, body.namespace)
         started = time.perf_counter()
         turns, skipped = import_batch(body, archive)
-        await archive.import_turns(scope, turns)
+        stored = await archive.import_turns(scope, turns)
+        written = [t for t in stored if not t.repeat]
         return ImportOut(
             scope=str(scope),
-            turns=len(turns),
-            sessions=len({t.session_id for t in turns}),
+            turns=len(written),
+            sessions=len({t.session_id for t in written}),
             seconds=round(time.perf_counter() - started, 3),
             skipped=skipped,
+            skipped_repeats=len(stored) - len(written),
         )
 
     return router
@@ -321,8 +351,11 @@ def inner() -> APIRouter:
     @router.post("/v1/feedback", status_code=201, responses=errors(400, 401, 403, 404, 413, 422, 503))
     async def feedback(body: FeedbackIn, who: Who, archive: Arch) -> FeedbackOut:
         """Link an outcome to a recall (its ``outcome_id``) or a gut delta: how it went, what was used.
-        404 when your scope holds nothing with that outcome id."""
+        404 when your scope holds nothing with that outcome id. The outcome id names its scope: the
+        namespace is needed only to say which one where the id could be in several (it never is)."""
         scope = own_scope(who, body.namespace)
+        if body.namespace is None and who.namespace is None:  # the outcome's own namespace of the caller
+            scope = await archive.outcome_scope(who.entity_id, body.outcome_id) or scope
         found = await archive.feedback(
             scope, body.outcome_id, body.value, used=body.used, kind=body.kind, detail=body.detail
         )

@@ -4,9 +4,10 @@ Seed: archive-adr §3 and §7 ("Sigil Scope": the server serves one scope, taken
 from its configuration, and a client can never name another; "The Mentat
 Refusal": below the threshold ``recall`` answers with the refusal sentence).
 
-Tools: ``recall(query, k)``, ``remember(content, kind)``, ``context(text, budget)``
-and ``forget(item_id)``. Each answers (as structured content, and as JSON text) with
-the public record of :mod:`mnemo.models` as :func:`~mnemo.models.to_jsonable` makes
+Tools: ``recall(query, k)``, ``remember(content, kind)``, ``context(text, budget)``,
+``forget(item_id)`` and ``record_turn(content, session, role, speaker, idempotency_key)``
+(and the reflex, inner-life and packet tools below). Each answers (as structured content, and
+as JSON text) with the public record of :mod:`mnemo.models` as :func:`~mnemo.models.to_jsonable` makes
 it: the field names, nesting and ISO 8601 times that the HTTP service and ``mnemo
 ... --json`` give for the same operation (``recall``: a ``RecallResult`` or a
 ``Refusal``; ``remember``: the ``Memory``; ``context``: the ``ContextBlock``;
@@ -40,6 +41,8 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from pydantic import ConfigDict
 
 from mnemo._validate import check_id, to_utc
 from mnemo.config import Settings
@@ -209,11 +212,38 @@ def build_server(
     bound = _Bound(opening, scope, auth=auth, limit=limit)
     for tools in (_memory_tools, _reflex_tools, _inner_tools, _packet_tools):
         tools(server, bound)
+    _strict_arguments(server)
     return server
 
 
+class _StrictMetadata(FuncMetadata):
+    """A tool's arguments taken as sent: no JSON parsed out of strings (``k: "5"`` stays a string)."""
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        return dict(data)
+
+
+def _strict_arguments(server: MCPServer[Any]) -> None:
+    """Every tool refuses an argument it does not take and a value of the wrong JSON type (``k: "5"``,
+    ``k: true``), as the HTTP service and the JSONL import do (issue 39 item 9); the published input
+    schema says so (``additionalProperties: false``)."""
+    for tool in server._tool_manager.list_tools():
+        loose = tool.fn_metadata.arg_model
+        config = ConfigDict(**(loose.model_config | {"extra": "forbid", "strict": True}))
+        strict: type[ArgModelBase] = type(
+            loose.__name__, (loose,), {"model_config": config, "__module__": loose.__module__}
+        )
+        tool.fn_metadata = _StrictMetadata(
+            arg_model=strict,
+            output_schema=tool.fn_metadata.output_schema,
+            output_model=tool.fn_metadata.output_model,
+            wrap_output=tool.fn_metadata.wrap_output,
+        )
+        tool.parameters = strict.model_json_schema(by_alias=True)
+
+
 def _memory_tools(server: MCPServer[Any], bound: _Bound) -> None:
-    """``recall``, ``remember``, ``context`` and ``forget``."""
+    """``recall``, ``remember``, ``context``, ``record_turn`` and ``forget``."""
 
     @server.tool()
     async def recall(
@@ -255,6 +285,24 @@ def _memory_tools(server: MCPServer[Any], bound: _Bound) -> None:
             when = None if as_of is None else to_utc(as_of, label="as_of")
             block = await (await bound.archive()).context(bound.current(), text, budget, as_of=when)
         return _record(block)
+
+    @server.tool()
+    async def record_turn(
+        content: str,
+        session: str = "default",
+        role: str = "user",
+        speaker: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Record one raw conversation turn (role: user, assistant, system or tool); the night
+        consolidates turns into memory. ``idempotency_key``: your name for this turn: sending it again
+        (a retry) stores nothing and returns the turn stored the first time with ``repeat`` true.
+        Returns the turn with its ``turn_number`` in the session and ``repeat``."""
+        with _tool_errors():
+            turn = await (await bound.archive()).record_turn(
+                bound.current(), session, role, content, speaker=speaker, idempotency_key=idempotency_key
+            )
+        return _record(turn)
 
     @server.tool()
     async def forget(item_id: str) -> dict[str, Any]:
@@ -331,4 +379,6 @@ def _packet_tools(server: MCPServer[Any], bound: _Bound) -> None:
                 if len(packets) == limit:
                     return dump(PacketsOut(packets=packets, next=packets[-1]["packet_id"]))
                 packets.append(packet)
+        if skipping:  # never found: an empty page would read as "done"
+            raise ToolError(f"after {after!r} is no packet of this memory: pass the `next` of the page before")
         return dump(PacketsOut(packets=packets, next=None))

@@ -58,16 +58,26 @@ Process = Annotated[
 
 
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")  # a misspelt or smuggled field ("owner") is a 422, not ignored
+    # A misspelt or smuggled field ("owner") is a 422, not ignored; a value is taken in its own JSON type
+    # ("5" is no number, true no integer: issue 39 item 9); times and ids are text in JSON, so those fields
+    # say ``strict=False`` and parse ISO 8601 and UUID strings.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class _Out(BaseModel):
     model_config = ConfigDict(from_attributes=True)  # made from the record of the same fields
 
 
+_WHEN = (
+    "When it happened (ISO-8601; no offset means UTC; default: now), at most the server's clock_skew_hours "
+    "(MNEMO_CLOCK_SKEW_HOURS, default 24) ahead of its clock."
+)
+
+
 class RememberIn(_In):
     content: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     kind: MemoryKind = "semantic"
+    event_time: datetime | None = Field(default=None, strict=False, description=_WHEN)
     namespace: Name | None = Field(default=None, description="One of your namespaces (default: the token's).")
     process: Process | None = None
 
@@ -77,8 +87,15 @@ class TurnIn(_In):
     role: Role
     content: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     speaker: OneLine | None = Field(default=None, max_length=256)
+    created_at: datetime | None = Field(default=None, strict=False, description=_WHEN)
     namespace: Name | None = None
     process: Process | None = None
+    idempotency_key: OneLine | None = Field(
+        default=None,
+        max_length=200,
+        description="Your name for this turn (or the `Idempotency-Key` header): a retry with the same key "
+        "stores nothing and answers the turn stored the first time, with `repeat` true.",
+    )
 
 
 _AS_OF = (
@@ -97,9 +114,13 @@ class RecallFields(_In):
     level: int | None = Field(
         default=None, ge=0, le=3, description="1-3: the cortex tree's nodes of that level (branch, trunk, canopy)."
     )
-    as_of: datetime | None = Field(default=None, description=_AS_OF)
+    as_of: datetime | None = Field(default=None, strict=False, description=_AS_OF)
     threshold: float | None = Field(
-        default=None, ge=-1.0, le=1.0, description="Refusal threshold for this recall (default: the server's)."
+        default=None,
+        ge=-1.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="Refusal threshold for this recall (default: the server's).",
     )
     read_only: bool = Field(default=False, description="No retrieval side effects (no reinforcement or links).")
     processes: list[Process] | None = Field(
@@ -119,14 +140,17 @@ class ContextIn(_In):
     budget: int = Field(default=1000, ge=1, le=100_000)
     namespace: Name | None = None
     owner: Name | None = Field(default=None, description="Read another entity's scope (needs its grant).")
-    as_of: datetime | None = Field(default=None, description=_AS_OF)
+    as_of: datetime | None = Field(default=None, strict=False, description=_AS_OF)
 
 
 class ImportTurnIn(_In):
     """One turn of the JSONL import format (README, "A JSONL import file"); every value is checked
     as a line of a JSONL file is, so a bad one is skippable (``skip_invalid``), not a malformed request."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)  # JSON types as sent: no "1" for 1, no true for 1
+    # JSON types as sent (no "1" for 1, no true for 1). An unknown field is the turn's problem, not the
+    # request's: the JSONL check reports it for that turn, with its "did you mean", and ``skip_invalid``
+    # skips just that turn (issue 39 item 12).
+    model_config = ConfigDict(extra="allow", strict=True)
 
     content: str | None = Field(default=None, description="The turn's text (required, here or as `text`).")
     text: str | None = Field(default=None, description="Another name for `content`.")
@@ -149,6 +173,11 @@ class ImportTurnIn(_In):
     )
     embedding_model: str | None = Field(
         default=None, description="The slug of the model that made `embedding` (`GET /v1/status`: embedder)."
+    )
+    idempotency_key: str | None = Field(
+        default=None,
+        description="Your name for this turn, once per request: a turn whose key the scope holds is a repeat "
+        "(without one: the same session, role, created_at and content). Repeats are skipped and counted.",
     )
 
 
@@ -201,7 +230,7 @@ class OutcomeIn(_In):
     action: OneLine = Field(max_length=2000, description="What was done (a tool call, a response pattern, ...).")
     success: bool
     action_type: Literal["tool_call", "response_pattern", "delegation"] = "tool_call"
-    follows: uuid.UUID | None = Field(default=None, description="The reflex that came just before.")
+    follows: uuid.UUID | None = Field(default=None, strict=False, description="The reflex that came just before.")
     namespace: Name | None = None
 
 
@@ -234,6 +263,9 @@ class ImportOut(BaseModel):
     sessions: int = Field(description="Sessions they went to.")
     seconds: float
     skipped: list[SkippedOut] = Field(description="The turns left out (with skip_invalid), in request order.")
+    skipped_repeats: int = Field(
+        description="Turns the scope already held (a retried request, the same history sent again): not stored."
+    )
 
 
 class GrantOut(BaseModel):
@@ -309,6 +341,7 @@ class FileImportOut(BaseModel):
     sessions: int
     seconds: float
     skipped: list[FileSkippedOut]
+    skipped_repeats: int = Field(description="Turns the scope already held (the file imported before): not stored.")
 
 
 class PurgeOut(BaseModel):
@@ -408,9 +441,13 @@ def error_body(code: str, message: str) -> dict[str, Any]:
 
 # --- the inner life (issue 31) -----------------------------------------------------------------------
 class FeedbackIn(_In):
-    outcome_id: uuid.UUID = Field(description="What the outcome links back to: a recall's outcome_id, a gut delta's.")
+    outcome_id: uuid.UUID = Field(
+        strict=False, description="What the outcome links back to: a recall's outcome_id, a gut delta's."
+    )
     value: float = Field(default=1.0, ge=-1, le=1, allow_inf_nan=False, description="-1 went badly .. 1 went well.")
-    used: list[uuid.UUID] = Field(default_factory=list, max_length=100, description="The recalled items used.")
+    used: list[Annotated[uuid.UUID, Field(strict=False)]] = Field(
+        default_factory=list, max_length=100, description="The recalled items used."
+    )
     kind: Literal["feedback", "task"] = "feedback"
     detail: str = Field(default="", max_length=2000)
     namespace: Name | None = None

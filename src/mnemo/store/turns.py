@@ -7,6 +7,11 @@ transaction-scoped advisory lock, released at commit or rollback), then reads
 pool's isolation) the read after the lock sees every earlier holder's committed
 turns, so two writers never pick the same number and a number is never committed
 before a smaller one. Only writers to the same session wait for each other.
+
+Each turn's ``identity`` (:mod:`mnemo.cognition.identity`) is unique in its scope: a writer
+first reads which of its identities the scope holds (:func:`held_turns`, under the lock, so
+repeats take no number), and the unique index refuses a turn that a writer to another
+session stored meanwhile under the same key (:func:`insert_turn` skips it; COPY raises).
 """
 
 from __future__ import annotations
@@ -20,13 +25,27 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-__all__ = ["TurnRow", "copy_turns", "insert_turn", "lock_sessions", "next_turn_numbers", "session_lock_key"]
+__all__ = [
+    "IDENTITY_INDEX",
+    "TurnRow",
+    "copy_turns",
+    "held_turns",
+    "insert_turn",
+    "lock_sessions",
+    "next_turn_numbers",
+    "session_lock_key",
+]
 
-# (id, entity_id, namespace, session_id, turn_number, role, speaker, content, created_at, token_count, metadata)
-TurnRow = tuple[uuid.UUID, str, str, str, int, str, str | None, str, datetime, int, dict[str, Any]]
+# (id, entity_id, namespace, session_id, turn_number, role, speaker, content, created_at, token_count, metadata,
+#  identity)
+TurnRow = tuple[uuid.UUID, str, str, str, int, str, str | None, str, datetime, int, dict[str, Any], str]
+
+IDENTITY_INDEX = "turns_identity"
+"""The unique index of (entity_id, namespace, identity): a violation names it."""
 
 _COLUMNS = (
-    "id, entity_id, namespace, session_id, turn_number, role, speaker, content, created_at, token_count, metadata"
+    "id, entity_id, namespace, session_id, turn_number, role, speaker, content, created_at, token_count, metadata, "
+    "identity"
 )
 
 
@@ -65,11 +84,29 @@ async def next_turn_numbers(
     return {s: found.get(s, 0) for s in sessions}
 
 
-async def insert_turn(conn: psycopg.AsyncConnection, row: TurnRow) -> None:
-    await conn.execute(
-        f"INSERT INTO mnemo.turns ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",  # noqa: S608 (constant columns)
-        (*row[:10], Jsonb(row[10])),
+async def insert_turn(conn: psycopg.AsyncConnection, row: TurnRow) -> bool:
+    """Write one turn; False (nothing written) when the scope already holds its identity (a writer
+    that committed it meanwhile: this one waited for that commit, the unique index's way)."""
+    cur = await conn.execute(
+        f"""INSERT INTO mnemo.turns ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+            ON CONFLICT (entity_id, namespace, identity) DO NOTHING RETURNING id""",  # noqa: S608 (constant columns)
+        (*row[:10], Jsonb(row[10]), row[11]),
     )
+    return await cur.fetchone() is not None
+
+
+async def held_turns(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, identities: Sequence[str]
+) -> dict[str, TurnRow]:
+    """The scope's turns that have one of ``identities``, by identity."""
+    if not identities:
+        return {}
+    cur = await conn.execute(
+        f"""SELECT {_COLUMNS} FROM mnemo.turns
+            WHERE entity_id = %s AND namespace = %s AND identity = ANY(%s)""",  # noqa: S608 (constant columns)
+        (entity_id, namespace, list(identities)),
+    )
+    return {r[11]: (*r[:4], int(r[4]), *r[5:9], int(r[9]), r[10], r[11]) for r in await cur.fetchall()}
 
 
 async def copy_turns(conn: psycopg.AsyncConnection, rows: Iterable[TurnRow]) -> int:
@@ -77,7 +114,7 @@ async def copy_turns(conn: psycopg.AsyncConnection, rows: Iterable[TurnRow]) -> 
     count = 0
     async with conn.cursor().copy(f"COPY mnemo.turns ({_COLUMNS}) FROM STDIN") as copy:
         for row in rows:
-            await copy.write_row((*row[:10], Jsonb(row[10])))
+            await copy.write_row((*row[:10], Jsonb(row[10]), row[11]))
             count += 1
     return count
 

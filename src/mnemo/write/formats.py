@@ -22,6 +22,12 @@ precomputed vector may come with a turn: ``"embedding": [...]`` and
 ``"embedding_model": "<slug>"``; it is used only when the slug is the active
 embedder's (``mnemo status`` shows it) and the dimension matches, and the turn
 is then not embedded again.
+
+Importing a file again stores none of its turns twice: each turn's identity is its
+``idempotency_key`` when it has one (1-200 characters of one line, once per file), else a
+hash of its session, role, ``created_at`` (none: no time) and content, counting identical
+lines of the file apart (:mod:`mnemo.cognition.identity`). A turn the scope already holds
+is skipped and counted (``ImportReport.skipped_repeats``).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import numpy as np
 from mnemo._validate import (
     check_content,
     check_event_time,
+    check_idempotency_key,
     check_metadata,
     check_role,
     check_session,
@@ -66,7 +73,7 @@ VectorSpace = tuple[str, int]  # (slug, dimension) of the active embedder: what 
 
 TURN_FIELDS = (
     "content", "text", "session", "session_id", "role", "speaker", "created_at", "turn", "turn_number", "metadata",
-    "embedding", "embedding_model",
+    "embedding", "embedding_model", "idempotency_key",
 )  # fmt: skip
 """Every field a JSONL turn may have (the HTTP import's turn model has the same ones)."""
 # Names other exports give a turn's fields, and the field each one means here.
@@ -173,6 +180,7 @@ def _parse_lines(
 ) -> list[TurnInput]:
     turns: list[TurnInput] = []
     numbered: dict[tuple[str, int], int] = {}  # explicit (session, turn) -> the line that claimed it
+    keyed: dict[str, int] = {}  # idempotency key -> the line that gave it
     for number, line in lines:
         if not line.strip():
             continue
@@ -186,6 +194,7 @@ def _parse_lines(
                         "drop the explicit turn numbers to append"
                     )
                 numbered[key] = number
+            _claim_key(turn, number, keyed)
         except InvalidInputError as exc:
             problem = _reason(exc)
             if skipped is None:
@@ -194,6 +203,16 @@ def _parse_lines(
             continue
         turns.append(turn)
     return turns
+
+
+def _claim_key(turn: TurnInput, line: int, keyed: dict[str, int]) -> None:
+    """A file gives each idempotency key to one turn."""
+    key = turn.idempotency_key
+    if key is None:
+        return
+    if key in keyed:
+        raise MalformedImportError(f"idempotency_key {key!r} is already on line {keyed[key]}; give each turn its own")
+    keyed[key] = line
 
 
 def _reason(exc: InvalidInputError) -> str:
@@ -274,6 +293,7 @@ def _turn_from_obj(
         raise MalformedImportError(f"'turn' {turn} is too large (at most {2**31 - 1})")
     speaker = obj.get("speaker")
     created = obj.get("created_at")
+    key = obj.get("idempotency_key")
     return TurnInput(
         session_id=check_session(_text_or_number(obj, ("session", "session_id"), "default", "session id")),
         role=check_role(str(_text_or_number(obj, ("role",), "user", "role"))),
@@ -283,6 +303,7 @@ def _turn_from_obj(
         turn_number=turn,
         metadata=check_metadata(obj.get("metadata")),
         embedding=_embedding(obj, space),
+        idempotency_key=None if key is None else check_idempotency_key(key),
     )
 
 

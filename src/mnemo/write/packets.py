@@ -277,7 +277,7 @@ async def _write(
     """Turns, memories, the consolidated state, then links, inside the caller's transaction: the
     items made, the links, and what the state packets wrote."""
     made = dict(done)
-    rows = await importer.write_turns(conn, rt, scope, plan.ready)
+    rows = (await importer.write_turns(conn, rt, scope, plan.ready)).rows  # a repeat: the turn the scope held
     made |= {p.packet_id: row[0] for p, row in zip(plan.turns, rows, strict=True)}
     await _restore_turns(conn, scope, plan.turns, made)
     lines = packet_copy.line_ids(plan.state, made)  # turns gone at the source: memories name their lines

@@ -26,6 +26,7 @@ from mnemo._validate import (
     check_content,
     check_event_time,
     check_id,
+    check_idempotency_key,
     check_kind,
     check_metadata,
     check_role,
@@ -314,12 +315,19 @@ async def record_turn(
     created_at: datetime | str | None = None,
     metadata: Mapping[str, Any] | None = None,
     embedding: Sequence[float] | np.ndarray | None = None,
+    idempotency_key: str | None = None,
 ) -> Turn:
     """Append one raw exchange to the day table, embedded immediately.
 
     Safe under concurrency: it goes through the importer's numbering, which holds the
     session's lock from ``max + 1`` to commit, so concurrent turns into one session get
     gapless numbers in commit order and none fails for it (:mod:`mnemo.write.importer`).
+
+    A repeat stores nothing and returns the turn the scope holds, marked ``repeat``: a turn
+    whose ``idempotency_key`` the scope holds (the same key for different content is an
+    error), or, without a key, one with the same session, role, content and explicit
+    ``created_at``. Without either, the turn is stamped now and identified by that time, so
+    the same words said twice are two turns (:mod:`mnemo.cognition.identity`).
     """
     from mnemo.write.importer import import_turns  # imported here: the importer builds on this module
 
@@ -331,7 +339,8 @@ async def record_turn(
         speaker=None if speaker is None else check_text(speaker, label="speaker"),
         created_at=None if created_at is None else check_event_time(created_at, label="created_at", skew_hours=skew),
         metadata=check_metadata(metadata),
+        idempotency_key=None if idempotency_key is None else check_idempotency_key(idempotency_key),
     )
     vectors = None if embedding is None else np.stack([check_vector(embedding, rt.embeddings.dim)])
-    stored = await import_turns(rt, scope, [turn], vectors=vectors, bulk=False)
+    stored = await import_turns(rt, scope, [turn], vectors=vectors, bulk=False, live=True)
     return stored[0]

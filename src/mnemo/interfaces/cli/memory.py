@@ -12,7 +12,16 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from mnemo._validate import check_content, check_id, check_kind, check_query, check_role, check_session, to_utc
+from mnemo._validate import (
+    check_content,
+    check_id,
+    check_idempotency_key,
+    check_kind,
+    check_query,
+    check_role,
+    check_session,
+    to_utc,
+)
 from mnemo.errors import InvalidContentError
 from mnemo.interfaces.cli._common import (
     EntityOpt,
@@ -112,31 +121,42 @@ def record(
     session: Annotated[str, typer.Option("--session", "-s", help="Session id.")] = "default",
     role: Annotated[str, typer.Option(help="user, assistant, system or tool.")] = "user",
     speaker: Annotated[str | None, typer.Option(help="Speaker name.")] = None,
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key",
+            help="An idempotency key: recording again with the same key stores nothing (a safe retry).",
+        ),
+    ] = None,
     entity: EntityOpt = "default",
     namespace: NamespaceOpt = "default",
     as_json: JsonOpt = False,
 ) -> None:
-    """Record one raw conversation turn."""
+    """Record one raw conversation turn (again with the same --key: nothing stored, it says so)."""
     text = sys.stdin.read() if content == "-" else content
     scope = Scope(entity, namespace)
     config = settings()
     check_session(session)
     check_role(role)
     check_content(text, max_chars=config.max_content_chars)
+    if key is not None:
+        check_idempotency_key(key, label="--key")
     if (svc := service(config)) is not None:
-        body = request_body(TurnIn, session=session, role=role, content=text, speaker=speaker, namespace=namespace)
+        fields = {"session": session, "role": role, "content": text, "speaker": speaker, "namespace": namespace}
+        body = request_body(TurnIn, **fields, idempotency_key=key)
         turn = ask(svc, "POST", "/v1/turns", entity, body)
     else:
         with open_archive(config) as archive:
-            turn = to_jsonable(archive.record_turn(scope, session, role, text, speaker=speaker))
+            turn = to_jsonable(archive.record_turn(scope, session, role, text, speaker=speaker, idempotency_key=key))
     if as_json:
         print_json(turn)
-    else:
-        out.print(
-            f"recorded turn {turn['turn_number']} of session {turn['session_id']!r} in {scope}",
-            markup=False,
-            highlight=False,
-        )
+        return
+    done = "already recorded (a repeat: nothing stored):" if turn.get("repeat") else "recorded"
+    out.print(
+        f"{done} turn {turn['turn_number']} of session {turn['session_id']!r} in {scope}",
+        markup=False,
+        highlight=False,
+    )
 
 
 @fail_cleanly
@@ -169,6 +189,7 @@ def import_(
                     sessions=report.sessions,
                     seconds=round(report.seconds, 3),
                     skipped=left_out,
+                    skipped_repeats=report.skipped_repeats,
                 )
             )
         )
@@ -177,6 +198,8 @@ def import_(
         where = f"line {line}" if line is not None else "turn"
         err.print(f"skipped {where}: {reason}", markup=False, highlight=False, soft_wrap=True)
     skipped = f"; skipped {len(report.skipped)} invalid" if report.skipped else ""
+    if report.skipped_repeats:
+        skipped += f"; skipped {report.skipped_repeats} already stored (repeats)"
     out.print(
         f"imported {report.turns} turns in {report.sessions} sessions ({report.format}) into {scope} "
         f"in {report.seconds:.1f}s{skipped}",
