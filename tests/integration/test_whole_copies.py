@@ -17,9 +17,9 @@ import psycopg
 import pytest
 
 import mnemo
-from mnemo import AsyncArchive, EntityFacts, RecallResult, Scope, Settings, UnknownItemError
+from mnemo import AsyncArchive, EntityFacts, MalformedImportError, RecallResult, Scope, Settings, UnknownItemError
 from mnemo.embed import Embeddings
-from tests.conftest import SEED, new_database
+from tests.conftest import SEED, new_database, snapshot
 from tests.integration.test_cli import env, run  # noqa: F401  # the env fixture
 
 ME = Scope("alice", "home")
@@ -238,3 +238,18 @@ def test_the_command_line_forks_and_copies_a_scope_whole(
         found = json.loads(out)
         said.append([{k: v for k, v in f.items() if k != "provenance"} for f in found["facts"]] + found["triples"])
     assert said[0] and said[0] == said[1] == said[2]
+
+
+async def test_a_whole_copy_into_sessions_that_hold_its_turn_numbers_is_refused(
+    archive: AsyncArchive, database_url: str, tmp_path: Path
+) -> None:
+    await archive.import_file(ME, SAMPLE)
+    await archive.night_cycle(ME)
+    file = tmp_path / "home.jsonl"
+    await archive.export_packets(ME, file)
+    other = Scope("alice", "busy")
+    await archive.record_turn(other, "session-1", "user", "A turn of my own, numbered 0.")
+    before = snapshot(database_url)
+    with pytest.raises(MalformedImportError, match="keeps its turn numbers; import it into a new scope"):
+        await archive.import_packets(other, file)
+    assert snapshot(database_url) == before

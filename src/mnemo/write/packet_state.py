@@ -284,7 +284,7 @@ async def state_packets(
         entities = await state_rows.entities(conn, e, ns, None if whole else list(wanted))
         links = await state_rows.links(conn, e, ns)
         sessions, night = await state_rows.night(conn, e, ns) if whole else ([], {})
-        gone = [r["turn_id"] for r in lines if not r["kept"]]
+        gone = [r["turn_id"] for r in lines if not (r["kept"] and whole)]  # a merge carries no turns
         line_vectors = await packet_rows.vectors_of(conn, e, tables, gone)
     cortex = await _cortex(rt, scope, "blocks", "lines", *(("nodes",) if whole else ()))
     for row in entities:
@@ -293,7 +293,7 @@ async def state_packets(
         yield _block_packet(scope, row, cortex.get(("blocks", str(row["id"]))))
     for row in lines:
         deep = cortex.get(("lines", str(row["turn_id"])))
-        yield _line_packet(scope, row, line_vectors.get(row["turn_id"], {}), deep)
+        yield _line_packet(scope, row, line_vectors.get(row["turn_id"], {}), deep)  # a kept turn's: a merge's
     for row in facts:
         yield _fact_packet(scope, row)
     for row in triples:
@@ -354,10 +354,11 @@ def _line_packet(
     vectors: Mapping[str, tuple[str, np.ndarray]],
     deep: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    """A line: its vector from the cortex when its block is there, else its own while its turn is gone."""
+    """A line: its vector from the cortex when its block is there, else its own while its turn is
+    gone (or its turn's, for a merge, which carries no turns)."""
     meta = {k: row[k] for k in ("session_id", "turn_number", "role", "speaker", "created_at", "metadata", "kept")}
     meta |= {"block": str(row["block_id"]), "turn": str(row["turn_id"])}
-    found = dict(vectors) if not row["kept"] else {}
+    found = dict(vectors)
     if deep is not None:
         found = {f"cortex_{deep['_dim']}": (str(deep["slug"]), np.asarray(deep["vector"], dtype=np.float32))}
     packet_id = f"line:{row['block_id']}:{row['turn_id']}"

@@ -45,7 +45,7 @@ from mnemo import _dynamics as dynamics
 from mnemo._runtime import Runtime
 from mnemo._validate import check_session
 from mnemo.cognition.late import TokenVectors
-from mnemo.errors import DimensionMismatchError, InvalidContentError
+from mnemo.errors import DimensionMismatchError, InvalidContentError, MalformedImportError
 from mnemo.models import PacketImport, Scope, uuid7
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import lexicon
@@ -54,6 +54,7 @@ from mnemo.store import packet_state as state_rows
 from mnemo.store import packets as packet_rows
 from mnemo.store import passages as passage_rows
 from mnemo.store import token_vectors as token_rows
+from mnemo.store import turns as turn_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.store.pool import PROCESS
 from mnemo.write import importer, packet_copy
@@ -136,7 +137,8 @@ async def _read_tokens(rt: Runtime, scope: Scope, items: Sequence[uuid.UUID]) ->
 
 def _active_vectors(rt: Runtime, packets: Sequence[PacketIn], strict: bool) -> dict[str, np.ndarray]:
     """Each packet's vector of the active model, when it has one (the Dimension Lock: no other
-    model's vector is ever stored in the active space). ``strict`` refuses packets without one."""
+    model's vector is ever stored in the active space). ``strict`` refuses turn and memory packets
+    without one."""
     slug, dim = str(rt.slug), rt.embeddings.dim
     found: dict[str, np.ndarray] = {}
     for packet in packets:
@@ -146,7 +148,7 @@ def _active_vectors(rt: Runtime, packets: Sequence[PacketIn], strict: bool) -> d
                 found[packet.packet_id] = array / max(float(np.linalg.norm(array)), 1e-12)
                 break
         else:
-            if strict:
+            if strict and packet.packet_type in ("turn", "memory"):  # a line or node without one is quoted
                 models = sorted({v.model for v in packet.vectors.values()}) or ["none"]
                 raise DimensionMismatchError(
                     f"packet {packet.packet_id} carries vectors of {', '.join(models)}, not of the active model "
@@ -277,6 +279,7 @@ async def _write(
     """Turns, memories, the consolidated state, then links, inside the caller's transaction: the
     items made, the links, and what the state packets wrote."""
     made = dict(done)
+    await _numbers_free(conn, scope, plan)
     rows = (await importer.write_turns(conn, rt, scope, plan.ready)).rows  # a repeat: the turn the scope held
     made |= {p.packet_id: row[0] for p, row in zip(plan.turns, rows, strict=True)}
     await _restore_turns(conn, scope, plan.turns, made)
@@ -289,6 +292,18 @@ async def _write(
     if any(p.packet_type == "link" for p in plan.state):  # the links came as they were: no others
         return made, state.counts["link"], state
     return made, await _link(conn, scope, plan.fresh, made), state
+
+
+async def _numbers_free(conn: psycopg.AsyncConnection, scope: Scope, plan: _Plan) -> None:
+    """A whole copy's turns keep their numbers (the night's marks count in them): refused, before
+    anything is written, where the scope's sessions already use them."""
+    keys = [(t.session_id, t.turn_number) for t in plan.ready.turns if t.turn_number is not None]
+    clashes = await turn_rows.existing_turn_numbers(conn, scope.entity_id, scope.namespace, keys)
+    if clashes:
+        raise MalformedImportError(
+            f"scope {scope} already holds turns of these sessions {clashes}: a whole copy (packets with the "
+            "night's bookkeeping) keeps its turn numbers; import it into a new scope"
+        )
 
 
 async def _restore_turns(
