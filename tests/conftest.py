@@ -137,9 +137,18 @@ def empty_database_url(pg_admin_url: str) -> str:
     return db_url(pg_admin_url, name)
 
 
+# A night may not be dated further ahead of the clock than a write (Settings.clock_skew_hours):
+# a test marked ``future_nights`` simulates nights days or weeks ahead (retention, migration), so
+# its archive allows that much skew, as a benchmark that simulates them does.
+FUTURE_NIGHTS_HOURS = 24.0 * 730  # two years: the longest simulated span (a decay over 400 days)
+
+
 @pytest.fixture
-def settings(database_url: str) -> Settings:
-    return Settings(database_url=database_url, seed=SEED)
+def settings(database_url: str, request: pytest.FixtureRequest) -> Settings:
+    ahead = request.node.get_closest_marker("future_nights") is not None
+    return Settings(
+        database_url=database_url, seed=SEED, **({"clock_skew_hours": FUTURE_NIGHTS_HOURS} if ahead else {})
+    )
 
 
 @pytest.fixture

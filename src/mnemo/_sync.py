@@ -148,6 +148,7 @@ class Archive:
     record_outcome = _blocking(AsyncArchive.record_outcome)
     reflexes_for = _blocking(AsyncArchive.reflexes_for)
     feedback = _blocking(AsyncArchive.feedback)
+    outcome_scope = _blocking(AsyncArchive.outcome_scope)
     log_gut = _blocking(AsyncArchive.log_gut)
     record_attempt = _blocking(AsyncArchive.record_attempt)
     failure_patterns = _blocking(AsyncArchive.failure_patterns)

@@ -247,6 +247,14 @@ def check_event_time(value: Any, *, label: str, skew_hours: float) -> datetime:
     return when
 
 
+def night_time(rt: Any, as_of: object) -> datetime:
+    """The time a night or reflection runs as of: now, or ``as_of`` under the clock-skew rule of
+    every write (:func:`check_event_time`): a night dated years ahead would age a scope silently."""
+    if as_of is None:
+        return datetime.now(UTC)
+    return check_event_time(as_of, label="as_of", skew_hours=rt.settings.clock_skew_hours)
+
+
 def check_id(value: object, *, label: str = "id") -> uuid.UUID:
     """A UUID, or a string that parses as one."""
     if isinstance(value, uuid.UUID):

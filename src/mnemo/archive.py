@@ -716,6 +716,12 @@ class AsyncArchive:
         return await reflexes_path.reflexes_for(self._rt, scope, context, k, read_only=read_only)
 
     # --- the inner life and self-tuning (cognitive-plan §3.9, §4.2-4.7, §5.1-5.3) ----------------------
+    async def outcome_scope(self, entity_id: str, outcome_id: uuid.UUID | str) -> Scope | None:
+        """Which of ``entity_id``'s scopes holds ``outcome_id`` (a recall's ``outcome_id``, a gate
+        decision's, a gut delta's): an outcome id is unique, so :meth:`feedback` needs no namespace
+        named twice. None when none of them does."""
+        return await inner_write.outcome_scope(self._rt, entity_id, outcome_id)
+
     async def feedback(
         self,
         scope: Scope,

@@ -20,6 +20,8 @@ from mnemo.store import tiers
 from tests.integration.test_http import auth, server, tokens  # noqa: F401  (fixtures)
 from tests.night_data import BREAKTHROUGH, arc_conversation, record
 
+pytestmark = pytest.mark.future_nights  # nights run days or weeks ahead of the clock
+
 ME = Scope("alice", "history")
 OTHER = Scope("mallory", "history")
 LONG_AGO = datetime(2023, 5, 1, 9, 0, tzinfo=UTC)

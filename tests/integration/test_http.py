@@ -146,7 +146,8 @@ def test_bad_input_and_abuse(server: str, tokens: dict[str, Any], database_url: 
         bad_time = c.post("/v1/recall", json={"query": "seed", "as_of": "last tuesday"})
         assert bad_time.status_code == 422 and bad_time.json()["error"]["code"] == "invalid_request"
         malformed = c.post("/v1/memories", content=b"{not json", headers={"content-type": "application/json"})
-        assert malformed.status_code == 422
+        assert malformed.status_code == 400 and malformed.json()["error"]["code"] == "bad_request"  # as documented
+        assert "not valid JSON" in malformed.json()["error"]["message"]
         empty = c.post("/v1/memories", json={"content": "   "})
         assert empty.status_code == 422 and empty.json()["error"]["code"] == "invalid_input"
         nul = c.post("/v1/memories", json={"content": "a\u0000b"})

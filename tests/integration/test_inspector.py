@@ -29,6 +29,7 @@ from mnemo.cognition.readiness import MILESTONES
 from mnemo.embed import Embeddings
 from mnemo.interfaces.http import create_app
 from mnemo.night.cycle import STAGES
+from tests.conftest import FUTURE_NIGHTS_HOURS
 from tests.integration.test_http import serve
 from tests.night_data import START, arc_conversation, record
 
@@ -157,7 +158,7 @@ def site(pg_admin_url: str, template_url: str, embeddings: Embeddings) -> Iterat
     from tests.conftest import new_database
 
     url = new_database(pg_admin_url)
-    settings = Settings(database_url=url, scoring="deterministic")
+    settings = Settings(database_url=url, scoring="deterministic", clock_skew_hours=FUTURE_NIGHTS_HOURS)  # nights ahead
     with ThreadPoolExecutor(1) as pool:  # Playwright's sync API runs an event loop in this thread
         data = pool.submit(asyncio.run, _fill(settings, embeddings)).result()
     with serve(create_app(settings, embeddings=embeddings)) as base:
@@ -315,7 +316,6 @@ def test_facts_audit_and_curation_pages(browser: Any, site: dict[str, Any], shot
     snap(page, shots, "13-curation")
 
 
-def test_the_facts_page_lists_the_scopes_entities_most_mentioned_first(
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
@@ -376,6 +376,7 @@ def test_episode_gists_come_from_what_the_user_said(browser: Any, site: dict[str
     assert gists and all("Alice:" in g and "Bob:" not in g and "Bot:" not in g for g in gists), gists
 
 
+def test_the_facts_page_lists_the_scopes_entities_most_mentioned_first(
     browser: Any, site: dict[str, Any], shots: Path
 ) -> None:
     page = sign_in(browser, site)
@@ -545,8 +546,8 @@ def test_the_inner_life_page_shows_milestones_tensions_alphas_and_safety(
     assert "0–2" in failure.inner_text() and "3 of 3" in failure.inner_text() and "timeout ×3" in failure.inner_text()
     snap(page, shots, "18-inner-life")
     (waiting,) = page.locator("#awaiting a").all()
-    waiting.click()
     assert waiting.inner_text() == HABIT and UUID.match(str(waiting.get_attribute("title")))  # what, not an id
+    waiting.click()
     page.wait_for_selector("#memory-content")
     assert page.locator("#memory-content").inner_text() == HABIT
 

@@ -13,8 +13,12 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from mnemo import AsyncArchive, Scope
 from mnemo.recall import stages
+
+pytestmark = pytest.mark.future_nights  # nights run days or weeks ahead of the clock
 
 ME = Scope("assistant", "maya-lived")
 START = datetime(2024, 8, 1, 18, 0, tzinfo=UTC)

@@ -13,6 +13,8 @@ from mnemo.embed import Embeddings
 from tests.conftest import snapshot
 from tests.night_data import BREAKTHROUGH, START, arc_conversation, record
 
+pytestmark = pytest.mark.future_nights  # nights run days or weeks ahead of the clock
+
 ME = Scope("alice", "night")
 
 

@@ -13,8 +13,11 @@ import pytest
 
 from mnemo import AsyncArchive, NightReport, Scope, Settings
 from mnemo.embed import Embeddings
+from tests.conftest import FUTURE_NIGHTS_HOURS
 from tests.integration.test_cli import env, run  # noqa: F401  # the env fixture
 from tests.night_data import arc_conversation, record
+
+pytestmark = pytest.mark.future_nights  # nights run days or weeks ahead of the clock
 
 ME = Scope("alice", "history")
 LONG_AGO = datetime(2023, 5, 1, 9, 0, tzinfo=UTC)  # imported history: event dates years in the past
@@ -122,7 +125,7 @@ def test_cli_dry_run_shows_the_plan_and_writes_nothing(
         + "\n"
     )
     n = len(arc_conversation())
-    env = env | {"COLUMNS": "400"}  # table rows on one line each
+    env = env | {"COLUMNS": "400", "MNEMO_CLOCK_SKEW_HOURS": str(FUTURE_NIGHTS_HOURS)}  # rows on one line; nights ahead
     assert run(env, "import", str(path))[0] == 0
     assert run(env, "status")[0] == 0  # opening the archive once, before the snapshot
 

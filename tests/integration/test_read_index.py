@@ -32,6 +32,8 @@ from mnemo.recall.index import ScopeIndex
 from mnemo.store import read_index as index_rows
 from mnemo.write.importer import import_turns
 
+pytestmark = pytest.mark.future_nights  # nights run days or weeks ahead of the clock
+
 ROOT = Path(__file__).resolve().parents[2]
 DEV = Path(os.environ.get("LOCOMO_DEV", ROOT.parent / "shared" / "bench" / "locomo" / "locomo-dev.json"))
 DEV_FOUND = DEV.is_file()

@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-import psycopg
 
 from mnemo import _dynamics as dynamics
 from mnemo._runtime import Runtime
@@ -36,9 +35,7 @@ from mnemo.models import (
     TuningStep,
     Wandering,
 )
-from mnemo.night.inner import record_milestones
 from mnemo.store import inner as inner_rows
-from mnemo.store import scopes as scope_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.store.dynamics import MemoryState
 
@@ -50,20 +47,17 @@ POOL = 2000
 
 
 async def readiness(rt: Runtime, scope: Scope) -> Readiness:
-    """The ten milestones; those the traces show as reached are stored first (so they stay reached)."""
-    async with rt.store.transaction() as conn:
-        if await _exists(conn, scope):
-            await record_milestones(conn, scope)
+    """The ten milestones: those stored (by the night, which records what the owner's traces show,
+    and by writes) and those the owner's own traces already show, read without writing, so no read
+    (a grantee's included) ever dates one (issue 39 item 7)."""
+    async with rt.store.connection() as conn:
         held = await inner_rows.milestones(conn, scope.entity_id, scope.namespace)
+        seen = await inner_rows.detect_milestones(conn, scope.entity_id, scope.namespace)
+    shown = seen | held  # a stored milestone keeps its date
     return Readiness(
         scope,
-        tuple(Milestone(n, d, *held.get(n, (None, {}))) for n, d in MILESTONES.items()),
+        tuple(Milestone(n, d, *shown.get(n, (None, {}))) for n, d in MILESTONES.items()),
     )
-
-
-async def _exists(conn: psycopg.AsyncConnection, scope: Scope) -> bool:
-    found, _ = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, scope.entity_id)
-    return bool(found)
 
 
 async def failures(rt: Runtime, scope: Scope) -> list[FailurePatternRecord]:

@@ -361,6 +361,9 @@ def _asked_at(conv: Conversation, ask_at: str) -> datetime | None:
 # The second night of a --night run: a week and a day later, when the first night's raw turns have
 # expired (retention) and its blocks are old enough to migrate to the cortex (memory-architecture §5.3).
 LATER = timedelta(days=8)
+# A night may be dated no further ahead of the clock than a write: the bench's archive allows the
+# simulated week (and a day) of skew, so its second night can run.
+_SIMULATED_SKEW_HOURS = (LATER + timedelta(days=1)) / timedelta(hours=1)
 
 
 async def _nights(archive: AsyncArchive, scope: Scope, run: SystemRun) -> None:
@@ -545,12 +548,15 @@ def _settings(
 ) -> tuple[Settings, Settings | None]:
     """The lab's settings (deterministic unless told otherwise) and, with ``live``, the lived rounds'
     (the archive's default scoring, stochastic, seeded; every other setting as the lab's)."""
-    lab = Settings(home=home, database_url=database_url, **({"scoring": "deterministic"} | dict(overrides or {})))
+    ahead = {"clock_skew_hours": _SIMULATED_SKEW_HOURS}  # the second night is a simulated week ahead
+    lab = Settings(
+        home=home, database_url=database_url, **(ahead | {"scoring": "deterministic"} | dict(overrides or {}))
+    )
     if not live:
         return lab, None
     default = Settings.model_fields["scoring"].default
     return lab, Settings(
-        home=home, database_url=database_url, **({"scoring": default, "seed": seed} | dict(overrides or {}))
+        home=home, database_url=database_url, **(ahead | {"scoring": default, "seed": seed} | dict(overrides or {}))
     )
 
 

@@ -11,6 +11,8 @@ import uuid
 from typing import Annotated, Any
 
 from fastapi import Depends, Request, Security
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from mnemo.archive import AsyncArchive
@@ -37,6 +39,7 @@ __all__ = [
     "errors",
     "import_batch",
     "json_errors",
+    "known_query",
 ]
 
 LOCAL = uuid.UUID(int=0)
@@ -174,3 +177,22 @@ def import_batch(body: ImportIn, archive: AsyncArchive) -> tuple[list[TurnInput]
             f"{skipped[0].reason}); nothing was imported"
         )
     return turns, skipped
+
+
+def known_query(request: Request) -> None:
+    """A query parameter the operation does not take is refused (``GET /v1/memories?owner=maya`` is
+    not the caller's own page: issue 39 item 9), as an unknown body field is."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return
+    taken = set(_query_names(route.dependant))
+    unknown = sorted(set(request.query_params) - taken)
+    if unknown:
+        takes = ", ".join(sorted(taken)) or "none"
+        raise InvalidInputError(f"unknown query parameter {unknown[0]!r}; this operation takes: {takes}")
+
+
+def _query_names(dependant: Dependant) -> list[str]:
+    """The query parameters an operation takes, its dependencies' included."""
+    own = [p.alias for p in dependant.query_params]
+    return own + [name for sub in dependant.dependencies for name in _query_names(sub)]

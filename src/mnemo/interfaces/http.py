@@ -31,7 +31,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi import HTTPException as FastAPIHTTPException
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -56,7 +56,7 @@ from mnemo.interfaces import _admission as admission
 from mnemo.interfaces import local
 from mnemo.interfaces._remedies import say
 from mnemo.interfaces._routers import routers
-from mnemo.interfaces._routes import authenticate
+from mnemo.interfaces._routes import authenticate, known_query
 from mnemo.interfaces.shapes import (
     IMPORT_PATH,
     MAX_BODY_BYTES,
@@ -118,6 +118,17 @@ def _log_failure(request: Request, status: int, exc: Exception) -> None:
 
 def _internal() -> JSONResponse:
     return _error(500, "internal", "internal server error; the server log has the details")
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    """Where a request's value was wrong, as HTTP says it (``body.budget``)."""
+    return ".".join(str(p) for p in loc)
+
+
+def _option(loc: tuple[int | str, ...]) -> str:
+    """The same, as the command line that sent it says it (``--budget``): the local service's client."""
+    named = [p for p in loc[1:] if isinstance(p, str)]
+    return f"--{named[0].replace('_', '-')}" if named else _location(loc)
 
 
 def _mnemo_response(request: Request, exc: MnemoError) -> JSONResponse:
@@ -217,12 +228,16 @@ def _install_guards(app: FastAPI) -> None:
         return _mnemo_response(request, exc)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
+        if malformed := [e for e in errors if e["type"] == "json_invalid"]:  # not JSON at all: the request is bad
+            detail = malformed[0].get("ctx", {}).get("error", "not JSON")
+            return _error(
+                400, "bad_request", f"the body is not valid JSON ({detail}, at {_location(malformed[0]['loc'])})"
+            )
         names = [e for e in errors if e["type"] == "string_pattern_mismatch" and e["loc"][-1] in _SCOPE_FIELDS]
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: " + (_NAME_RULE if e in names else e["msg"]) for e in errors
-        )
+        where = _option if getattr(request.state, "face", None) == "cli" else _location
+        problems = "; ".join(f"{where(e['loc'])}: " + (_NAME_RULE if e in names else e["msg"]) for e in errors)
         return _error(422, "invalid_scope" if errors and len(names) == len(errors) else "invalid_request", problems)
 
     @app.exception_handler(HTTPException)
@@ -264,7 +279,7 @@ def create_app(
     _install_guards(app)
     admission.install(app, settings)  # a turn at the door, and a connection for every admitted request
     for router in routers(settings):
-        app.include_router(router)
+        app.include_router(router, dependencies=[Depends(known_query)])
 
     def archive() -> AsyncArchive:
         opened: AsyncArchive | None = app.state.archive

@@ -25,13 +25,14 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, fields
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
+from mnemo._validate import night_time
 from mnemo.cortex.migrate import MigrationStats, migrate
 from mnemo.cortex.tree import TreeStats, build_tree
 from mnemo.errors import ConfigurationError, InvalidContentError
@@ -85,9 +86,10 @@ async def run_night(
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
         raise InvalidContentError(f"unknown night stages {unknown}; choose from {STAGES}")
+    as_of = night_time(rt, as_of)
     if dry_run:
         started = time.perf_counter()
-        report = await plan_night(rt, scope, as_of or datetime.now(UTC), stages)
+        report = await plan_night(rt, scope, as_of, stages)
         describe(report, rt.settings)
         report.seconds = time.perf_counter() - started
         return report
@@ -97,7 +99,7 @@ async def run_night(
         )
     started = time.perf_counter()
     async with rt.store.connection() as lock, run_rows.held_scope(lock, scope.entity_id, scope.namespace):
-        report = await _run(rt, scope, as_of or datetime.now(UTC), progress, stages)
+        report = await _run(rt, scope, as_of, progress, stages)
     report.seconds = time.perf_counter() - started
     await note_writes(rt, 1000)  # a night rewrites a lot: refresh planner statistics
     return report

@@ -11,15 +11,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mnemo._runtime import Runtime
-from mnemo._validate import check_id, to_utc
+from mnemo._validate import check_id, night_time, to_utc
 from mnemo.errors import UnknownItemError
 from mnemo.models import Scope
 from mnemo.night import promote as promotion
+from mnemo.night.api import owned
 from mnemo.night.guard import Guard
 from mnemo.night.inner import inner_stage
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import night_runs as run_rows
-from mnemo.write.remember import ensure_scope
 
 __all__ = ["approve", "reflect"]
 
@@ -40,11 +40,11 @@ async def reflect(rt: Runtime, scope: Scope, *, as_of: object = None) -> dict[st
     """The night's inner stage alone, now (or ``as_of``): promotion, tensions, tuning, gut axes, the
     frustration ledger, the safety monitors and the milestones; one transaction, under the scope's
     night lock."""
-    when = datetime.now(UTC) if as_of is None else to_utc(as_of, label="as_of")
+    when = night_time(rt, as_of)
+    await owned(rt, scope)  # a misspelt scope is refused, never created (as the night refuses it)
     async with (
         rt.store.connection() as lock,
         run_rows.held_scope(lock, scope.entity_id, scope.namespace),
         rt.store.transaction() as conn,
     ):
-        await ensure_scope(conn, rt, scope)
         return asdict(await inner_stage(rt, conn, scope, when))

@@ -225,7 +225,7 @@ async def _trace(conn: psycopg.AsyncConnection, request: Request, decision: Deci
         threshold=request.threshold,
         hit_ids=[] if decision.refused else [h.id for h in decision.hits],
         latency_ms=decision.latency_ms,
-        read_only=request.read_only,
+        read_only=request.read_only or not request.owner_reads,  # a grantee's read never mutates
         parts=None if decision.refused else [_parts(h) for h in decision.hits],
     )
 

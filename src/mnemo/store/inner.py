@@ -76,7 +76,7 @@ SELECT 'first_memory', min(at), min(memory_id::text) FROM traces.gate_decisions
    AND action IN ('persist', 'persist_flag', 'reinforce') AND memory_id IS NOT NULL
 UNION ALL
 SELECT 'first_retrieval', min(at), NULL FROM traces.retrievals
- WHERE entity_id = %(e)s AND namespace = %(ns)s AND outcome = 'hits' AND NOT read_only
+ WHERE entity_id = %(e)s AND namespace = %(ns)s AND outcome = 'hits' AND NOT read_only AND reader = %(e)s
 UNION ALL
 SELECT 'first_consolidation',
        greatest(min(created_at) FILTER (WHERE kind = 'insight'), min(created_at) FILTER (WHERE kind = 'narrative')),
@@ -162,6 +162,30 @@ async def tuning_history(
 
 
 # --- outcomes (§4.3, §5.3) --------------------------------------------------------------------------
+async def outcome_hits(conn: psycopg.AsyncConnection, e: str, ns: str, outcome_id: uuid.UUID) -> set[uuid.UUID]:
+    """The items a recall (by its outcome id) returned: what its outcome may name as used."""
+    cur = await conn.execute(
+        "SELECT hit_ids FROM traces.retrievals WHERE entity_id = %s AND namespace = %s AND id = %s",
+        (e, ns, outcome_id),
+    )
+    row = await cur.fetchone()
+    return set(row[0] or ()) if row else set()
+
+
+async def outcome_namespace(conn: psycopg.AsyncConnection, e: str, outcome_id: uuid.UUID) -> str | None:
+    """Which of entity ``e``'s namespaces holds the recall, gate decision or gut delta ``outcome_id``
+    (an outcome id is unique: naming the namespace again is not needed)."""
+    cur = await conn.execute(
+        """SELECT namespace FROM traces.retrievals WHERE entity_id = %(e)s AND id = %(o)s
+           UNION ALL SELECT namespace FROM traces.gate_decisions WHERE entity_id = %(e)s AND outcome_id = %(o)s
+           UNION ALL SELECT namespace FROM mnemo.gut_deltas WHERE entity_id = %(e)s AND outcome_id = %(o)s
+           LIMIT 1""",
+        {"e": e, "o": outcome_id},
+    )
+    row = await cur.fetchone()
+    return None if row is None else str(row[0])
+
+
 async def outcome_kind(conn: psycopg.AsyncConnection, e: str, ns: str, outcome_id: uuid.UUID) -> str | None:
     """What ``outcome_id`` names in this scope: 'retrieval', 'gate' or 'gut'; None: nothing here."""
     cur = await conn.execute(

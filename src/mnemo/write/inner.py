@@ -33,6 +33,7 @@ __all__ = [
     "feedback",
     "held_inputs",
     "log_gut",
+    "outcome_scope",
     "reach_milestone",
     "record_attempt",
     "release_inputs",
@@ -72,8 +73,20 @@ async def feedback(
             raise UnknownItemError(f"no recall, gate decision or gut delta {target} in scope {scope}")
         if items and linked != "retrieval":
             raise InvalidContentError("used names recalled items: give it only for a recall's outcome")
+        hits = await inner_rows.outcome_hits(conn, scope.entity_id, scope.namespace, target) if items else set()
+        if stray := [i for i in items if i not in hits]:
+            raise InvalidContentError(f"used names {stray[0]}, which was not a hit of recall {target}")
         return await inner_rows.insert_outcome(conn, scope.entity_id, scope.namespace, target, kind, score, items,
                                                note, when)  # fmt: skip
+
+
+async def outcome_scope(rt: Runtime, entity_id: str, outcome_id: object) -> Scope | None:
+    """The scope of ``entity_id`` that holds the outcome id (a recall's, a gate decision's, a gut
+    delta's); None when none does."""
+    target = check_id(outcome_id, label="outcome_id")
+    async with rt.store.connection() as conn:
+        namespace = await inner_rows.outcome_namespace(conn, Scope(entity_id).entity_id, target)
+    return None if namespace is None else Scope(entity_id, namespace)
 
 
 async def log_gut(

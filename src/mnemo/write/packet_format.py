@@ -347,7 +347,7 @@ def parse_packets(
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "packet"
-            raise MalformedImportError(f"{source} line {number}: {where}: {first['msg']}") from exc
+            raise MalformedImportError(f"{source} line {number}: {where}: {first['msg']}{_not_packets(line)}") from exc
         if packet.packet_id in seen:
             raise MalformedImportError(f"{source} line {number}: packet {packet.packet_id} appears twice")
         seen.add(packet.packet_id)
@@ -359,6 +359,20 @@ def parse_packets(
             raise MalformedImportError(f"{source} line {number}: {exc}") from exc
         packets.append(packet)
     return packets
+
+
+_TURN_FIELDS = frozenset({"content", "text", "role", "session", "session_id", "speaker", "created_at"})
+
+
+def _not_packets(line: str) -> str:
+    """A hint when the line is a conversation turn (``mnemo import``'s format), not a packet."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return ""
+    if isinstance(data, dict) and "packet_type" not in data and _TURN_FIELDS & set(data):
+        return "; this looks like a conversation file (JSONL turns): import it with `mnemo import FILE`"
+    return ""
 
 
 def _check_packet(packet: PacketIn, max_chars: int) -> None:
