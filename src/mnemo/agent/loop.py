@@ -112,7 +112,7 @@ def label(model: Any) -> str:
     system = str(getattr(model, "system", "") or "")
     if not name:
         return system or type(model).__name__
-    return name if not system or name.startswith(f"{system}:") else f"{system}:{name}"
+    return name if system in ("", name) or name.startswith(f"{system}:") else f"{system}:{name}"
 
 
 def price(model: str, input_tokens: int, output_tokens: int) -> float | None:
