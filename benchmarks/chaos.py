@@ -1,13 +1,18 @@
 """Chaos soak: writers, mutating readers and nights while the service and the worker are killed.
 
     .venv/bin/python benchmarks/chaos.py [--seconds 600] [--kill-every 30 90] [--writers 8]
-        [--readers 8] [--seed 0] [--json chaos.json]
+        [--readers 8] [--retry-unacked] [--seed 0] [--json chaos.json]
 
 As trusted databases test themselves (Jepsen's ledger of acknowledged writes): in a throw-away
 ``MNEMO_HOME`` on the embedded PostgreSQL, on 127.0.0.1 only, for ``--seconds``:
 
 - ``--writers`` clients write turns and memories over HTTP, each write carrying a unique marker
-  and the process tag ``chaos``; a 2xx answer is an acknowledgement;
+  and the process tag ``chaos``; a 2xx answer is an acknowledgement. With ``--retry-unacked`` a
+  writer sends a write that got no acknowledgement (a connection error, a reply cut off by a kill,
+  a 5xx) again, as a careful client does, until it is acknowledged: a turn with the same
+  ``Idempotency-Key`` (and ``idempotency_key`` field, where the service declares it), a memory
+  with the same content (``remember`` stores a text a scope already holds once); so a write that
+  was committed before its reply was lost must not be stored twice;
 - ``--readers`` clients ask mutating recalls (reinforcement, co-access, near-miss suppression);
 - a ``mnemo worker`` runs the night for the scope every minute (``MNEMO_NIGHT_CRON``);
 - every ``--kill-every MIN MAX`` seconds (drawn from the seeded generator) the service, the
@@ -20,6 +25,13 @@ whole (its vector beside it, unless the night moved it to the long-term tier); `
 and a recall work; no postgres process, owner entry or advisory lock is left behind. Clients may
 see connection errors and 503s while a process is down (expected); a 500 is a failure. Exits
 non-zero when any check fails. ``tests/integration/test_chaos.py`` runs a 60 s version.
+
+The report also counts what the clients waited for (issue 39 item 6): every 503 by its code
+(``busy``: no turn at the service's door; ``unavailable``: the database is away), those within
+``RESTART_WINDOW`` seconds of the service coming back from a kill, every request that took 30 s
+or more (the old pool time-out), the slowest request, and the service log's failed read index
+builds and pool time-outs. The clients wait up to ``CLIENT_TIMEOUT`` seconds for an answer and
+honour ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -51,6 +63,9 @@ SCOPE = ("chaos", "default")
 PROCESS = "chaos"
 TOPICS = ("hiking", "cooking", "chess", "the garden", "the dog", "guitar", "Lisbon", "the new job")
 START_TIMEOUT = 120.0
+CLIENT_TIMEOUT = 120.0  # longer than the old 30 s pool time-out, so such a wait is seen, not cut off
+LONG_WAIT = 30.0
+RESTART_WINDOW = 60.0  # a 503 this soon after the service came back counts as "after a restart"
 
 
 @dataclass
@@ -61,6 +76,14 @@ class Ledger:
     unacked: dict[str, str] = field(default_factory=dict)
     answers: Counter[str] = field(default_factory=Counter)  # "write 201", "recall 200", "recall connection", ...
     failures: list[str] = field(default_factory=list)  # the first 500s, with their bodies
+    retries: int = 0  # writes sent again after no acknowledgement (--retry-unacked)
+    acked_on_retry: int = 0
+    unavailable: Counter[str] = field(default_factory=Counter)  # 503s by error code
+    after_restart: Counter[str] = field(default_factory=Counter)  # 503s within RESTART_WINDOW of a restart
+    long_waits: int = 0  # requests answered (or given up) after LONG_WAIT seconds or more
+    slowest: float = 0.0
+    restarts: list[float] = field(default_factory=list)  # when the service answered /health again
+    stop_retrying: float = float("inf")  # a write unacknowledged by then stays so
 
     def note(self, what: str, response: httpx.Response | None, error: str | None = None) -> None:
         key = f"{what} {error}" if response is None else f"{what} {response.status_code}"
@@ -68,6 +91,23 @@ class Ledger:
         failed = response is not None and response.status_code >= 500 and response.status_code != 503
         if failed and response is not None and len(self.failures) < 20:
             self.failures.append(f"{what} {response.status_code}: {response.text[:300]}")
+        if response is not None and response.status_code == 503:
+            code = _error_code(response)
+            self.unavailable[code] += 1
+            now = time.monotonic()
+            if any(0 <= now - at <= RESTART_WINDOW for at in self.restarts):
+                self.after_restart[code] += 1
+
+    def waited(self, seconds: float) -> None:
+        self.slowest = max(self.slowest, seconds)
+        self.long_waits += seconds >= LONG_WAIT
+
+
+def _error_code(response: httpx.Response) -> str:
+    try:
+        return str(response.json()["error"]["code"])
+    except (ValueError, KeyError, TypeError):
+        return "not json"
 
 
 class Processes:
@@ -77,6 +117,7 @@ class Processes:
         self.home, self.env, self.port, self.logs = home, env, port, logs
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.kills: Counter[str] = Counter()
+        self.restarts: list[float] = []  # when the service answered /health after a kill
 
     def _command(self, name: str) -> list[str]:
         return [MNEMO, "serve", "--port", str(self.port)] if name == "serve" else [MNEMO, "worker"]
@@ -112,6 +153,8 @@ class Processes:
             self.kills[name] += 1
         for name in names:
             await self.start(name)
+            if name == "serve":
+                self.restarts.append(time.monotonic())
 
     async def stop(self) -> dict[str, int]:
         """SIGTERM to both; their exit statuses (0 when they stopped cleanly)."""
@@ -131,32 +174,70 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([MNEMO, *args], env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
-async def _post(client: httpx.AsyncClient, ledger: Ledger, what: str, path: str, body: dict[str, Any]) -> bool:
-    """One request; True when it was acknowledged (2xx). Connection errors pause the client a little."""
+async def _post(
+    client: httpx.AsyncClient,
+    ledger: Ledger,
+    what: str,
+    path: str,
+    body: dict[str, Any],
+    headers: dict[str, str] | None = None,
+) -> int | None:
+    """One request: its status (None: no answer). Connection errors pause the client a little; a 503
+    pauses it as long as its ``Retry-After`` says."""
+    started = time.monotonic()
     try:
-        response = await client.post(path, json=body)
+        response = await client.post(path, json=body, headers=headers)
     except httpx.TransportError as exc:
+        ledger.waited(time.monotonic() - started)
         ledger.note(what, None, "connection" if isinstance(exc, httpx.ConnectError) else type(exc).__name__)
         await asyncio.sleep(0.2)
-        return False
+        return None
+    ledger.waited(time.monotonic() - started)
     ledger.note(what, response)
     if response.status_code == 503:
-        await asyncio.sleep(0.2)
-    return 200 <= response.status_code < 300
+        await asyncio.sleep(min(float(response.headers.get("retry-after", "0.2")), 5.0))
+    return response.status_code
 
 
-async def _writer(client: httpx.AsyncClient, ledger: Ledger, n: int, deadline: float, rng: random.Random) -> None:
+@dataclass(frozen=True)
+class Writes:
+    """How the writers write: whether they retry unacknowledged writes, and whether the service's
+    turns take an ``idempotency_key`` field (else only the ``Idempotency-Key`` header is sent)."""
+
+    retry: bool
+    key_field: bool
+
+
+async def _write(client: httpx.AsyncClient, ledger: Ledger, how: Writes, n: int, i: int, text: str) -> bool:
+    """Send write ``i`` of writer ``n`` (until acknowledged, when retrying); True when acknowledged."""
+    key = text.split(" ", 1)[0]  # the marker names the write: every attempt of it carries the same key
+    if i % 2 == 0:
+        path, body = "/v1/turns", {"session": f"s{n}", "role": "user", "content": text, "process": PROCESS}
+        body |= {"idempotency_key": key} if how.key_field else {}
+        headers = {"Idempotency-Key": key}
+    else:
+        path, body, headers = "/v1/memories", {"content": text, "process": PROCESS}, {}
+    tries = 0
+    while True:
+        status = await _post(client, ledger, "write", path, body, headers)
+        if status is not None and 200 <= status < 300:
+            ledger.acked_on_retry += tries > 0
+            return True
+        if not how.retry or (status is not None and status < 500) or time.monotonic() >= ledger.stop_retrying:
+            return False  # a 4xx is an answer: sending it again would get the same
+        tries += 1
+        ledger.retries += 1
+
+
+async def _writer(
+    client: httpx.AsyncClient, ledger: Ledger, how: Writes, n: int, deadline: float, rng: random.Random
+) -> None:
     i = 0
     while time.monotonic() < deadline:
         marker = f"mark{n}x{i}x{uuid.uuid4().hex[:8]}"
-        kind = "turn" if i % 2 == 0 else "memory"
         text = f"{marker} Maya talked about {rng.choice(TOPICS)} with {rng.choice(TOPICS)}"
-        if kind == "turn":
-            body = {"session": f"s{n}", "role": "user", "content": text, "process": PROCESS}
-            ok = await _post(client, ledger, "write", "/v1/turns", body)
-        else:
-            ok = await _post(client, ledger, "write", "/v1/memories", {"content": text, "process": PROCESS})
-        (ledger.acked if ok else ledger.unacked)[marker] = kind
+        ok = await _write(client, ledger, how, n, i, text)
+        (ledger.acked if ok else ledger.unacked)[marker] = "turn" if i % 2 == 0 else "memory"
         i += 1
 
 
@@ -211,7 +292,9 @@ def _books(url: str, ledger: Ledger) -> dict[str, Any]:
         "acknowledged": len(ledger.acked),
         "acknowledged_found": sum(1 for m in ledger.acked if stored[m] >= 1),
         "acknowledged_lost": sorted(m for m in ledger.acked if stored[m] == 0)[:20],
+        "lost_count": sum(1 for m in ledger.acked if stored[m] == 0),
         "duplicated": sorted(m for m, n in stored.items() if n > 1)[:20],
+        "duplicated_count": sum(1 for n in stored.values() if n > 1),
         "unacknowledged": len(ledger.unacked),
         "unacknowledged_stored_whole": sum(1 for m in ledger.unacked if stored[m] == 1 and m not in broken),
         "stored_not_whole": broken[:20],
@@ -254,6 +337,8 @@ def failures(report: dict[str, Any]) -> list[str]:
         "a stored write is not whole": report["stored_not_whole"],
         "a marker nobody wrote is stored": report["strangers"],
         "clients saw a 500": report["server_errors"],
+        "a request waited 30 s or more": report["waits_30s_or_more"],
+        "the service waited out its pool time-out": report["pool_timeouts_logged"],
         "mnemo status failed": not report["status_ok"],
         "a recall after the soak failed": not report["recall_ok"],
         "a postgres is left running": report["postgres_left"],
@@ -262,6 +347,38 @@ def failures(report: dict[str, Any]) -> list[str]:
         "a process did not stop cleanly on SIGTERM": [n for n, code in report["exit_codes"].items() if code != 0],
     }
     return [what for what, bad in checks.items() if bad]
+
+
+async def _key_field(client: httpx.AsyncClient) -> bool:
+    """Whether the service's ``POST /v1/turns`` declares an ``idempotency_key`` field (an unknown
+    field is refused with 422, so it is sent only where it is declared; the header always is)."""
+    spec = (await client.get("/openapi.json")).json()
+    fields = spec.get("components", {}).get("schemas", {}).get("TurnIn", {}).get("properties", {})
+    return "idempotency_key" in fields
+
+
+def _service_log(logs: Path) -> dict[str, int]:
+    """What the service's log says about connections: failed read index builds, pool time-outs."""
+    text = (logs / "serve.log").read_text(errors="replace") if (logs / "serve.log").exists() else ""
+    return {
+        "index_builds_failed": text.count("building the read index of"),
+        "pool_timeouts_logged": text.count("no connection could be had in time"),
+    }
+
+
+def _waits(ledger: Ledger) -> dict[str, Any]:
+    """What the clients waited for: 500s, 503s (by code, and after a restart), long waits, retries."""
+    statuses = Counter(key.split()[-1] for key in ledger.answers.elements())
+    return {
+        "http_500": sum(n for status, n in statuses.items() if status.isdigit() and status.startswith("5"))
+        - statuses["503"],
+        "http_503": dict(ledger.unavailable),
+        "http_503_after_restart": dict(ledger.after_restart),
+        "waits_30s_or_more": ledger.long_waits,
+        "slowest_request_s": round(ledger.slowest, 2),
+        "retries": ledger.retries,
+        "acknowledged_on_retry": ledger.acked_on_retry,
+    }
 
 
 async def soak(args: argparse.Namespace, base: Path) -> dict[str, Any]:
@@ -277,24 +394,30 @@ async def soak(args: argparse.Namespace, base: Path) -> dict[str, Any]:
     await procs.start("serve")
     await procs.start("worker")
     rng = random.Random(args.seed)
-    ledger = Ledger()
+    ledger = Ledger(restarts=procs.restarts)
     started = time.monotonic()
     deadline = started + args.seconds
+    ledger.stop_retrying = deadline + START_TIMEOUT
     headers = {"Authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{procs.port}", headers=headers, timeout=30) as client:
+    url = f"http://127.0.0.1:{procs.port}"
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=CLIENT_TIMEOUT) as client:
+        how = Writes(retry=args.retry_unacked, key_field=await _key_field(client))
         await asyncio.gather(
-            *(_writer(client, ledger, n, deadline, random.Random(rng.random())) for n in range(args.writers)),
+            *(_writer(client, ledger, how, n, deadline, random.Random(rng.random())) for n in range(args.writers)),
             *(_reader(client, ledger, deadline, random.Random(rng.random())) for _ in range(args.readers)),
             _killer(procs, deadline, tuple(args.kill_every), random.Random(rng.random())),
         )
     exit_codes = await procs.stop()
     report: dict[str, Any] = {
         "seconds": round(time.monotonic() - started, 1),
+        "clients": {"writers": args.writers, "readers": args.readers},
+        "writes": {"retry_unacked": how.retry, "idempotency_key_field": how.key_field},
         "kills": dict(procs.kills),
         "answers": dict(sorted(ledger.answers.items())),
         "server_errors": ledger.failures,
         "exit_codes": exit_codes,
     }
+    report |= _waits(ledger) | _service_log(logs)
     report |= _verify(home, env, ledger)
     report |= _leftovers(home)
     report["failures"] = failures(report)
@@ -307,6 +430,11 @@ def main() -> None:
     parser.add_argument("--kill-every", type=float, nargs=2, default=(30.0, 90.0), metavar=("MIN", "MAX"))
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--readers", type=int, default=8)
+    parser.add_argument(
+        "--retry-unacked",
+        action="store_true",
+        help="writers send an unacknowledged write again (same idempotency key) until it is acknowledged",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="also write the report here")
     parser.add_argument("--keep", action="store_true", help="keep the home and the processes' logs")
