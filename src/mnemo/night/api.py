@@ -133,8 +133,8 @@ async def _no_entity(rt: Runtime, scope: Scope, name: str) -> UnknownItemError:
             remedy=Remedy("run it with", "night_cycle", (scope,)),
         )
     return UnknownItemError(
-        f"{said}: the night cycle read every turn here and found no entity of that name "
-        "(a copy made by an older mnemo lacks its source's facts: fork or export the source again)"
+        f"{said}: the night cycle has read every turn here and found no entity of that name; a copy "
+        "made by an older mnemo lacks its source's facts: fork or export the source again"
     )
 
 
