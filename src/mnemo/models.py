@@ -1029,6 +1029,9 @@ class TurnInput:
     metadata: dict[str, Any] = field(default_factory=dict)
     # a checked, L2-normalised precomputed vector of the active embedder (not embedded again)
     embedding: np.ndarray | None = field(default=None, compare=False, repr=False)
+    idempotency_key: str | None = None
+    """The client's name for this turn: a turn whose key the scope already holds is a repeat
+    (:mod:`mnemo.cognition.identity`; without a key, a hash of its session, role, time and content)."""
 
 
 @dataclass(frozen=True, slots=True)
