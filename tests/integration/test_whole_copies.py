@@ -165,6 +165,15 @@ async def test_a_scope_after_two_nights_forks_and_travels_whole(
 
     again = await new_home.import_packets(ME, file)  # idempotent, state included
     assert (again.turns, again.memories, again.state) == (0, 0, {})
+    # What is forgotten in the copy a re-import brings back: the memory and its block, lines and all.
+    blocks = state(home_url, ME)["blocks"]
+    with psycopg.connect(home_url) as conn:
+        found = conn.execute("SELECT memory_id FROM mnemo.blocks WHERE migrated_at IS NOT NULL LIMIT 1").fetchone()
+    assert found is not None
+    await new_home.forget(ME, found[0])
+    assert len(state(home_url, ME)["blocks"]) == len(blocks) - 1
+    back = await new_home.import_packets(ME, file)
+    assert back.memories == 1 and back.state["block"] == 1 and state(home_url, ME)["blocks"] == blocks
 
 
 async def test_facts_about_an_unknown_entity_say_when_a_night_would_not_help(archive: AsyncArchive) -> None:

@@ -252,6 +252,19 @@ async def _forget_copies(run: Callable[[str, str | sql.Composed], Awaitable[None
         "curation",
         "DELETE FROM mnemo.curation_items WHERE entity_id = %(e)s AND namespace = %(ns)s AND memory_id = ANY(%(ids)s)",
     )
+    await run(  # an import's record of the state packets it wrote: a re-import brings back what is gone
+        "packets",
+        """DELETE FROM mnemo.packet_items p WHERE p.entity_id = %(e)s AND p.namespace = %(ns)s
+           AND (p.item_id = ANY(%(ids)s)
+                OR p.packet_type = 'block' AND NOT EXISTS (
+                    SELECT 1 FROM mnemo.blocks b WHERE b.entity_id = %(e)s AND b.id = p.item_id)
+                OR p.packet_type = 'line' AND NOT EXISTS (
+                    SELECT 1 FROM mnemo.block_lines l WHERE l.entity_id = %(e)s AND l.turn_id = p.item_id)
+                OR p.packet_type = 'fact' AND NOT EXISTS (
+                    SELECT 1 FROM mnemo.facts f WHERE f.entity_id = %(e)s AND f.id = p.item_id)
+                OR p.packet_type = 'triple' AND NOT EXISTS (
+                    SELECT 1 FROM mnemo.triples t WHERE t.entity_id = %(e)s AND t.id = p.item_id))""",
+    )
 
 
 async def _forget_inner_copies(run: Callable[[str, str], Awaitable[None]]) -> None:
