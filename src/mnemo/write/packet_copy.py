@@ -306,8 +306,8 @@ def _common(ctx: _Ctx, m: FactIn | TripleIn) -> dict[str, Any]:
 def _node(ctx: _Ctx, p: PacketIn, m: NodeIn) -> None:
     """A node of the cortex tree (ids first: its parent and members may come later)."""
     vector = _active(ctx, p)
-    if vector is None:
-        return  # another model's tree: the next night's cluster stage builds this one's
+    if vector is None or ctx.rt.cortex is None or not ctx.rt.settings.cortex:
+        return  # another model's tree, or no cortex here: the next night's cluster stage builds one
     ctx.made[p.packet_id] = node = ctx.made.get(p.packet_id) or uuid7()
     centroid = next(
         (decode_vector(s, v) for s, v in p.vectors.items() if s.startswith("centroid_") and v.model == ctx.rt.slug),
