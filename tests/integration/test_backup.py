@@ -37,6 +37,8 @@ from mnemo.store import backup as backup_rows
 from tests.conftest import snapshot
 from tests.integration.test_cortex import QUESTION, a_week_of, cortex_dir
 
+pytestmark = pytest.mark.future_nights  # a busy archive has had a week of nights
+
 ME = Scope("alice", "history")
 NOTES = [
     "Maya is allergic to peanuts and carries an epipen.",

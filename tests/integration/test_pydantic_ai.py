@@ -155,6 +155,7 @@ def test_the_example_remembers_across_two_runs(database_url: str, tmp_path: Any)
     assert lines[4] == "agent: From memory: my dog is a beagle called Pixel."
 
 
+@pytest.mark.future_nights  # a week of nights
 async def test_the_tool_reaches_the_cortex_its_lines_gists_and_tree(settings: Settings, embeddings: Embeddings) -> None:
     from tests.integration.test_cortex import QUESTION, a_week_of
 

@@ -78,6 +78,7 @@ async def test_same_dimension_model_swap_replaces_sealed_vectors(settings: Setti
         await second.close()
 
 
+@pytest.mark.future_nights  # a week of nights
 async def test_reembed_reaches_the_long_term_tier(
     settings: Settings, embeddings: Embeddings, small_embeddings: Embeddings
 ) -> None:

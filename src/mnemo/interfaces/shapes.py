@@ -150,7 +150,8 @@ class ImportTurnIn(_In):
     # JSON types as sent (no "1" for 1, no true for 1). An unknown field is the turn's problem, not the
     # request's: the JSONL check reports it for that turn, with its "did you mean", and ``skip_invalid``
     # skips just that turn (issue 39 item 12).
-    model_config = ConfigDict(extra="allow", strict=True)
+    # The spec still says no other field belongs in a turn: one is refused, for that turn.
+    model_config = ConfigDict(extra="allow", strict=True, json_schema_extra={"additionalProperties": False})
 
     content: str | None = Field(default=None, description="The turn's text (required, here or as `text`).")
     text: str | None = Field(default=None, description="Another name for `content`.")
