@@ -30,13 +30,27 @@ import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
-from mnemo.models import TurnInput
-
-__all__ = ["KEY_PREFIX", "content_identity", "key_identity", "turn_identities"]
+__all__ = ["KEY_PREFIX", "TurnFields", "content_identity", "key_identity", "turn_identities"]
 
 KEY_PREFIX = "key:"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class TurnFields(Protocol):
+    """What of a turn its identity reads (a :class:`mnemo.models.TurnInput` has it)."""
+
+    @property
+    def idempotency_key(self) -> str | None: ...
+    @property
+    def created_at(self) -> datetime | None: ...
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> str: ...
 
 
 def key_identity(key: str) -> str:
@@ -55,7 +69,7 @@ def content_identity(session: str, role: str, at: datetime | None, content: str,
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def turn_identities(turns: Sequence[TurnInput], *, live: bool, now: datetime | None = None) -> list[str | None]:
+def turn_identities(turns: Sequence[TurnFields], *, live: bool, now: datetime | None = None) -> list[str | None]:
     """Each turn's identity in one write (see the module docstring). A live turn without a key or a
     time gets None unless ``now`` (the time it is stamped with) is given."""
     seen: Counter[tuple[str, str, datetime | None, str]] = Counter()
