@@ -192,6 +192,7 @@ def test_cli_errors_name_the_command_that_fixes_them_and_that_command_works(
         assert code == 0 and "granted bob" in out, err
         code, _, err = run(env, *args)
         assert code == 0, err
+    sync_archive.record_turn(ALICE, "s1", "user", "Nobody came to the party.")  # a turn the night has not read
     code, _, err = run(env, "facts", "Nobody", "-e", "alice", "-n", "private")
     assert code == 1 and "`mnemo night -e alice -n private`" in err and "night_cycle(" not in err
 
