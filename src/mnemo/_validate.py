@@ -247,12 +247,13 @@ def check_event_time(value: Any, *, label: str, skew_hours: float) -> datetime:
     return when
 
 
-def night_time(rt: Any, as_of: object) -> datetime:
-    """The time a night or reflection runs as of: now, or ``as_of`` under the clock-skew rule of
-    every write (:func:`check_event_time`): a night dated years ahead would age a scope silently."""
+def night_time(rt: Any, as_of: object, *, label: str = "as_of") -> datetime:
+    """The time a night, a reflection or an inner-life write (an outcome, a gut delta, an approval)
+    is dated: now, or ``as_of`` under the clock-skew rule of every write (:func:`check_event_time`):
+    a night dated years ahead would age a scope silently."""
     if as_of is None:
         return datetime.now(UTC)
-    return check_event_time(as_of, label="as_of", skew_hours=rt.settings.clock_skew_hours)
+    return check_event_time(as_of, label=label, skew_hours=rt.settings.clock_skew_hours)
 
 
 def check_id(value: object, *, label: str = "id") -> uuid.UUID:

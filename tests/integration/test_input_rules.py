@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from mcp.client import Client
 
-from mnemo import AsyncArchive, InvalidContentError, Scope, UnknownScopeError
+from mnemo import AsyncArchive, InvalidContentError, RecallResult, Scope, UnknownScopeError
 from tests.conftest import snapshot
 from tests.integration.test_cli import env, run  # noqa: F401 (the CLI fixture)
 from tests.integration.test_cli_service import _run as _run_cli
@@ -173,3 +173,19 @@ def test_import_packets_on_a_conversation_file_points_to_mnemo_import(
     talk.write_text('{"session": "s1", "role": "user", "content": "We moved to Lyon."}\n')
     code, out, err = run(env, "import-packets", str(talk), "--into", "copy")
     assert code != 0 and "mnemo import" in out + err, out + err
+
+
+async def test_inner_life_writes_dated_far_ahead_are_refused(archive: AsyncArchive, database_url: str) -> None:
+    """The clock-skew rule for the inner life's dated writes too (a milestone, an approval): a typo of
+    a year never lands in the owner's history."""
+    await archive.remember(ME, "Maya is allergic to peanuts.")
+    found = await archive.recall(ME, "What is Maya allergic to?")
+    assert isinstance(found, RecallResult) and found.outcome_id is not None
+    before = snapshot(database_url)
+    for write in (
+        lambda: archive.reach_milestone(ME, "first_goal_reflected", {}, at=FAR),
+        lambda: archive.approve_promotion(ME, found.hits[0].id, at=FAR),
+    ):
+        with pytest.raises(InvalidContentError, match="ahead of this machine's clock"):
+            await write()
+    assert snapshot(database_url) == before

@@ -7,11 +7,10 @@ Seeds: cognitive-plan §4.3 (operator approval past a 0.85 centre at low trust),
 from __future__ import annotations
 
 from dataclasses import asdict
-from datetime import UTC, datetime
 from typing import Any
 
 from mnemo._runtime import Runtime
-from mnemo._validate import check_id, night_time, to_utc
+from mnemo._validate import check_id, night_time
 from mnemo.errors import UnknownItemError
 from mnemo.models import Scope
 from mnemo.night import promote as promotion
@@ -28,7 +27,7 @@ async def approve(rt: Runtime, scope: Scope, memory_id: object, *, at: object = 
     """Apply a promotion that waits for the operator's approval, dated ``at`` (default now); False
     when none waits."""
     target = check_id(memory_id, label="memory_id")
-    when = datetime.now(UTC) if at is None else to_utc(at, label="at")
+    when = night_time(rt, at, label="at")
     async with rt.store.transaction() as conn:
         states = await dynamic_rows.memory_states(conn, scope.entity_id, scope.namespace, [target], lock=True)
         if target not in states:
