@@ -69,7 +69,9 @@ def test_every_error_has_the_one_shape(rigged: str, settings: Settings, embeddin
         _is_error(c.post("/v1/memories", json={"content": "x"}, headers={"Authorization": "Basic abc"}), 401)
         bug = _is_error(c.get("/test/bug"), 500, "internal")  # JSON, not plain text, and no connection reset
         assert "secret" not in bug["message"]  # internals stay in the server log
-        _is_error(c.get("/test/database"), 503, "unavailable")
+        away = c.get("/test/database")
+        _is_error(away, 503, "unavailable")
+        assert away.headers["retry-after"].isdigit()  # a client knows when to try again
         headers = auth(token)
         _is_error(c.post("/v1/recall", json={"query": "x", "k": 0}, headers=headers), 422, "invalid_request")
         _is_error(c.post("/v1/memories", json={"content": "  "}, headers=headers), 422, "invalid_input")

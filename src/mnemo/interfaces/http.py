@@ -72,6 +72,8 @@ _log = logging.getLogger("mnemo")
 
 _NAME_RULE = "use 1-128 letters, digits or '_.:@+-', starting with a letter or digit"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_RETRY_AFTER_SECONDS = 2
+"""What a 503 of a database that is away advises (the pool reconnects within a few seconds)."""
 _SCOPE_FIELDS = {"namespace", "owner", "grantee"}  # a malformed one is "invalid_scope", as in the archive
 
 _STATUS: list[tuple[type[Exception], int, str]] = [
@@ -135,8 +137,10 @@ def _mnemo_response(request: Request, exc: MnemoError) -> JSONResponse:
     for kind, status, code in _STATUS:
         if isinstance(exc, kind):
             _log_failure(request, status, exc)
-            challenge = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-            return _error(status, code, _said(request, exc), challenge)
+            headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+            if status == 503:  # the database is restarting or away: a client may try again shortly
+                headers = {"Retry-After": str(_RETRY_AFTER_SECONDS)}
+            return _error(status, code, _said(request, exc), headers)
     return _error(500, "internal", str(exc))  # pragma: no cover
 
 
