@@ -206,7 +206,7 @@ class Turn:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     repeat: bool = False
     """True when the write that returned it stored nothing: the scope already held this turn (same
-    idempotency key, or same session, role, time and content; :mod:`mnemo.cognition.identity`),
+    idempotency key, or same session, role, time and content; :mod:`mnemo.cognition.turn_identity`),
     and this is the turn it held."""
 
 
@@ -1031,7 +1031,7 @@ class TurnInput:
     embedding: np.ndarray | None = field(default=None, compare=False, repr=False)
     idempotency_key: str | None = None
     """The client's name for this turn: a turn whose key the scope already holds is a repeat
-    (:mod:`mnemo.cognition.identity`; without a key, a hash of its session, role, time and content)."""
+    (:mod:`mnemo.cognition.turn_identity`; without a key, a hash of its session, role, time and content)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ into one of an import's sessions waits for that short transaction to commit (and
 is numbered after it). Default timestamps are taken under the lock, so they rise
 with the turn number.
 
-Repeats (issue 39 item 3): every turn has an identity (:mod:`mnemo.cognition.identity`: its
+Repeats (issue 39 item 3): every turn has an identity (:mod:`mnemo.cognition.turn_identity`: its
 idempotency key, else a hash of its session, role, time and content). Before embedding, the
 turns whose identity the scope already holds are set aside (they are not embedded again);
 under the sessions' locks the rest are checked again, and those that a writer committed
@@ -58,8 +58,8 @@ import psycopg
 
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
-from mnemo.cognition.identity import KEY_PREFIX, turn_identities
 from mnemo.cognition.late import TokenVectors
+from mnemo.cognition.turn_identity import KEY_PREFIX, turn_identities
 from mnemo.errors import InvalidContentError, MalformedImportError
 from mnemo.models import ImportReport, Role, Scope, Turn, uuid7
 from mnemo.store import lexicon
@@ -148,7 +148,7 @@ async def import_turns(
 
     Returns every turn in the given order: the stored one, or for a repeat (the scope already
     held its identity) the turn it held, marked ``repeat``. ``live``: a turn without a time is
-    identified by the time it is stamped with (:mod:`mnemo.cognition.identity`). Every vector is
+    identified by the time it is stamped with (:mod:`mnemo.cognition.turn_identity`). Every vector is
     ready before the transaction opens (:func:`prepare_turns`); the transaction writes them
     (:func:`write_turns`).
     """
@@ -255,7 +255,7 @@ class ReadyTurns:
     """The passage vectors of long turns."""
     deferred: bool
     identities: Sequence[str | None]
-    """Each turn's identity (:mod:`mnemo.cognition.identity`); None: a live turn without a key or a
+    """Each turn's identity (:mod:`mnemo.cognition.turn_identity`); None: a live turn without a key or a
     time, identified by the time it is stamped with under the lock."""
 
 
@@ -283,7 +283,7 @@ async def prepare_turns(
     for late interaction as if the write path had read them. With ``ingest_mode = "async"`` and no
     ``vectors`` given, turns without a precomputed vector get none: their embed jobs are queued with
     the rows (:mod:`mnemo.write.ingest`). ``identities``: the turns' identities (default: those of
-    an import, :func:`mnemo.cognition.identity.turn_identities`)."""
+    an import, :func:`mnemo.cognition.turn_identity.turn_identities`)."""
     _check_given(rt, len(turns), vectors, token_vectors)
     if identities is None:
         identities = turn_identities(turns, live=False)

@@ -33,8 +33,8 @@ import psycopg
 from mnemo._runtime import Runtime
 from mnemo.models import Scope, uuid7
 from mnemo.store import backup as backup_rows
+from mnemo.store import copy_state as state_rows
 from mnemo.store import links as link_rows
-from mnemo.store import packet_state as state_rows
 from mnemo.store import tiers
 from mnemo.store import vectors as vector_rows
 from mnemo.write.packet_format import PacketIn, decode_vector

@@ -39,7 +39,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from mnemo._runtime import Runtime
 from mnemo.errors import InvalidContentError
 from mnemo.models import Scope, to_jsonable
-from mnemo.store import packet_state as state_rows
+from mnemo.store import copy_state as state_rows
 from mnemo.store import packets as packet_rows
 
 __all__ = [

@@ -47,10 +47,10 @@ from mnemo._validate import check_session
 from mnemo.cognition.late import TokenVectors
 from mnemo.errors import DimensionMismatchError, InvalidContentError, MalformedImportError
 from mnemo.models import PacketImport, Scope, uuid7
+from mnemo.store import copy_state as state_rows
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import lexicon
 from mnemo.store import memories as memory_rows
-from mnemo.store import packet_state as state_rows
 from mnemo.store import packets as packet_rows
 from mnemo.store import passages as passage_rows
 from mnemo.store import token_vectors as token_rows

@@ -327,7 +327,7 @@ async def record_turn(
     whose ``idempotency_key`` the scope holds (the same key for different content is an
     error), or, without a key, one with the same session, role, content and explicit
     ``created_at``. Without either, the turn is stamped now and identified by that time, so
-    the same words said twice are two turns (:mod:`mnemo.cognition.identity`).
+    the same words said twice are two turns (:mod:`mnemo.cognition.turn_identity`).
     """
     from mnemo.write.importer import import_turns  # imported here: the importer builds on this module
 

@@ -3,7 +3,7 @@
 -- must not store its turns twice. Every turn carries an identity, unique in its scope (the key
 -- keeps entity_id, DESIGN §7): `key:<idempotency key>` when the client named the turn, else
 -- `sha256:<hex>` of its session, role, time, content and ordinal (how many identical turns of
--- the same write came before it); mnemo.cognition.identity computes it for new turns. A writer
+-- the same write came before it); mnemo.cognition.turn_identity computes it for new turns. A writer
 -- inserts against the unique index, so two writers retrying at once cannot both store a turn.
 -- Existing turns get the hash of their stored fields, their ordinal counted among the identical
 -- turns of their session in turn order: earlier duplicates stay (each its own ordinal), and the
