@@ -247,13 +247,11 @@ def check_event_time(value: Any, *, label: str, skew_hours: float) -> datetime:
     return when
 
 
-def night_time(rt: Any, as_of: object, *, label: str = "as_of") -> datetime:
-    """The time a night, a reflection or an inner-life write (an outcome, a gut delta, an approval)
-    is dated: now, or ``as_of`` under the clock-skew rule of every write (:func:`check_event_time`):
-    a night dated years ahead would age a scope silently."""
-    if as_of is None:
-        return datetime.now(UTC)
-    return check_event_time(as_of, label=label, skew_hours=rt.settings.clock_skew_hours)
+def time_or_now(value: object, *, skew_hours: float, label: str = "as_of") -> datetime:
+    """Now, or ``value`` under the clock-skew rule of every write (:func:`check_event_time`): what a
+    night, a reflection or an inner-life write is dated (a night dated years ahead would age a scope
+    silently)."""
+    return datetime.now(UTC) if value is None else check_event_time(value, label=label, skew_hours=skew_hours)
 
 
 def check_id(value: object, *, label: str = "id") -> uuid.UUID:

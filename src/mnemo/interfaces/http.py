@@ -157,9 +157,10 @@ def _too_large_message(limit: int) -> str:
 
 
 class _BodyLimit:
-    """The body-size limit, enforced as the body arrives (pure ASGI, outermost): a declared length
-    over the limit is answered 413 before anything is read, and a chunked body is counted chunk by
-    chunk and cut off at the limit, so an oversized stream never sits in the service's memory."""
+    """The body-size limit, enforced as the body arrives (pure ASGI, inside the guard, so after it has
+    authenticated): a declared length over the limit is answered 413 before anything is read, and a
+    chunked body is counted chunk by chunk and cut off at the limit (:class:`_TooLarge`, which the
+    framework answers), so an oversized stream never sits in the service's memory."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -171,9 +172,10 @@ class _BodyLimit:
         limit = MAX_IMPORT_BYTES if scope["path"] == IMPORT_PATH else MAX_BODY_BYTES
         length = dict(scope["headers"]).get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > limit):
-            await self._refuse(scope, receive, send, limit)
+            too_large = _error(413, "too_large", _too_large_message(limit), {"Connection": "close"})  # rest unread
+            await too_large(scope, receive, send)
             return
-        started, received = False, 0
+        received = 0
 
         async def counted() -> Message:
             nonlocal received
@@ -184,22 +186,7 @@ class _BodyLimit:
                     raise _TooLarge(limit)
             return message
 
-        async def watched(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, counted, watched)
-        except _TooLarge:
-            if started:  # pragma: no cover - an app that answers before reading its whole body
-                raise
-            await self._refuse(scope, receive, send, limit)
-
-    @staticmethod
-    async def _refuse(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
-        too_large = _error(413, "too_large", _too_large_message(limit), {"Connection": "close"})  # rest unread
-        await too_large(scope, receive, send)
+        await self.app(scope, counted, send)
 
 
 def _routed(app: FastAPI, request: Request) -> bool:

@@ -32,7 +32,7 @@ import psycopg
 
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
-from mnemo._validate import night_time
+from mnemo._validate import time_or_now
 from mnemo.cortex.migrate import MigrationStats, migrate
 from mnemo.cortex.tree import TreeStats, build_tree
 from mnemo.errors import ConfigurationError, InvalidContentError
@@ -86,7 +86,7 @@ async def run_night(
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
         raise InvalidContentError(f"unknown night stages {unknown}; choose from {STAGES}")
-    as_of = night_time(rt, as_of)
+    as_of = time_or_now(as_of, skew_hours=rt.settings.clock_skew_hours)
     if dry_run:
         started = time.perf_counter()
         report = await plan_night(rt, scope, as_of, stages)

@@ -10,7 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 from mnemo._runtime import Runtime
-from mnemo._validate import check_id, night_time
+from mnemo._validate import check_id, time_or_now
 from mnemo.errors import UnknownItemError
 from mnemo.models import Scope
 from mnemo.night import promote as promotion
@@ -27,7 +27,7 @@ async def approve(rt: Runtime, scope: Scope, memory_id: object, *, at: object = 
     """Apply a promotion that waits for the operator's approval, dated ``at`` (default now); False
     when none waits."""
     target = check_id(memory_id, label="memory_id")
-    when = night_time(rt, at, label="at")
+    when = time_or_now(at, skew_hours=rt.settings.clock_skew_hours, label="at")
     async with rt.store.transaction() as conn:
         states = await dynamic_rows.memory_states(conn, scope.entity_id, scope.namespace, [target], lock=True)
         if target not in states:
@@ -39,7 +39,7 @@ async def reflect(rt: Runtime, scope: Scope, *, as_of: object = None) -> dict[st
     """The night's inner stage alone, now (or ``as_of``): promotion, tensions, tuning, gut axes, the
     frustration ledger, the safety monitors and the milestones; one transaction, under the scope's
     night lock."""
-    when = night_time(rt, as_of)
+    when = time_or_now(as_of, skew_hours=rt.settings.clock_skew_hours)
     await owned(rt, scope)  # a misspelt scope is refused, never created (as the night refuses it)
     async with (
         rt.store.connection() as lock,

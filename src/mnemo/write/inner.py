@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from mnemo._runtime import Runtime
-from mnemo._validate import check_content, check_id, check_process, check_text, night_time, to_utc
+from mnemo._validate import check_content, check_id, check_process, check_text, time_or_now, to_utc
 from mnemo.cognition.readiness import MILESTONES
 from mnemo.errors import InvalidContentError, UnknownItemError
 from mnemo.models import HeldInput, Scope, TaskAttempt
@@ -65,7 +65,7 @@ async def feedback(
         raise InvalidContentError("used must be a list of item ids")
     items = [check_id(u, label="used") for u in used]
     note = check_text(detail, label="detail", allow_blank=True, multiline=True)
-    when = night_time(rt, at, label="at")
+    when = time_or_now(at, skew_hours=rt.settings.clock_skew_hours, label="at")
     async with rt.store.transaction() as conn:
         linked = await inner_rows.outcome_kind(conn, scope.entity_id, scope.namespace, target)
         if linked is None:
@@ -103,7 +103,7 @@ async def log_gut(
     sign = _number(valence, "valence", -1.0, 1.0)
     texts = [check_text(t, label=label, allow_blank=True, multiline=True, max_chars=2000)
              for t, label in ((context, "context"), (action, "action"))]  # fmt: skip
-    when = night_time(rt, at, label="at")
+    when = time_or_now(at, skew_hours=rt.settings.clock_skew_hours, label="at")
     async with rt.store.transaction() as conn:
         await ensure_scope(conn, rt, scope)
         return await inner_rows.insert_gut_delta(conn, scope.entity_id, scope.namespace, name, raw.tolist(), size,
@@ -127,7 +127,7 @@ async def record_attempt(
         "mutation": check_text(mutation, label="mutation", allow_blank=True, multiline=True, max_chars=2000),
         "turns": None if turns is None else _count(turns, "turns"),
         "propagated": _flag(propagated, "propagated"),
-        "at": night_time(rt, at, label="at"),
+        "at": time_or_now(at, skew_hours=rt.settings.clock_skew_hours, label="at"),
     }
     if row["success"] and row["failure_mode"] is not None:
         raise InvalidContentError("a successful attempt has no failure_mode")
@@ -157,7 +157,7 @@ async def reach_milestone(
         raise InvalidContentError(f"unknown milestone {name!r}; the milestones are {', '.join(MILESTONES)}")
     if evidence is not None and not isinstance(evidence, Mapping):
         raise InvalidContentError("evidence must be a mapping")
-    when = night_time(rt, at, label="at")
+    when = time_or_now(at, skew_hours=rt.settings.clock_skew_hours, label="at")
     async with rt.store.transaction() as conn:
         await ensure_scope(conn, rt, scope)
         return await inner_rows.reach(conn, scope.entity_id, scope.namespace, str(name), when,
