@@ -67,6 +67,7 @@ from mnemo.cognition.patterns import (
     FactKind,
 )
 from mnemo.cognition.phrases import CLAUSE_END, WINDOW, clause_of, prepare_text, resolve_first_person, window
+from mnemo.cognition.state_changes import change_clause_rules, change_sentence_rules, last_relation
 from mnemo.cognition.statements import Hit, clause_rules, sentence_rules
 from mnemo.cognition.summaries import split_sentences
 from mnemo.cognition.timex import PRECISIONS, Precision, find_times, first_time, resolve_time, strip_times
@@ -230,6 +231,9 @@ def speaker_entity(turn: TurnText) -> str:
 # ---------------------------------------------------------------- the extractor
 
 
+_NOWADAYS = re.compile(r"\b(?:these|those)\s+days\b", re.IGNORECASE)  # "These days I …": a time, not a noun
+
+
 def _subject_clauses(sentence: str) -> list[tuple[str, str]]:
     """(prefix within the clause, clause from the subject to the clause end) for every "I" / "we".
 
@@ -251,7 +255,7 @@ def _subject_clauses(sentence: str) -> list[tuple[str, str]]:
         boundaries = list(CLAUSE_START.finditer(before))
         prefix = before[boundaries[-1].end() :] if boundaries else before
         tail = " ".join(prefix.split()[-6:]) + " "
-        if RELATIVE.search(tail) and RELATIVE.search(strip_times(tail) + " "):
+        if RELATIVE.search(tail) and RELATIVE.search(strip_times(_NOWADAYS.sub(" ", tail)) + " "):
             continue  # ("Last week I …" is fine: the time is not a noun phrase)
         out.append((prefix, clause[:end].strip()))
     return out
@@ -269,23 +273,26 @@ def extract(turns: Sequence[TurnText]) -> Extraction:
     facts: dict[tuple[int, str, bool], FactCandidate] = {}
     triples: dict[tuple[int, str, bool], TripleCandidate] = {}
     for index, turn in enumerate(turns):
-        entity = speaker_entity(turn)
+        speaker = speaker_entity(turn)
+        context: str | None = None  # the relation a "she" / "he" is about ("my mom … She moved …")
         for sentence in split_sentences(prepare_text(turn.text or "")):
             if sentence.endswith("?"):
                 continue  # questions assert nothing
             found: list[tuple[Hit, str]] = [(h, sentence) for h in sentence_rules(sentence)]
+            found += [(h, sentence) for h in change_sentence_rules(sentence, context)]
+            context = last_relation(sentence) or context
             for prefix, clause in _subject_clauses(sentence):
                 if SKIP_PREFIX.search(prefix):
                     continue
                 penalty = 0.15 if HEDGE.search(prefix) else 0.0
-                found += [
-                    (replace(h, confidence=h.confidence - penalty), clause) for h in clause_rules(clause, sentence)
-                ]
-            for hit, text in found:
+                hits = clause_rules(clause, sentence) + change_clause_rules(clause)
+                found += [(replace(h, confidence=h.confidence - penalty), clause) for h in hits]
+            for hit, text in _without_ended(found):
                 confidence = hit.confidence - 0.1 * hit.subject_we - 0.1 * (len(hit.value.split()) > 5)
                 confidence = round(min(1.0, max(0.05, confidence)), 3)
+                entity = f"{speaker}'s {hit.about}" if hit.about else speaker
                 valid_from, precision = _timed(hit, text, sentence, turn.at)
-                value = resolve_first_person(hit.value, entity)  # "my paintings" -> "Caroline's paintings"
+                value = resolve_first_person(hit.value, speaker)  # "my paintings" -> "Caroline's paintings"
                 if not hit.negated and is_fragment(hit.attribute, value):
                     continue  # "works at" with its object cut off says nothing (an ending closes any value)
                 fact = FactCandidate(
@@ -300,6 +307,13 @@ def extract(turns: Sequence[TurnText]) -> Extraction:
                     if tkey not in triples or triples[tkey].confidence < confidence:
                         triples[tkey] = triple
     return Extraction(_without_implied(facts.values()), tuple(triples.values()))
+
+
+def _without_ended(found: list[tuple[Hit, str]]) -> list[tuple[Hit, str]]:
+    """Less the positive hits a sentence's own ending takes back ("our dog Luna passed away" states no
+    dog Luna; "we lost our dog" no "has a dog"): issue 40 item 3."""
+    ended = {normalise(h.value) for h, _ in found if h.negated and h.value.strip()}
+    return [(h, t) for h, t in found if h.negated or normalise(h.value) not in ended]
 
 
 def _without_implied(facts: Iterable[FactCandidate]) -> tuple[FactCandidate, ...]:

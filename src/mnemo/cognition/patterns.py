@@ -69,6 +69,8 @@ __all__ = [
     "QUIT_JOB",
     "RELATIONS",
     "RELATIVE",
+    "REL_ADJ",
+    "REL_WORD",
     "RETIRED",
     "SECONDARY",
     "SKIP_PREFIX",
@@ -314,3 +316,6 @@ HEDGE = _rx(r"\b(?:maybe|perhaps|probably|guess|suppose|believe|like|kinda|sort\
 CLAUSE_START = _rx(r"[,;:&]|\s[-–—]+\s|\b(?:and|but|so|because|then|also|plus|or)\b")
 OPEN_NP = _rx(r"\b(?:a|an)\s+\S+$")
 NP_START = _rx(r"^,\s*(?:a|an|the|my|our|his|her|their|this|that|some|I|we|you|he|she|they|it|and|or|but|so)\b")
+
+REL_WORD = _REL  # a relation word ("mom", "dog"), group "r"
+REL_ADJ = _REL_ADJ  # the adjectives a relation word may take ("my late dog", "our old cat")

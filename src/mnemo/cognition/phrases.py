@@ -74,7 +74,7 @@ def word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-CLAUSE_END = re.compile(r"[,;:!?.()\"]|\s[-–—]+\s|\s[–—]|[–—]\s|(?<=\w)-\s|\s-$")
+CLAUSE_END = re.compile(r"[,;:!?()\"]|\.(?![^\W_])|\s[-–—]+\s|\s[–—]|[–—]\s|(?<=\w)-\s|\s-$")
 _SUBJECTS = r"(?:I|we|it|he|she|they|you|that|this|there|my|our|your|his|her|their|its|me|us|them)"
 _PAST = r"(?:had|got|went|made|took|saw|was|were|did|met|ran|came|felt|found|gave|left|bought|[a-z]{2,}ed)"
 _VALUE_CUT = re.compile(
@@ -91,6 +91,11 @@ _FILLER = re.compile(
     r"honestly|haha+|lol|any\s?more|these\s+days|right\s+now|at\s+the\s+moment|for\s+sure|already|just|"
     r"together|with\s+(?:you|them)|for\s+(?:me|us|them)|coming\s+up|about|like|and|or|but|so|either|twice|once|before|"
     r"(?:a\s+few|many|several|two|three|\d+)\s+times))+$",
+    re.IGNORECASE,
+)
+_DANGLING = re.compile(  # words that cannot end an object phrase: what followed them was cut (a time, a clause)
+    r"(?:\s+(?:every|each|last|next|this|that|these|those|other|another|some|any|a|an|the|of|to|at|for|with|from|"
+    r"by|and|or|but|my|our|his|her|their|its|your|than|as|into|onto|during|until|since|per|via))+$",
     re.IGNORECASE,
 )
 LEAD = re.compile(r"^(?:(?:a|an|the|some|that|this|these|those|to)\s+)+", re.IGNORECASE)
@@ -112,11 +117,13 @@ def clean_value(raw: str, *, max_words: int = 8) -> str | None:
     for _ in range(3):
         text = _FILLER.sub("", text).strip(" '\"-–—&,;:")
         text = LEAD.sub("", text).strip(" '\"-–—&,;:")
+        text = _DANGLING.sub("", text).strip(" '\"-–—&,;:")
     while len(text.split()) > max_words:  # drop trailing prepositional phrases
         cuts = [m.start() for m in _PREPOSITION.finditer(text) if len(text[: m.start()].split()) >= 2]
         if not cuts:
             return None
         text = _FILLER.sub("", text[: cuts[-1]]).strip()
+    text = _DANGLING.sub("", text).strip(" '\"-–—&,;:")  # "a gym called Pulse every" (Tuesday was a time)
     words = [w if len(w) > 1 and w.isupper() else w.lower() for w in _WORD.findall(text)]  # "US" is not "us"
     if not words or words[0] in _BAD_LEAD or not _CONTEXT_FREE.isdisjoint(words):
         return None

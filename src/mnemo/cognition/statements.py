@@ -74,6 +74,7 @@ from mnemo.cognition.patterns import (
     FactKind,
 )
 from mnemo.cognition.phrases import LEAD, WINDOW, clause_of, clean_name, clean_value, clip, is_proper
+from mnemo.cognition.slots import ANY
 from mnemo.cognition.timex import Direction, find_times, parse_count, resolve_time, strip_times
 
 __all__ = ["Hit", "clause_rules", "sentence_rules"]
@@ -91,6 +92,7 @@ class Hit:
     direction: Direction | None = None  # resolve a date in this direction (None: no date)
     triple: bool = False  # also a triple (the value is a named entity)
     subject_we: bool = False
+    about: str | None = None  # a relation of the speaker the statement is about ("mother"): "<speaker>'s mother"
 
 
 def _hit(
@@ -193,13 +195,27 @@ def _role(raw: str, base: float) -> list[Hit]:
 
 
 def _stopped(rest: str) -> list[Hit]:
-    """ "stopped playing chess" -> plays chess, negated; "stopped eating meat" -> does eating meat, negated."""
+    """ "stopped playing chess" -> plays chess, negated; "stopped eating meat" -> does eating meat, negated;
+    either also ends, in whatever slot, the open fact about the activity (:data:`~mnemo.cognition.slots.ANY`)."""
     words = rest.split()
     if not words or not words[0].lower().endswith("ing"):
         return []
     verb = GERUND.get(words[0].lower())
     hits = _predicate(" ".join([verb, *words[1:]]), 1.0) if verb else []
-    return [_negate(h) for h in hits or _hit("does", clean_value(rest, max_words=5), "fact", 0.7)]
+    activity = clean_value(clip(rest), max_words=5)
+    hits = hits or _hit("does", activity, "fact", 0.7)
+    return [_negate(h) for h in hits + _hit(ANY, activity, "fact", 0.65)]
+
+
+def _ended(rest: str, base: float) -> list[Hit]:
+    """ "no longer …", "not … anymore", "used to …": the predicate's fact ends; one no predicate reads
+    ("I don't climb anymore", "I used to do pottery") ends the open fact about what it names, in any slot."""
+    hits = _predicate(rest, base)
+    if not hits:
+        words = rest.split()
+        activity = " ".join(words[1:]) if words and words[0].lower() in ("do", "go", "am", "have") else rest
+        hits = _hit(ANY, clean_value(clip(activity), max_words=4), "fact", 0.6 * base)
+    return [_negate(h) for h in hits]
 
 
 # ---------------------------------------------------------------- the extractor
@@ -208,12 +224,11 @@ def _stopped(rest: str) -> list[Hit]:
 def clause_rules(clause: str, sentence: str) -> list[Hit]:
     """Hits for one clause that starts at its subject ("I …" / "we …")."""
     if m := NO_LONGER.match(clause):
-        return [_negate(h) for h in _predicate(("am " if m.group("am") else "") + m.group("rest"), 0.95)]
+        return _ended(("am " if m.group("am") else "") + m.group("rest"), 0.95)
     if m := ANYMORE.match(clause):
-        rest = ("am " if m.group("aux").lower() == "am" else "") + m.group("rest")
-        return [_negate(h) for h in _predicate(rest, 0.85)]
+        return _ended(("am " if m.group("aux").lower() == "am" else "") + m.group("rest"), 0.85)
     if m := USED_TO.match(clause):
-        return [_negate(h) for h in _predicate(("am " if m.group("be") else "") + m.group("rest"), 0.8)]
+        return _ended(("am " if m.group("be") else "") + m.group("rest"), 0.8)
     if (m := QUIT_JOB.match(clause)) and m.group("role"):  # "I lost my job as a banker"
         return [_negate(h) for h in _hit("works as", clean_value(m.group("role"), max_words=4), "fact", 0.75)]
     if (m := QUIT_JOB.match(clause)) or (m := FIRED.match(clause)):
