@@ -1,4 +1,5 @@
-"""The ``bench`` group: retrieval quality (LoCoMo), the dynamics scenario, performance.
+"""The ``bench`` group: retrieval quality (LoCoMo), knowledge that stays current (the lives), the
+dynamics scenario, performance.
 
 The harnesses (``mnemo.bench``) are imported inside the commands.
 """
@@ -21,6 +22,7 @@ def register(app: typer.Typer) -> None:
     """Add the ``bench`` group to ``app``."""
     bench = typer.Typer(no_args_is_help=True, help="Benchmarks: retrieval quality and performance.")
     bench.command("locomo")(bench_locomo)
+    bench.command("updates")(bench_updates)
     bench.command("dynamics")(bench_dynamics)
     bench.command("perf")(bench_perf)
     app.add_typer(bench, name="bench")
@@ -132,6 +134,89 @@ def bench_locomo(
     if json_out is not None:
         json_out.write_text(json.dumps(result, indent=2))
         out.print(f"wrote {json_out}")
+
+
+@fail_cleanly
+def bench_updates(
+    path: Annotated[Path, typer.Argument(help="A folder of life files (e.g. tests/data/lives) or one life file.")],
+    rounds: Annotated[
+        int, typer.Option("--rounds", min=0, help="Lived rounds of every question before the night a week later.")
+    ] = 3,
+    seed: Annotated[int, typer.Option("--seed", help="The seed of the lived rounds' stochastic scoring.")] = 0,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a setting, KEY=VALUE (repeatable).")] = None,
+    stages: Annotated[
+        str, typer.Option("--stages", help="Comma-separated stages to run: turns, night, lived (default all).")
+    ] = "turns,night,lived",
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write every figure to this JSON file.")] = None,
+) -> None:
+    """Knowledge that stays current (issue 40): over the labelled lives, is the current value named
+    first, the stale one above it, what was never said refused? Over the turns, after a night, as lived."""
+    import asyncio
+
+    from mnemo.bench.updates import STAGES, run_updates
+    from mnemo.config import load_settings
+    from mnemo.embed import load_embedder
+
+    if not path.exists():
+        raise typer.BadParameter(f"{path} does not exist", param_hint="PATH")
+    chosen = tuple(s for s in STAGES if s in {part.strip() for part in stages.split(",")})
+    unknown = {part.strip() for part in stages.split(",")} - set(STAGES)
+    if unknown or not chosen:
+        raise typer.BadParameter(f"choose from {', '.join(STAGES)}, not {stages!r}", param_hint="--stages")
+    overrides = _overrides(set_ or [])
+    settings = load_settings(**overrides)  # validates the overrides before the long run
+    embeddings = load_embedder(settings.embedder, **settings.embedder_options())
+    with progress("updates") as update:
+        result = asyncio.run(
+            run_updates(
+                path,
+                embeddings=embeddings,
+                overrides=overrides,
+                database_url=settings.database_url,
+                rounds=rounds,
+                seed=seed,
+                stages=chosen,
+                progress=lambda _name, done, total: update(done, total),
+            )
+        )
+    out.print(_updates_table(result))
+    if json_out is not None:
+        json_out.write_text(json.dumps(result, indent=2, ensure_ascii=False))
+        out.print(f"wrote {json_out}")
+
+
+UPDATES_ROWS = (
+    ("changed", "current_first", "current first"),
+    ("changed", "stale_above", "stale above current"),
+    ("changed", "current_top5", "current in top 5"),
+    ("changed", "current_first_turns", "current first (evidence turns)"),
+    ("unchanged", "value_top1", "unchanged: value top 1"),
+    ("unchanged", "value_top5", "unchanged: value top 5"),
+    ("past", "past_first", "past: then-value first"),
+    ("never", "refused", "never said: refused"),
+    (None, "answerable_refused", "answerable refused"),
+)
+
+
+def _updates_table(result: dict[str, Any]) -> Table:
+    """Per metric, each stage's percentage and count (the lived stage: its scored round after the night)."""
+    stages = result["stages"]
+    columns = {f"{name} ({figures['seconds']:.0f} s)": figures["overall"] for name, figures in stages.items()}
+    if "lived" in stages:  # the rounds before the night a week later, beside the scored one after it
+        rounds = {f"lived round {r}": overall for r, overall in enumerate(stages["lived"]["rounds"], start=1)}
+        lived = list(columns)[-1]
+        columns = {k: v for k, v in columns.items() if k != lived} | rounds | {lived: columns[lived]}
+    table = Table(title=f"bench updates: {len(result['lives'])} lives, {result['questions_n']} questions")
+    table.add_column("metric")
+    for name in columns:
+        table.add_column(name, justify="right")
+    for kind, metric, label in UPDATES_ROWS:
+        cells = []
+        for overall in columns.values():
+            f = overall[metric] if kind is None else overall[kind][metric]
+            cells.append("-" if f["pct"] is None else f"{f['pct']:.1f}% ({f['count']}/{f['n']})")
+        table.add_row(label, *cells)
+    return table
 
 
 @fail_cleanly
