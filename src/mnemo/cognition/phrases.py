@@ -26,6 +26,7 @@ __all__ = [
     "clean_name",
     "clean_value",
     "clip",
+    "fold_accents",
     "is_proper",
     "prepare_text",
     "resolve_first_person",
@@ -155,6 +156,12 @@ def clean_name(raw: str) -> str | None:
             break
         out.append(word)
     return " ".join(out) if out else None
+
+
+def fold_accents(text: str) -> str:
+    """``text`` casefolded with its accents dropped: "José" and "jose" fold alike (issue 40 item 3)."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return unicodedata.normalize("NFC", "".join(ch for ch in decomposed if not unicodedata.combining(ch)))
 
 
 def is_proper(value: str | None) -> bool:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from mnemo.cognition.phrases import word_set
+
 __all__ = ["ANY", "ONE_VALUE", "slot_of", "value_matches"]
 
 ANY = "*"
@@ -35,17 +37,15 @@ _ATTRIBUTE_SLOT = {
     "relationship status": "relationship",
     **{r: "partner" for r in ("partner", "husband", "wife", "spouse", "boyfriend", "girlfriend", "fiance")},
 }
-_DIETS = frozenset(
-    "vegan vegetarian pescatarian keto paleo carnivore flexitarian omnivore gluten-free dairy-free".split()
-)
+_DIETS = word_set("vegan vegetarian pescatarian keto paleo carnivore flexitarian omnivore gluten-free dairy-free")
 ONE_VALUE = frozenset({"residence", "employer", "role", "school", "vehicle", "diet", "relationship", "partner"})
 """Slots with one value at a time: a new value closes the open one."""
 
 _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W_][\w'-]*")
-_WEAK = frozenset(
+_WEAK = word_set(
     "a an the my our your his her their its this that these those some of to in on at for with from and or "
-    "by new old little big dear beloved sweet".split()
+    "by new old little big dear beloved sweet"
 )
 
 

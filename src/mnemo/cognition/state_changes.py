@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from mnemo.cognition.patterns import RELATIONS, REL_ADJ, REL_WORD
+from mnemo.cognition.patterns import REL_ADJ, REL_WORD, RELATIONS
 from mnemo.cognition.phrases import clause_of, clean_name, clean_value, clip, is_proper
 from mnemo.cognition.slots import ANY
 from mnemo.cognition.statements import Hit
@@ -182,7 +182,10 @@ def change_sentence_rules(sentence: str, context: str | None = None) -> list[Hit
     for pattern, what in _JOB_NOUNS:
         for m in pattern.finditer(sentence):
             value = clean_value(clip(clause_of(m.group("v") or m.group("v2") or "")), max_words=5)
-            hits += _start("works at", value, 0.7) if what == "start" else [_end("works at", value, 0.75)] * bool(value)
+            if what == "start":
+                hits += _start("works at", value, 0.7)
+            elif value:
+                hits.append(_end("works at", value, 0.75))
     return hits
 
 

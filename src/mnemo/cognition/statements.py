@@ -194,12 +194,17 @@ def _role(raw: str, base: float) -> list[Hit]:
     return hits
 
 
+OWN = re.compile(r"^(?:my|our)\s+", re.IGNORECASE)
+
+
 def _stopped(rest: str) -> list[Hit]:
     """ "stopped playing chess" -> plays chess, negated; "stopped eating meat" -> does eating meat, negated;
     either also ends, in whatever slot, the open fact about the activity (:data:`~mnemo.cognition.slots.ANY`)."""
     words = rest.split()
-    if not words or not words[0].lower().endswith("ing"):
+    if not words:
         return []
+    if not words[0].lower().endswith("ing"):  # "gave up the gym", "quit Acme": what it names ends, in any slot
+        return [_negate(h) for h in _hit(ANY, clean_value(clip(OWN.sub("", rest)), max_words=4), "fact", 0.65)]
     verb = GERUND.get(words[0].lower())
     hits = _predicate(" ".join([verb, *words[1:]]), 1.0) if verb else []
     activity = clean_value(clip(rest), max_words=5)

@@ -88,7 +88,8 @@ async def apply_curation(rt: Runtime, scope: Scope, version: int) -> int:
 
 
 async def facts(rt: Runtime, scope: Scope, entity: object) -> EntityFacts:
-    """Everything known about ``entity``: current and past facts (with validity intervals) and triples."""
+    """Everything known about ``entity``: current and past facts (with validity intervals) and triples.
+    The name is matched with case and accents folded ("jose" finds "José"); an event is dated, not current."""
     name = check_content(entity, max_chars=512, label="entity")
     await owned(rt, scope)
     async with rt.store.connection() as conn:
@@ -108,7 +109,7 @@ async def facts(rt: Runtime, scope: Scope, entity: object) -> EntityFacts:
                 confidence=r.confidence,
                 mention_count=r.mention_count,
                 valid_from=r.valid_from,
-                valid_to=r.valid_to,
+                valid_to=_ended_at(r),
                 source=r.source,
                 provenance=tuple(r.provenance),
             )
@@ -116,6 +117,14 @@ async def facts(rt: Runtime, scope: Scope, entity: object) -> EntityFacts:
         ),
         triples=tuple((t.predicate, t.object, t.mention_count) for t in triples if t.valid_to is None),
     )
+
+
+def _ended_at(row: knowledge_rows.FactRow) -> datetime | None:
+    """When a fact stopped holding: a one-off event (a dinner out, a trip) is over when it happened, never
+    a state that holds "→ now" (issue 40 item 3); a state, when it was closed."""
+    if row.fact_kind == "event" and row.valid_to is None:
+        return row.valid_from or row.first_seen
+    return row.valid_to
 
 
 async def _no_entity(rt: Runtime, scope: Scope, name: str) -> UnknownItemError:

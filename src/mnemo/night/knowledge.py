@@ -43,6 +43,7 @@ from mnemo.cognition.extraction import (
     triple_hash,
 )
 from mnemo.cognition.facts import sentence
+from mnemo.cognition.slots import ANY, ONE_VALUE, slot_of, value_matches
 from mnemo.models import Scope, uuid7
 from mnemo.store import knowledge as knowledge_rows
 from mnemo.store import links as link_rows
@@ -143,7 +144,7 @@ async def _write(
         turn = turns[fact.source]
         subject = await _entity(conn, scope, fact.entity, turn.created_at)
         if fact.negated:
-            stats.facts_closed += await _end_fact(rt, conn, scope, fact, turn)
+            stats.facts_closed += await _end_fact(rt, conn, scope, fact, turn, subject)
         else:
             await _record_fact(rt, conn, scope, fact, turn, subject, vectors, stats)
     for triple in sorted(found.triples, key=lambda t: t.source):
@@ -153,26 +154,61 @@ async def _write(
 
 
 async def _end_fact(
-    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, fact: FactCandidate, turn: TurnRow
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    fact: FactCandidate,
+    turn: TurnRow,
+    subject: uuid.UUID,
 ) -> int:
-    """A negated fact ("no longer ..."): close the open values of its key that it ends (the value it names,
-    any value of a one-value attribute, or every value when it names none); returns how many. A fact
-    the same turn stated is never among them ("I moved from Freising to Munich" ends Freising, not
-    the Munich it has just said)."""
-    at = turn.created_at
+    """A negated fact ("no longer ...", "I resigned", "Luna passed away"): close the subject's open
+    facts it ends (:func:`_ends`); returns how many. A fact the same turn stated is never among them
+    ("I moved from Freising to Munich" ends Freising, not the Munich it has just said)."""
     closed = 0
-    key = fact_key(fact.entity, fact.attribute)
-    for old in await knowledge_rows.open_facts_for_key(conn, scope.entity_id, scope.namespace, key):
-        if turn.id in (old.provenance or ()):
+    for old in await knowledge_rows.open_facts_of_subject(conn, scope.entity_id, scope.namespace, subject):
+        if turn.id in (old.provenance or ()) or old.fact_kind == "event" or not _ends(rt, fact, old):
             continue
-        if (
-            not fact.value.strip()
-            or normalise(old.value) == normalise(fact.value)
-            or _functional(rt.settings.night_functional_attributes, fact.attribute)
-        ):
-            await _close(rt, conn, scope, old, fact.valid_from or at, None, turn.id)
-            closed += 1
+        await _close(rt, conn, scope, old, fact.valid_from or turn.created_at, None, turn.id)
+        await _close_its_triple(conn, scope, fact.entity, subject, old, fact.valid_from or turn.created_at)
+        closed += 1
     return closed
+
+
+def _ends(rt: Runtime, fact: FactCandidate, old: knowledge_rows.FactRow) -> bool:
+    """Whether the ending ``fact`` closes the open fact ``old`` of the same subject (issue 40 item 3): one
+    of its key that it names, or any value of its key when it names none or the attribute holds one
+    value; one of its slot (the value it names, or any); one in any slot whose value it names
+    (:data:`~mnemo.cognition.slots.ANY`: "I left Google", "Luna passed away")."""
+    value = fact.value.strip()
+    if fact.attribute == ANY:
+        return value_matches(value, old.value)
+    if normalise(old.attribute) == normalise(fact.attribute):  # the same key: the subject is the same
+        return not value or value_matches(value, old.value) or _one_value(rt, fact.attribute, value)
+    slot = slot_of(fact.attribute, value)
+    if slot is None or slot != slot_of(old.attribute, old.value):
+        return False
+    return not value or value_matches(value, old.value)
+
+
+def _one_value(rt: Runtime, attribute: str, value: str) -> bool:
+    """A new value of this attribute closes the open one: configured (``night_functional_attributes``)
+    or a slot with one value at a time (:data:`~mnemo.cognition.slots.ONE_VALUE`)."""
+    return _functional(rt.settings.night_functional_attributes, attribute) or slot_of(attribute, value) in ONE_VALUE
+
+
+async def _close_its_triple(
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    entity: str,
+    subject: uuid.UUID,
+    old: knowledge_rows.FactRow,
+    at: datetime,
+) -> None:
+    """The triple that said the same as a closed fact ("(dog) Luna") ends with it."""
+    digest = triple_hash(entity, old.attribute, old.value)
+    await knowledge_rows.close_triples(
+        conn, scope.entity_id, scope.namespace, subject, old.attribute, at, only_hash=digest
+    )
 
 
 async def _record_fact(
@@ -216,11 +252,16 @@ async def _record_fact(
         return
     stats.facts_new += 1
     await _fact_memory(rt, conn, scope, fact, turn, new_id, memory_id, vectors[fact_text(fact)])
-    if _functional(rt.settings.night_functional_attributes, fact.attribute):
-        for old in await knowledge_rows.open_facts_for_key(conn, scope.entity_id, scope.namespace, key):
-            if old.id != new_id:
-                await _close(rt, conn, scope, old, fact.valid_from or at, memory_id, turn.id, new_fact=new_id)
-                stats.facts_closed += 1
+    slot = slot_of(fact.attribute, fact.value)
+    if not (_one_value(rt, fact.attribute, fact.value) or slot in ONE_VALUE):
+        return
+    for old in await knowledge_rows.open_facts_of_subject(conn, scope.entity_id, scope.namespace, subject):
+        same_key = normalise(old.attribute) == normalise(fact.attribute)
+        same_slot = slot in ONE_VALUE and slot_of(old.attribute, old.value) == slot
+        if old.id != new_id and (same_key or same_slot) and old.fact_kind != "event":
+            await _close(rt, conn, scope, old, fact.valid_from or at, memory_id, turn.id, new_fact=new_id)
+            await _close_its_triple(conn, scope, fact.entity, subject, old, fact.valid_from or at)
+            stats.facts_closed += 1
 
 
 async def _fact_memory(

@@ -18,6 +18,7 @@ import psycopg
 from psycopg import sql
 
 from mnemo.cognition.patterns import FactKind
+from mnemo.cognition.phrases import fold_accents
 
 __all__ = [
     "EntityRow",
@@ -28,6 +29,7 @@ __all__ = [
     "facts_of",
     "open_fact",
     "open_facts_for_key",
+    "open_facts_of_subject",
     "open_triple",
     "record_fact",
     "record_triple",
@@ -131,6 +133,20 @@ async def open_facts_for_key(
     return [FactRow(*r) for r in await cur.fetchall()]
 
 
+async def open_facts_of_subject(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, subject_id: uuid.UUID
+) -> list[FactRow]:
+    """Every open fact about one entity, oldest first (a state change finds its slot among them)."""
+    cur = await conn.execute(
+        sql.SQL(
+            """SELECT {} FROM mnemo.facts
+               WHERE entity_id = %s AND namespace = %s AND subject_id = %s AND valid_to IS NULL ORDER BY first_seen"""
+        ).format(_fact_cols()),
+        (entity_id, namespace, subject_id),
+    )
+    return [FactRow(*r) for r in await cur.fetchall()]
+
+
 async def record_fact(conn: psycopg.AsyncConnection, row: dict[str, Any]) -> tuple[uuid.UUID, bool]:
     """Insert an open fact, or count a repeat of the open fact with the same hash:
     ``(fact_id, created)``."""
@@ -215,6 +231,8 @@ async def facts_of(
     )
     ent = await cur.fetchone()
     if ent is None:
+        ent = await _folded_entity(conn, entity_id, namespace, norm)
+    if ent is None:
         return None, [], []
     entity = EntityRow(*ent)
     cur = await conn.execute(
@@ -232,6 +250,23 @@ async def facts_of(
     )
     triples = [TripleRow(*r) for r in await cur.fetchall()]
     return entity, facts, triples
+
+
+async def _folded_entity(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, norm: str
+) -> tuple[Any, ...] | None:
+    """The entity whose name folds (case and accents) as ``norm`` does: "jose" finds "José"; the most
+    mentioned when several fold alike."""
+    want = fold_accents(norm)
+    cur = await conn.execute(
+        """SELECT id, name, mention_count, first_seen, last_seen, norm FROM mnemo.entities
+           WHERE entity_id = %s AND namespace = %s ORDER BY mention_count DESC, first_seen""",
+        (entity_id, namespace),
+    )
+    for row in await cur.fetchall():
+        if fold_accents(row[5]) == want:
+            return tuple(row[:5])
+    return None
 
 
 async def close_triples(
