@@ -92,3 +92,17 @@ async def test_every_stage_is_scored_as_its_hits_show(
     assert len(lived["rounds"]) == 1 and lived["nights"]["as_of"] > result["stages"]["night"]["nights"]["as_of"]
     assert result["stages"]["night"]["nights"]["blocks"] > 0  # the night consolidated the life
     assert lived["nights"]["use"]["accesses"] > 0  # the owner's lived recalls left their use
+
+
+def test_the_command_runs_the_chosen_stages_and_refuses_an_unknown_one(tmp_path: Path, database_url: str) -> None:
+    from typer.testing import CliRunner
+
+    from mnemo.interfaces.cli import app
+
+    env = {"MNEMO_DATABASE_URL": database_url, "MNEMO_HOME": str(tmp_path)}
+    life, out = tiny_life(tmp_path / "jose.json"), tmp_path / "out.json"
+    bad = CliRunner().invoke(app, ["bench", "updates", str(life), "--stages", "turns,dawn"], env=env)
+    assert bad.exit_code == 2 and "choose from turns, night, lived" in bad.stderr
+    done = CliRunner().invoke(app, ["bench", "updates", str(life), "--stages", "turns", "--json", str(out)], env=env)
+    assert done.exit_code == 0, done.stderr
+    assert "current first" in done.stdout and list(json.loads(out.read_text())["stages"]) == ["turns"]
