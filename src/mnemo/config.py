@@ -154,6 +154,12 @@ class Settings(BaseSettings):
         default=None,
         description="A ranking model trained by benchmarks/learn_fusion.py, used instead of the shipped one.",
     )
+    current_first: bool = Field(
+        default=True,
+        description="Keep what is current first: the write path reads each turn's claims about slots "
+        "(where someone lives, works, ...), and a question about the present gets a stale statement's "
+        "latest successor right above it; a superseded item is never reinforced by use.",
+    )
     spread_sessions: bool = Field(
         default=True,
         description="Spread the top of the ranking over sessions: a session's further candidates pay the "

@@ -43,7 +43,8 @@ def decide(rt: Runtime, request: Request, found: Candidates, blended: Blended, s
         _hit(request, found, blended.rows[item_id], item_id, score, parts)
         for score, item_id, parts in blended.scored[request.k : 2 * request.k]
     )
-    relevant = most_relevant({i: parts["search"] for _, i, parts in blended.scored}, request.k)
+    # a stale statement is never reinforced (issue 40 item 5): it is not among the relevant
+    relevant = most_relevant({i: parts["search"] for _, i, parts in blended.scored}, request.k) - found.stale
     near = blended.scored[max(request.k, 5) : rt.settings.near_miss_until]
     sims = [h.similarity for h in hits if h.similarity is not None]
     best = max(sims) if sims else None

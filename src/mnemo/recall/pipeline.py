@@ -110,6 +110,7 @@ async def recall(
         await stages.attribution(rt, conn, request, found)
         await stages.learned_rank(rt, conn, request, found)
         blended = await stages.blend(rt, conn, request, found)
+        blended = await stages.current(rt, conn, request, found, blended)
         await stages.support(rt, conn, request, found, blended)
         decision = stages.decide(rt, request, found, blended, started)
         decision = await stages.quote(rt, conn, request, found, decision, blended.rows)

@@ -96,6 +96,8 @@ class Candidates:
     """Late-interaction (MaxSim) scores of the re-ranked head."""
     in_period: set[uuid.UUID] = field(default_factory=set)
     """Candidates of the period the question names, lifted by :func:`time_frame`."""
+    stale: set[uuid.UUID] = field(default_factory=set)
+    """Candidates a later statement superseded (:mod:`mnemo.recall.current`): never reinforced."""
     names: dict[str, bool] = field(default_factory=dict)
     """The names the question is about, and whether the scope mentions each (the refusal's evidence)."""
     support: dict[str, tuple[int, float]] = field(default_factory=dict)
@@ -126,6 +128,8 @@ class Blended:
     scored: Scored
     weights: Mapping[str, float]
     rows: Mapping[uuid.UUID, RecallRow]
+    tiers: Mapping[uuid.UUID, int] = field(default_factory=dict)
+    """Each candidate's relevance tier, 0 the most relevant (the hits show it: issue 40 item 7)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,8 @@ Seeds: cognitive-plan §2.5, §2.7, §3.1, §3.8; archive-adr §7 ("The Mentat R
 5e. :func:`learned_rank` orders the head by the learned fusion and spreads it over sessions;
 6. :func:`blend` scores the head of the ranking cognitively (activation, weight, recency,
    co-access, noise) and keeps superseded memories below their superseders;
+6a. :func:`current` marks stale statements and, for a question about the present, puts each
+    one's current statement right above it;
 6b. :func:`support` reads how well the top hits support the question's content words;
 7. :func:`decide` takes the top k, the near misses, and refuses below the threshold;
 8. :func:`trace_and_mutate` logs the retrieval and, for the owner, reinforces what was returned;
@@ -28,6 +30,7 @@ late interaction, time, attribution), :mod:`~mnemo.recall.blend` (6) and
 from __future__ import annotations
 
 from mnemo.recall.blend import blend
+from mnemo.recall.current import current
 from mnemo.recall.decide import decide, quote, recall_at_level, result, trace_and_mutate
 from mnemo.recall.learned import learned_rank
 from mnemo.recall.rank import attribution, follow_links, fuse, late_interaction, smooth_neighbours, time_frame
@@ -44,6 +47,7 @@ __all__ = [
     "attribution",
     "blend",
     "check",
+    "current",
     "decide",
     "follow_links",
     "fuse",

@@ -137,6 +137,10 @@ async def _forget_rows(
     """The items' rows, then their index: postings, passages, token and item vectors, co-access."""
     await run("turns", "DELETE FROM mnemo.turns WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)")
     await run(
+        "claims",
+        "DELETE FROM mnemo.claims WHERE entity_id = %(e)s AND namespace = %(ns)s AND turn_id = ANY(%(index_ids)s)",
+    )
+    await run(
         "memories", "DELETE FROM mnemo.memories WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)"
     )
     await run("postings", "DELETE FROM mnemo.postings WHERE entity_id = %(e)s AND item_id = ANY(%(index_ids)s)")
@@ -323,6 +327,7 @@ async def purge_scope(conn: psycopg.AsyncConnection, entity_id: str, namespace: 
         ("inner", "mnemo", "tuning"),
         ("inner", "mnemo", "agent_inputs"),
         ("inner", "mnemo", "task_attempts"),
+        ("claims", "mnemo", "claims"),
         ("turns", "mnemo", "turns"),
         ("memories", "mnemo", "memories"),
         ("scratch", "mnemo", "scratch"),

@@ -58,10 +58,13 @@ import psycopg
 
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
+from mnemo.cognition.claims import claims_of, functional_attribute
+from mnemo.cognition.extraction import TurnText, single_valued
 from mnemo.cognition.late import TokenVectors
 from mnemo.cognition.turn_identity import KEY_PREFIX, turn_identities
 from mnemo.errors import InvalidContentError, MalformedImportError
 from mnemo.models import ImportReport, Role, Scope, Turn, uuid7
+from mnemo.store import claims as claim_rows
 from mnemo.store import lexicon
 from mnemo.store import passages as passage_rows
 from mnemo.store import token_vectors as token_rows
@@ -311,6 +314,7 @@ async def write_turns(
     rows, repeat = await _number(conn, scope, ready)
     new = [i for i, r in enumerate(repeat) if not r]
     await _write_rows(conn, [rows[i] for i in new], bulk)
+    await _write_claims(rt, conn, scope, [rows[i] for i in new])
     await _write_vectors(rt, conn, scope, [rows[i] for i in new], [ready.vectors[i] for i in new], bulk)
     slug = str(rt.slug)
     await token_rows.write(
@@ -463,6 +467,18 @@ async def _write_rows(conn: psycopg.AsyncConnection, rows: Sequence[turn_rows.Tu
 _RACED = (
     "another write stored some of these turns meanwhile; nothing was written, send them again (repeats are skipped)"
 )
+
+
+async def _write_claims(
+    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, rows: Sequence[turn_rows.TurnRow]
+) -> None:
+    """What the new turns claim about slots (:mod:`mnemo.cognition.claims`), read before any night."""
+    if not rt.settings.current_first:
+        return
+    functional = rt.settings.night_functional_attributes
+    turns = [(r[0], TurnText(speaker=r[6], role=r[5], text=r[7], at=r[8])) for r in rows]
+    claims = claims_of(turns, lambda a: single_valued(a) or functional_attribute(functional, a))
+    await claim_rows.write(conn, scope.entity_id, scope.namespace, claims)
 
 
 async def _write_vectors(

@@ -1,0 +1,115 @@
+"""Recall stage 6a: what is current comes first (issue 40 items 2 and 5).
+
+Seeds: cognitive-plan §4.4 (conflict-aware reconsolidation: a new value supersedes the old one,
+which is kept and still recallable) and §3.8 (retrieval-induced mutation: what a recall
+returns is strengthened, so a stale statement must not be).
+
+When a question asks about the present (:func:`~mnemo.cognition.claims.asks_about_now`: "where
+does she live", "still", "now"), each stale statement among the blended head — a turn whose claim
+about a slot a later turn superseded, or a fact memory read from such a turn — gets its latest
+successor right above it (:func:`~mnemo.cognition.claims.move_above`), read from the claims the
+write path stored (:mod:`mnemo.store.claims`). A question about the past or a period (``as_of``,
+a period the time stage found) is answered as of then: nothing moves. Either way the stale
+items are marked, and a recall never reinforces them (:attr:`Candidates.stale`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import uuid
+from collections.abc import Mapping
+
+import psycopg
+
+from mnemo._runtime import Runtime
+from mnemo.cognition.claims import asks_about_now, move_above, successors
+from mnemo.recall.blend import components
+from mnemo.recall.records import Blended, Candidates, RecallRow, Request, Scored
+from mnemo.recall.retrieve import _similarities
+from mnemo.store import claims as claim_rows
+from mnemo.store import search as search_rows
+from mnemo.store.dynamics import MemoryState
+
+__all__ = ["current"]
+
+
+async def current(
+    rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates, blended: Blended
+) -> Blended:
+    """Mark the head's stale statements; for a question about the present, put each one's current
+    statement right above it (the module docstring)."""
+    if not rt.settings.current_first or not blended.scored:
+        return blended
+    said = _statements(blended.rows, found)
+    found.stale |= {i for i, row in blended.rows.items() if _superseded_memory(row)}
+    turns = list(dict.fromkeys(t for ts in said.values() for t in ts))
+    claims = await claim_rows.in_slots_of(conn, request.scope.entity_id, request.scope.namespace, turns)
+    newer = successors(turns, claims)
+    stale = {item: newer[t] for item, ts in said.items() for t in ts if t in newer and newer[t] not in ts}
+    found.stale |= set(stale)
+    if not stale or not asks_about_now(request.text) or request.as_of is not None or found.in_period:
+        return blended
+    return await _reorder(rt, conn, request, found, blended, stale)
+
+
+def _statements(rows: Mapping[uuid.UUID, RecallRow], found: Candidates) -> dict[uuid.UUID, list[uuid.UUID]]:
+    """Per head item, the turns whose claims it states: a turn (or a block's line, which keeps its
+    turn's id) itself; a fact memory, the turns it was read from."""
+    out: dict[uuid.UUID, list[uuid.UUID]] = {}
+    for item_id, row in rows.items():
+        if found.kind_of.get(item_id) in ("turn", "line"):
+            out[item_id] = [item_id]
+        elif isinstance(row, MemoryState) and "fact_id" in (row.metadata or {}):
+            with contextlib.suppress(ValueError, TypeError):
+                out[item_id] = [uuid.UUID(str(t)) for t in row.provenance or ()]
+    return out
+
+
+def _superseded_memory(row: RecallRow) -> bool:
+    """A memory a later one superseded, or that is closed (the night's facts, an explicit update)."""
+    if not isinstance(row, MemoryState):
+        return False
+    return row.status == "superseded" or bool((row.metadata or {}).get("superseded_by"))
+
+
+async def _reorder(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    request: Request,
+    found: Candidates,
+    blended: Blended,
+    stale: Mapping[uuid.UUID, uuid.UUID],
+) -> Blended:
+    """The blended head with each successor right above its stale statement, read in when the head
+    did not hold it; a successor that moved takes the score and tier of the item it now precedes."""
+    before = [i for _, i, _ in blended.scored]
+    order = move_above(before, stale)
+    entries = {i: (score, parts) for score, i, parts in blended.scored}
+    missing = [i for i in order if i not in entries]
+    rows = dict(blended.rows)
+    if missing:
+        rows |= await search_rows.hydrate_turns(conn, request.scope.entity_id, request.scope.namespace, missing)
+        found.kind_of |= {i: "turn" for i in missing if i not in found.kind_of}
+        await _similarities(rt, conn, request, found, [i for i in missing if i not in found.similarity])
+    was = {i: n for n, i in enumerate(before)}
+    order = [i for i in order if i in rows]  # a successor forgotten meanwhile: nothing to put above
+    tiers = dict(blended.tiers)
+    scored: Scored = []
+    for n, i in enumerate(order):
+        if i in entries and was[i] <= n:
+            scored.append((entries[i][0], i, entries[i][1]))
+            continue
+        score, parts = entries[order[n + 1]]  # moved up: the item it now precedes is one it replaces
+        own = entries[i][1] if i in entries else _parts(rt, request, found, rows[i], parts)
+        scored.append((score + 1e-6, i, own))
+        tiers[i] = min(tiers.get(i, 1 << 30), tiers.get(order[n + 1], 0))
+    return dataclasses.replace(blended, scored=scored, rows=rows, tiers=tiers)
+
+
+def _parts(
+    rt: Runtime, request: Request, found: Candidates, row: RecallRow, beside: Mapping[str, float]
+) -> dict[str, float]:
+    """A successor read in: its own components, the search share of the statement it replaces."""
+    own = components(rt.settings, row, found.similarity.get(row.id, 0.0), request.now, request.cues, None)
+    return own | {"search": beside.get("search", 0.0), "coaccess": 0.0}

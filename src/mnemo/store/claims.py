@@ -1,0 +1,40 @@
+"""SQL for the claims turns make about slots (:mod:`mnemo.cognition.claims`; issue 40 item 2)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+import psycopg
+
+from mnemo.cognition.claims import Claim
+
+__all__ = ["in_slots_of", "write"]
+
+
+async def write(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, claims: Sequence[Claim]) -> None:
+    """Store ``claims`` of the scope's new turns (inside the caller's transaction)."""
+    if not claims:
+        return
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            """INSERT INTO mnemo.claims (entity_id, namespace, turn_id, slot, value, negated, single, said_at)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING""",
+            [(entity_id, namespace, c.turn_id, c.slot, c.value, c.negated, c.single, c.said_at) for c in claims],
+        )
+
+
+async def in_slots_of(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, turn_ids: Sequence[uuid.UUID]
+) -> list[Claim]:
+    """Every claim of the scope in a slot that one of ``turn_ids`` makes a claim about."""
+    if not turn_ids:
+        return []
+    cur = await conn.execute(
+        """SELECT c.turn_id, c.slot, c.value, c.negated, c.single, c.said_at FROM mnemo.claims c
+            WHERE c.entity_id = %(e)s AND c.namespace = %(ns)s
+              AND c.slot IN (SELECT o.slot FROM mnemo.claims o
+                              WHERE o.entity_id = %(e)s AND o.namespace = %(ns)s AND o.turn_id = ANY(%(ids)s))""",
+        {"e": entity_id, "ns": namespace, "ids": list(turn_ids)},
+    )
+    return [Claim(*row) for row in await cur.fetchall()]
