@@ -37,6 +37,7 @@ _ADV = r"(?:(?:just|finally|officially|recently|already|actually|sadly|eventuall
 _SUBJ = r"^(?:I|we)\s+" + _ADV
 _NAME = r"(?-i:(?P<n>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?))"
 _PARTNERS = ("partner", "boyfriend", "girlfriend", "husband", "wife", "spouse", "fiance")
+_ONE_THING = _rx(r"\s+(?:after|before|since|for|because|when|with|in|at|on|last|this|to|and)\b")
 _OWN = _rx(r"^(?:my|our)\s+")
 _ORG_NOT_JOB = _rx(r"\b(?:club|group|gym|choir|band|league|class|classes|community|society|circle|crew|team)\b")
 
@@ -133,7 +134,15 @@ def _value(m: re.Match[str], max_words: int = 5) -> str | None:
 
 
 def _change(what: str, attribute: str, m: re.Match[str]) -> list[Hit]:
-    value = _value(m)
+    value, role = _value(m), None
+    if value and attribute == "works at" and what in ("start", "start-org"):  # "joined Deloitte as an analyst"
+        value, *rest = re.split(r"\s+as\s+(?:an?\s+)?", value, maxsplit=1, flags=re.IGNORECASE)
+        role = clean_value(rest[0], max_words=4) if rest else None
+    hits = _change_value(what, attribute, m, value)
+    return hits + (_start("works as", role, 0.7) if hits and role else [])
+
+
+def _change_value(what: str, attribute: str, m: re.Match[str], value: str | None) -> list[Hit]:
     if what == "start":
         return _start(attribute, value, 0.75)
     if what == "start-org":  # "I joined Typeform", not "I joined a book club"
@@ -148,6 +157,7 @@ def _change(what: str, attribute: str, m: re.Match[str]) -> list[Hit]:
         old = m.group("old")
         old_value = clean_value(clip(old), max_words=4) if old else None
         return [_end(ANY, old_value, 0.65)] if old_value else []
+    value = _ONE_THING.split(value)[0] if value else None  # "Acme after six years": Acme
     return [_end(ANY, value, 0.7)] if value else []
 
 
@@ -166,8 +176,9 @@ def change_sentence_rules(sentence: str, context: str | None = None) -> list[Hit
     for m in [*_NAME_DIED.finditer(sentence), *_LOST_NAME.finditer(sentence)]:
         if (name := clean_name(m.group("n"))) is not None and name.lower() not in RELATIONS:
             hits.append(_end(ANY, name, 0.7))
-    if context and _PRONOUN_DIED.search(sentence):
-        hits += _died(context, None)
+    died = _PRONOUN_DIED.search(sentence)  # "my old dog, she passed away" / "… She died."
+    if died and (who := last_relation(sentence[: died.start()]) or context):
+        hits += _died(who, None)
     for m in _NAME_AND_I_SPLIT.finditer(sentence):
         hits += _split(m.group("n"))
     hits += _relative_moves(sentence, context)
