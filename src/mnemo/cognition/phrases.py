@@ -99,6 +99,7 @@ _DANGLING = re.compile(  # words that cannot end an object phrase: what followed
     r"by|and|or|but|my|our|his|her|their|its|your|than|as|into|onto|during|until|since|per|via))+$",
     re.IGNORECASE,
 )
+_ORPHAN = re.compile(r"\b(?:every|each)\s+(?=(?:with|for|at|in|on|and|from|to|since)\b)", re.IGNORECASE)
 LEAD = re.compile(r"^(?:(?:a|an|the|some|that|this|these|those|to)\s+)+", re.IGNORECASE)
 _PREPOSITION = re.compile(r"\s(?:with|for|at|in|on|from|about|after|during|near|by|around|because)\s", re.IGNORECASE)
 _BAD_LEAD = word_set(
@@ -114,7 +115,7 @@ _WORD = re.compile(r"[^\W_][\w'’-]*")
 
 def clean_value(raw: str, *, max_words: int = 8) -> str | None:
     """A cleaned object phrase, or ``None`` when it is empty, too long, or context-dependent ("it", "that")."""
-    text = strip_times(_VALUE_CUT.sub("", raw))
+    text = _ORPHAN.sub("", strip_times(_VALUE_CUT.sub("", raw)))  # "padel every with …" (Sunday was a time)
     for _ in range(3):
         text = _FILLER.sub("", text).strip(" '\"-–—&,;:")
         text = LEAD.sub("", text).strip(" '\"-–—&,;:")

@@ -38,6 +38,7 @@ _SUBJ = r"^(?:I|we)\s+" + _ADV
 _NAME = r"(?-i:(?P<n>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?))"
 _PARTNERS = ("partner", "boyfriend", "girlfriend", "husband", "wife", "spouse", "fiance")
 _ONE_THING = _rx(r"\s+(?:after|before|since|for|because|when|with|in|at|on|last|this|to|and)\b")
+_VERB_AFTER = _rx(r"\s+(?:is|was|are|were|will|has|had|went|starts|started|ends|ended|felt|feels)\b")
 _OWN = _rx(r"^(?:my|our)\s+")
 _ORG_NOT_JOB = _rx(r"\b(?:club|group|gym|choir|band|league|class|classes|community|society|circle|crew|team)\b")
 
@@ -192,7 +193,8 @@ def change_sentence_rules(sentence: str, context: str | None = None) -> list[Hit
         hits += _start(attribute, clean_value(clip(clause_of(m.group("v"))), max_words=5), 0.7, _relation(m.group("r")))
     for pattern, what in _JOB_NOUNS:
         for m in pattern.finditer(sentence):
-            value = clean_value(clip(clause_of(m.group("v") or m.group("v2") or "")), max_words=5)
+            raw = _VERB_AFTER.split(clause_of(m.group("v") or m.group("v2") or ""))[0]  # "KPMG is the end": KPMG
+            value = clean_value(clip(raw), max_words=5)
             if what == "start":
                 hits += _start("works at", value, 0.7)
             elif value:
