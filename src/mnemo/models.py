@@ -255,6 +255,10 @@ class Hit:
     item_kind: ItemKind
     content: str
     score: float
+    """The score shown beside the hit, in rank order (issue 40 item 7): the hit's :attr:`blend`, capped
+    by every score above it, so it never rises down the hits (a hit that a better relevance tier, a
+    stage after the blend or the turn it stands for put below a hit of a lower blend shows that hit's
+    score). A tree node's is its similarity. The blend's own number is :attr:`blend`."""
     similarity: float | None
     vector_rank: int | None
     lexical_rank: int | None
@@ -279,7 +283,7 @@ class Hit:
     search: float = 0.0  # fused score min-max scaled over the blended candidates, [0, 1]
     activation: float = 0.0  # ACT-R retrieval probability, [0, 1]
     weight: float = 0.0  # Beta weight centre (deterministic) or a draw (stochastic)
-    recency: float = 0.0  # 0.5 ** (time since last use / half-life)
+    recency: float = 0.0  # 0.5 ** (time since last use, else since its event time, else creation / half-life)
     coaccess: float = 0.0  # spreading activation over co-access links
     noise: float = 0.0  # exploration noise (0.5 in deterministic mode)
     emotional: float = 0.5  # alignment with the recall's mood (gut direction); the neutral 0.5 without one
@@ -294,13 +298,25 @@ class Hit:
     ``content`` is then these lines (time, speaker, text), unless recall was asked to ``expand``."""
     gist: str | None = None
     """A block or tree node's one-line summary."""
+    blend: float | None = None
+    """The cognitive blend's score: ``sum_c w_c * component_c`` over ``search``, ``activation``,
+    ``weight``, ``recency``, ``coaccess``, ``noise`` (and ``emotional`` with a mood), weights in
+    :attr:`RecallResult.weights`; None for a tree node. :attr:`score` is it in rank order."""
+    relevance_tier: int | None = None
+    """The tier of about equal search relevance the hit was ranked in (0 the most relevant,
+    :func:`~mnemo.cognition.relevance.relevance_tiers`; a hit a later stage put above one of a better
+    tier ranks in that tier: :func:`~mnemo.cognition.rank_order.rank_tiers`): the blend orders hits
+    only within a tier, so the tiers never fall down the hits; None for a tree node."""
 
     def components(self) -> dict[str, float | int | None]:
-        """The scores behind this hit, for display and traces: ``score`` is the blend of
+        """The scores behind this hit, for display and traces: ``blend`` is the blend of
         ``search``, ``activation``, ``weight``, ``recency``, ``coaccess`` and ``noise``
-        (weights in :attr:`RecallResult.weights`); the rest explain ``search``."""
+        (weights in :attr:`RecallResult.weights`), ``score`` it in rank order, ``relevance_tier``
+        the tier it was ranked in; the rest explain ``search``."""
         return {
             "score": self.score,
+            "blend": self.blend,
+            "relevance_tier": self.relevance_tier,
             "search": self.search,
             "activation": self.activation,
             "weight": self.weight,

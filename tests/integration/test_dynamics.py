@@ -56,7 +56,7 @@ async def test_every_hit_shows_its_blend_components(archive: AsyncArchive) -> No
         assert hit.weight == pytest.approx(0.2)  # Beta(1, 4)
         assert hit.recency > 0.99  # just written
         assert hit.noise == 0.5  # deterministic mode
-        assert hit.score == pytest.approx(sum(result.weights[c] * parts[c] for c in result.weights))  # type: ignore[operator]
+        assert hit.blend == pytest.approx(sum(result.weights[c] * parts[c] for c in result.weights))  # type: ignore[operator]
     assert top.search == 1.0
 
 

@@ -250,8 +250,9 @@ def _memory_tools(server: MCPServer[Any], bound: _Bound) -> None:
         query: str, k: int = 5, expand: bool = False, level: int | None = None, as_of: str | None = None
     ) -> dict[str, Any]:
         """Search long-term memory. Returns ``hits`` (each with ``content``, ``memory_kind`` or
-        ``item_kind`` "turn" / "line", ``speaker``, ``created_at``, ``event_time``, ``score``,
-        ``tier``, ``id``; an episode's hit quotes its matching lines in ``excerpt``) best first, or
+        ``item_kind`` "turn" / "line", ``speaker``, ``created_at``, ``event_time``, ``score`` (in rank
+        order; ``blend`` the blend's own), ``relevance_tier``, ``tier``, ``id``; an episode's hit
+        quotes its matching lines in ``excerpt``) best first, or
         ``refused`` true with the refusal ``message`` when nothing reliable is stored. ``expand``:
         episodes whole; ``level`` 1-3: summaries of the long-term tree (branch, trunk, canopy);
         ``as_of`` (ISO-8601): recall as at that time, nothing written after it."""

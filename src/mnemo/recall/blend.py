@@ -94,7 +94,7 @@ async def blend(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, fo
     scored = below_superseders(scored, superseders)
     tier_of = _tiers_of(scored, superseders)
     scored.sort(key=lambda x: (tier_of[x[1]], -x[0], str(x[1])))
-    return Blended(scored=scored, weights=weights, rows=rows)
+    return Blended(scored=scored, weights=weights, rows=rows, tiers=tier_of)
 
 
 def _alphas(request: Request, found: Candidates, mature: bool) -> dict[str, float]:

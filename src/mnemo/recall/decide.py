@@ -16,6 +16,7 @@ import psycopg
 
 from mnemo import _dynamics as dynamics
 from mnemo._runtime import Runtime
+from mnemo.cognition.rank_order import rank_scores, rank_tiers
 from mnemo.cognition.refusal import judge, unsupported
 from mnemo.cognition.relevance import COMPONENTS as BLEND_PARTS
 from mnemo.cognition.relevance import (
@@ -82,6 +83,7 @@ def _hit(
         item_kind=_item_kind(found.kind_of[item_id]),
         content=row.content,
         score=score,
+        blend=score,
         similarity=found.similarity.get(item_id),
         vector_rank=found.vector_rank.get(item_id),
         lexical_rank=found.lexical_rank.get(item_id),
@@ -278,7 +280,17 @@ def _unsupported_message(words: Sequence[str]) -> str:
     return f"Nothing the archive holds speaks of {listed}."
 
 
+def in_rank_order(hits: Sequence[Hit], tiers: Mapping[uuid.UUID, int]) -> tuple[Hit, ...]:
+    """The hits, in the order recall put them, with the score a person reads (issue 40 item 7):
+    :func:`~mnemo.cognition.rank_order.rank_scores` of their blend scores, and the relevance tier they were
+    ranked in (:func:`~mnemo.cognition.rank_order.rank_tiers`)."""
+    shown = rank_scores([h.score if h.blend is None else h.blend for h in hits])
+    ranked = rank_tiers([tiers.get(h.id) for h in hits])
+    return tuple(dataclasses.replace(h, score=s, relevance_tier=t) for h, s, t in zip(hits, shown, ranked, strict=True))
+
+
 def result(request: Request, decision: Decision, blended: Blended) -> RecallResult | Refusal:
+    decision = dataclasses.replace(decision, hits=in_rank_order(decision.hits, blended.tiers))
     if decision.refused:
         refusal = Refusal(
             query=request.text,

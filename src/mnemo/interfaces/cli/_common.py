@@ -192,14 +192,15 @@ def print_recall(result: RecallResult | Refusal | dict[str, Any], as_json: bool)
         return
     title = f"recall: {data['query']!r} in {data['scope']}  ({data['latency_ms']:.1f} ms)"
     table = Table(title=Text(title))
-    for col in ("#", "score", "sim", "act", "wt", "rec", "kind", "when"):
+    for col in ("#", "score", "tier", "sim", "act", "wt", "rec", "kind", "when"):
         table.add_column(col, no_wrap=True)
     table.add_column("content", overflow="fold", min_width=24)
     for rank, hit in enumerate(data["hits"], start=1):
         who = f"{hit['speaker']}: " if hit.get("speaker") else ""
         table.add_row(
             str(rank),
-            f"{hit['score']:.3f}",
+            f"{hit['score']:.3f}",  # in rank order; the blend's own number is in --json (issue 40 item 7)
+            "-" if hit.get("relevance_tier") is None else str(hit["relevance_tier"]),
             "-" if hit.get("similarity") is None else f"{hit['similarity']:.2f}",
             f"{hit['activation']:.2f}",
             f"{hit['weight']:.2f}",
