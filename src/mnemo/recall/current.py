@@ -23,7 +23,17 @@ from collections.abc import Mapping
 import psycopg
 
 from mnemo._runtime import Runtime
-from mnemo.cognition.claims import asks_about_now, move_above, successors
+from mnemo.cognition.claims import (
+    Claim,
+    Said,
+    asks_about_now,
+    changes_first,
+    endings,
+    move_above,
+    stale_mentions,
+    successors,
+)
+from mnemo.cognition.facts import canonical_value
 from mnemo.recall.blend import components
 from mnemo.recall.records import Blended, Candidates, RecallRow, Request, Scored
 from mnemo.recall.retrieve import _similarities
@@ -32,6 +42,10 @@ from mnemo.store import search as search_rows
 from mnemo.store.dynamics import MemoryState
 
 __all__ = ["current"]
+
+_WINDOW = 5
+"""How far down a recall's hits a later statement of change is compared with what it speaks of:
+the first screen a person reads (:func:`~mnemo.cognition.claims.changes_first`)."""
 
 
 async def current(
@@ -44,13 +58,28 @@ async def current(
     said = _statements(blended.rows, found)
     found.stale |= {i for i, row in blended.rows.items() if _superseded_memory(row)}
     turns = list(dict.fromkeys(t for ts in said.values() for t in ts))
-    claims = await claim_rows.in_slots_of(conn, request.scope.entity_id, request.scope.namespace, turns)
-    newer = successors(turns, claims)
-    stale = {item: newer[t] for item, ts in said.items() for t in ts if t in newer and newer[t] not in ts}
+    claims = await claim_rows.changeable(conn, request.scope.entity_id, request.scope.namespace)
+    stale = _named_stale(blended, claims) | _claimed_stale(said, successors(turns, claims))
     found.stale |= set(stale)
-    if not stale or not asks_about_now(request.text) or request.as_of is not None or found.in_period:
+    if not asks_about_now(request.text) or request.as_of is not None or found.in_period:
         return blended
     return await _reorder(rt, conn, request, found, blended, stale)
+
+
+def _claimed_stale(
+    said: Mapping[uuid.UUID, list[uuid.UUID]], newer: Mapping[uuid.UUID, uuid.UUID]
+) -> dict[uuid.UUID, uuid.UUID]:
+    """Head items whose claims a later turn superseded, with that turn (read in if need be)."""
+    return {item: newer[t] for item, ts in said.items() for t in ts if t in newer and newer[t] not in ts}
+
+
+def _named_stale(blended: Blended, claims: list[Claim]) -> dict[uuid.UUID, uuid.UUID]:
+    """Head items that name a value that ended, with the statement of what holds now, when the
+    head holds it too: naming a value is weaker evidence than claiming it, so only what the search
+    proposed for this question moves."""
+    texts = {i: canonical_value("", row.content) for i, row in blended.rows.items()}
+    named = stale_mentions(texts, endings(claims))
+    return {item: now for item, now in named.items() if now in blended.rows}
 
 
 def _statements(rows: Mapping[uuid.UUID, RecallRow], found: Candidates) -> dict[uuid.UUID, list[uuid.UUID]]:
@@ -92,18 +121,43 @@ async def _reorder(
         rows |= await search_rows.hydrate_turns(conn, request.scope.entity_id, request.scope.namespace, missing)
         found.kind_of |= {i: "turn" for i in missing if i not in found.kind_of}
         await _similarities(rt, conn, request, found, [i for i in missing if i not in found.similarity])
-    was = {i: n for n, i in enumerate(before)}
     order = [i for i in order if i in rows]  # a successor forgotten meanwhile: nothing to put above
+    order = changes_first([_said(i, rows[i], found) for i in order], min(request.k, _WINDOW))
+    if order == before:
+        return blended
+    return _rescored(rt, request, found, blended, order, rows)
+
+
+def _said(item_id: uuid.UUID, row: RecallRow, found: Candidates) -> Said:
+    if isinstance(row, MemoryState):
+        return Said(item_id, row.content, row.event_time or row.created_at, own=False)
+    own = found.kind_of.get(item_id) in ("turn", "line") and getattr(row, "role", None) == "user"
+    return Said(item_id, row.content, row.created_at, own=own, speaker=getattr(row, "speaker", None))
+
+
+def _rescored(
+    rt: Runtime,
+    request: Request,
+    found: Candidates,
+    blended: Blended,
+    order: list[uuid.UUID],
+    rows: dict[uuid.UUID, RecallRow],
+) -> Blended:
+    """``blended`` in ``order``: an item that moved up takes the score and tier of the item
+    it now precedes (one it replaces), a hair above; every other item keeps its own."""
+    entries = {i: (score, parts) for score, i, parts in blended.scored}
+    was = {i: n for n, i in enumerate(i for _, i, _ in blended.scored)}
     tiers = dict(blended.tiers)
     scored: Scored = []
     for n, i in enumerate(order):
         if i in entries and was[i] <= n:
             scored.append((entries[i][0], i, entries[i][1]))
             continue
-        score, parts = entries[order[n + 1]]  # moved up: the item it now precedes is one it replaces
+        below = next(j for j in order[n + 1 :] if j in entries)
+        score, parts = entries[below]
         own = entries[i][1] if i in entries else _parts(rt, request, found, rows[i], parts)
         scored.append((score + 1e-6, i, own))
-        tiers[i] = min(tiers.get(i, 1 << 30), tiers.get(order[n + 1], 0))
+        tiers[i] = min(tiers.get(i, 1 << 30), tiers.get(below, 0))
     return dataclasses.replace(blended, scored=scored, rows=rows, tiers=tiers)
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 
 import psycopg
 
 from mnemo.cognition.claims import Claim
 
-__all__ = ["in_slots_of", "write"]
+__all__ = ["changeable", "write"]
 
 
 async def write(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, claims: Sequence[Claim]) -> None:
@@ -24,17 +23,15 @@ async def write(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, c
         )
 
 
-async def in_slots_of(
-    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, turn_ids: Sequence[uuid.UUID]
-) -> list[Claim]:
-    """Every claim of the scope in a slot that one of ``turn_ids`` makes a claim about."""
-    if not turn_ids:
-        return []
+async def changeable(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> list[Claim]:
+    """The scope's claims that can make a statement stale: every ending, and every claim of a slot
+    that more than one turn speaks of."""
     cur = await conn.execute(
         """SELECT c.turn_id, c.slot, c.value, c.negated, c.single, c.said_at FROM mnemo.claims c
             WHERE c.entity_id = %(e)s AND c.namespace = %(ns)s
-              AND c.slot IN (SELECT o.slot FROM mnemo.claims o
-                              WHERE o.entity_id = %(e)s AND o.namespace = %(ns)s AND o.turn_id = ANY(%(ids)s))""",
-        {"e": entity_id, "ns": namespace, "ids": list(turn_ids)},
+              AND (c.negated OR c.slot IN (
+                    SELECT o.slot FROM mnemo.claims o WHERE o.entity_id = %(e)s AND o.namespace = %(ns)s
+                     GROUP BY o.slot HAVING count(DISTINCT o.turn_id) > 1))""",
+        {"e": entity_id, "ns": namespace},
     )
     return [Claim(*row) for row in await cur.fetchall()]
