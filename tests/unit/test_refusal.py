@@ -6,7 +6,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.cognition.refusal import Verdict, judge, proper_names
+from mnemo.cognition.refusal import (
+    Verdict,
+    asked_about,
+    focus_words,
+    hypothetical,
+    judge,
+    literal_focus,
+    proper_names,
+    question_words,
+    relation_forms,
+    unsupported,
+)
 
 
 @pytest.mark.parametrize(
@@ -47,8 +58,16 @@ def test_refused_when_every_name_is_unknown_with_the_names() -> None:
     assert verdict == Verdict(True, "unknown names", ("Melanie", "Paris"))
 
 
-def test_one_known_name_is_enough_to_answer() -> None:
-    assert judge(0.5, 0.25, {"Caroline": True, "Seuss": False}) == Verdict(False)
+def test_a_known_name_beside_an_unknown_one_does_not_answer() -> None:
+    """Issue 40 item 6: "When did Aiko visit Brazil?" names Aiko, whom the scope knows, and Brazil."""
+    assert judge(0.5, 0.25, {"Aiko": True, "Brazil": False}) == Verdict(True, "unknown names", ("Brazil",))
+
+
+def test_one_known_name_is_enough_for_a_hypothetical_question() -> None:
+    assert judge(0.5, 0.25, {"Caroline": True, "Seuss": False}, hypothetical=True) == Verdict(False)
+    assert judge(0.5, 0.25, {"Caroline": False, "Seuss": False}, hypothetical=True).refused
+    assert hypothetical("Would Caroline likely have Dr. Seuss books on her bookshelf?")
+    assert not hypothetical("When did Aiko visit Brazil?")
 
 
 def test_a_strong_match_in_meaning_outweighs_unknown_names() -> None:
@@ -66,10 +85,38 @@ def test_without_names_the_similarity_threshold_decides(best: float | None, thre
     assert verdict.reason == ("dissimilar" if verdict.refused else None)
 
 
-@given(st.dictionaries(_words, st.booleans(), min_size=1, max_size=5), st.floats(-1, 1))
-def test_known_names_leave_the_decision_to_similarity(known: dict[str, bool], best: float) -> None:
-    verdict = judge(best, 0.3, known)
-    if any(known.values()) or best >= 0.65:
+@given(st.dictionaries(_words, st.booleans(), min_size=1, max_size=5), st.floats(-1, 1), st.booleans())
+def test_known_names_leave_the_decision_to_similarity(known: dict[str, bool], best: float, guess: bool) -> None:
+    verdict = judge(best, 0.3, known, hypothetical=guess)
+    unknown = tuple(n for n, held in known.items() if not held)
+    if not unknown or best >= 0.65 or (guess and len(unknown) < len(known)):
         assert verdict == judge(best, 0.3, {})
     else:
-        assert verdict.refused and verdict.unknown == tuple(known)
+        assert verdict.refused and verdict.unknown == unknown
+
+@pytest.mark.parametrize(
+    ("question", "focus"),
+    [
+        ("What is José's blood type?", ["blood"]),
+        ("What sport does José do currently?", ["sport"]),
+        ("What is Tom's main hobby these days?", ["hobby"]),
+        ("Which university did Priya study nursing at?", ["university", "study", "nursing"]),
+    ],
+)
+def test_the_focus_is_what_the_question_asks_about(question: str, focus: list[str]) -> None:
+    assert focus_words(question) == focus
+    assert "jose" not in question_words(question)  # a name with accents is the names rule's
+
+
+def test_a_relation_named_literally_is_unsupported_when_no_item_holds_any_of_its_words() -> None:
+    assert "mum" in relation_forms("mother") and relation_forms("pet") == ()
+    assert literal_focus("What is the name of Aiko's sister?", ["sister"]) == ["sister"]
+    assert literal_focus("What does Lukas's son Jakub do?", ["son"]) == []  # a description of Jakub
+    support = {"sister": (0, 0.62), "pet": (0, 0.62)}
+    assert unsupported(support, 0.3, 0, literal=["sister"]) == ["sister"]  # however close its tokens
+    assert unsupported({"sister": (2, 0.1)}, 0.3, 0, literal=["sister"]) == []  # said: answerable
+
+
+def test_a_refusal_names_what_was_missing_in_the_question_s_words() -> None:
+    assert asked_about("What is José's blood type?", ["blood"]) == "José's blood type"
+    assert asked_about("Which football team does Sam support?", ["football", "team"]) == "football or team"

@@ -6,12 +6,14 @@ a guess). Two kinds of evidence, checked in order:
 1. **Names the scope never heard of.** A question about someone or something (a capitalised word
    inside a sentence: "When did *Melanie* paint a sunrise?", "What did I say about *Tokyo*?")
    that appears nowhere in the scope cannot be answered from it, however similar some stored
-   chit-chat sounds. When the question names things and *none* of them is known to the scope,
-   the recall is refused and the refusal says which names were missing. One known name is
-   enough to answer: a question may well mention something new beside someone known ("Would
-   Caroline like *Dr. Seuss*?"). So is a match that agrees strongly in meaning, at least half-way
-   from the threshold to an exact match (``(1 + threshold) / 2``): a question may name the
-   country ("who moved to *Portugal*?") where the memory names the city ("... moved to Lisbon").
+   chit-chat sounds. When a name the question asks about is unknown to the scope, the recall is
+   refused and the refusal says which names were missing — also when the question names someone
+   known beside it ("When did *Aiko* visit *Brazil*?": in personal memory the person's own name
+   is in almost every question, issue 40 item 6). A hypothetical question may name something new
+   beside someone known ("Would Caroline like *Dr. Seuss*?": an inference, not a recollection),
+   and a match that agrees strongly in meaning, at least half-way from the threshold to an exact
+   match (``(1 + threshold) / 2``), answers: a question may name the country ("who moved to
+   *Portugal*?") where the memory names the city ("... moved to Lisbon").
 2. **Nothing similar enough.** Otherwise the best cosine similarity among the hits must reach
    ``refusal_threshold``, the one knob (``mnemo bench locomo`` reports own and foreign questions
    refused at a range of thresholds, the curve to set it by).
@@ -24,7 +26,8 @@ terms BM25 searches.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+import unicodedata
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,9 +35,23 @@ import numpy as np
 
 from mnemo.cognition.gates import content_words
 from mnemo.cognition.late import TokenVectors
+from mnemo.cognition.patterns import HAS, RELATIONS
 from mnemo.cognition.timex import CALENDAR_WORDS
 
-__all__ = ["Verdict", "judge", "proper_names", "question_words", "unsupported", "word_hit_support", "word_support"]
+__all__ = [
+    "Verdict",
+    "asked_about",
+    "focus_words",
+    "hypothetical",
+    "judge",
+    "literal_focus",
+    "proper_names",
+    "question_words",
+    "relation_forms",
+    "unsupported",
+    "word_hit_support",
+    "word_support",
+]
 
 _TOKEN = re.compile(r"[^\W\d_][\w'’.-]*|[.!?;:\"“”()]+")
 _SENTENCE_END = re.compile(r"[.!?;:\"“”(]")
@@ -85,21 +102,38 @@ class Verdict:
 
 
 def judge(
-    best_similarity: float | None, threshold: float, known: Mapping[str, bool], missing: Sequence[str] = ()
+    best_similarity: float | None,
+    threshold: float,
+    known: Mapping[str, bool],
+    missing: Sequence[str] = (),
+    *,
+    hypothetical: bool = False,
 ) -> Verdict:
-    """Refuse when the question names things (``known``: each name that is a searchable word, and
-    whether the scope mentions it), none is known and no match is strong (under ``(1 + threshold) / 2``);
-    else when a word it is about is unsupported (``missing``, :func:`unsupported`); else when the
-    best similarity is missing or under ``threshold``."""
-    names = list(known)
+    """Refuse when a name the question asks about is unknown to the scope (``known``: each name that
+    is a searchable word, and whether the scope mentions it) and no match is strong (under
+    ``(1 + threshold) / 2``): "When did Aiko visit *Brazil*?" names Aiko, whom the scope knows, and
+    Brazil, which it never mentions. One known name is enough only for a ``hypothetical`` question
+    ("Would Caroline like *Dr. Seuss*?": what she would do, not what was said). Else refuse when a
+    word it is about is unsupported (``missing``, :func:`unsupported`); else when the best
+    similarity is missing or under ``threshold``."""
+    unknown = tuple(n for n, held in known.items() if not held)
     strong = best_similarity is not None and best_similarity >= (1.0 + threshold) / 2
-    if names and not any(known.values()) and not strong:
-        return Verdict(True, "unknown names", tuple(names))
+    if unknown and not strong and not (hypothetical and len(unknown) < len(known)):
+        return Verdict(True, "unknown names", unknown)
     if missing:
         return Verdict(True, "unsupported", tuple(missing))
     if best_similarity is None or best_similarity < threshold:
         return Verdict(True, "dissimilar")
     return Verdict(False)
+
+
+_HYPOTHETICAL = re.compile(r"\b(?:would|likely|might|could|probably|possibly|if)\b", re.IGNORECASE)
+
+
+def hypothetical(question: str) -> bool:
+    """Whether ``question`` asks what someone would do or like ("Would Melanie enjoy …?", "What
+    might Jon …?"), an inference from what was said rather than something said."""
+    return _HYPOTHETICAL.search(question) is not None
 
 
 # what a question asks with, not about: interrogatives, auxiliaries, the verbs of asking and telling
@@ -229,18 +263,67 @@ _ASKING = frozenset(
 )
 
 
+def _fold(text: str) -> str:
+    """Lower-cased, accents dropped ("José" → "jose"): the words' searchable form."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
+
+
 def question_words(text: str) -> list[str]:
     """The words of a question that carry what it is about: lower-cased, three letters or more,
     without stop words, the words of asking (:data:`_ASKING`), months and weekdays, and the names
     (:func:`proper_names`: the unknown-names rule judges those), each once."""
-    names = {n.lower() for n in proper_names(text)}  # the names rule's to judge
-    words = [w.strip("'") for w in content_words(text)]
+    names = {_fold(n) for n in proper_names(text)}  # the names rule's to judge
+    words = [w.strip("'") for w in content_words(_fold(text))]
     kept = (
         w
         for w in words
         if len(w) >= 3 and w.isalpha() and w not in _ASKING and w not in CALENDAR_WORDS and w not in names
     )
     return list(dict.fromkeys(kept))
+
+
+# what a question says about its focus, not the focus itself: when, how often, which of several
+_MODIFIERS = frozenset(
+    [
+        "currently",
+        "moment",
+        "originally",
+        "main",
+        "usually",
+        "often",
+        "really",
+        "actually",
+        "anymore",
+        "lately",
+        "nowadays",
+        "mostly",
+        "exactly",
+        "generally",
+        "first",
+        "last",
+        "next",
+        "new",
+        "old",
+        "current",
+        "recent",
+        "favourite",
+        "favorite",
+        "best",
+        "usual",
+        "days",
+        "today",
+        "week",
+        "year",
+        "month",
+        "lot",
+    ]
+)
+
+
+def focus_words(text: str) -> list[str]:
+    """What the question asks about (issue 40 item 6): its :func:`question_words` less the words
+    that qualify the focus rather than name it ("currently", "main", "favourite", "these days")."""
+    return [w for w in question_words(text) if w not in _MODIFIERS]
 
 
 def word_support(query: TokenVectors, pieces: Sequence[Sequence[int]], hits: Sequence[TokenVectors]) -> list[float]:
@@ -271,8 +354,48 @@ def word_hit_support(query: TokenVectors, pieces: Sequence[Sequence[int]], hits:
     return out
 
 
-def unsupported(support: Mapping[str, tuple[int, float]], threshold: float, rarity: int) -> list[str]:
+_OWNER = re.compile(
+    r"\b([A-Z][\w'’.-]*)['’]s\s+((?:[a-z][\w-]*\s+){0,3}?[a-z][\w-]*)\s*(?:\?|$|\b(?:is|are|was|were|does|do|did|has|have|now|called|named)\b)"
+)
+
+
+def asked_about(question: str, words: Sequence[str]) -> str:
+    """How a refusal names what was missing: the question's own phrase when it has one ("José's
+    blood type"), else its unsupported ``words``."""
+    if (m := _OWNER.search(question)) is not None and any(w in _fold(m.group(2)) for w in words):
+        return f"{m.group(1)}'s {m.group(2)}"
+    return ", ".join(words[:-1]) + (" or " if len(words) > 1 else "") + words[-1]
+
+
+def unsupported(
+    support: Mapping[str, tuple[int, float]], threshold: float, rarity: int, literal: Collection[str] = ()
+) -> list[str]:
     """The question words (``support``: word -> (items of the scope holding it, its match among the
-    hits)) that at most ``rarity`` items hold and whose match is under ``threshold``: what the
-    question is about that the scope, as far as its hits show, never said."""
-    return [w for w, (held, match) in support.items() if 0 <= held <= rarity and match < threshold]
+    hits)) that at most ``rarity`` items hold and whose match is under ``threshold``, and the
+    ``literal`` words no item holds: what the question is about that the scope, as far as its hits
+    show, never said."""
+    return [
+        w
+        for w, (held, match) in support.items()
+        if (0 <= held <= rarity and match < threshold) or (held == 0 and w in literal)
+    ]
+
+
+# a relation a person names by its word when they speak of it (a sister is called a sister, a dog a
+# dog); the words for a kind of relation (partner, pet, sibling, child …) may be said as one of its
+# members ("my husband", "our cat"), so they are not among them
+_KINDS = frozenset({"partner", "spouse", "parents", "child", "sibling", "grandchild", "pet"})
+_LITERAL = {k: v for k, v in RELATIONS.items() if v not in _KINDS} | {w: w for w in HAS - _KINDS if w not in RELATIONS}
+
+
+def relation_forms(word: str) -> tuple[str, ...]:
+    """The words that name the relation ``word`` names ("mother": mom, mum, mother, …), when it is
+    one a person names literally; else none."""
+    kind = _LITERAL.get(word)
+    return tuple(k for k, v in _LITERAL.items() if v == kind) if kind else ()
+
+
+def literal_focus(question: str, words: Sequence[str]) -> list[str]:
+    """The ``words`` of ``question`` that name a relation literally (:func:`relation_forms`) and are
+    its focus, not a description of someone it names ("José's *mother*", not "his son *Jakub*")."""
+    return [w for w in words if relation_forms(w) and not re.search(rf"\b{re.escape(w)}s?,?\s+[A-Z]", question)]

@@ -17,7 +17,7 @@ import psycopg
 from mnemo import _dynamics as dynamics
 from mnemo._runtime import Runtime
 from mnemo.cognition.rank_order import rank_scores, rank_tiers
-from mnemo.cognition.refusal import judge, unsupported
+from mnemo.cognition.refusal import asked_about, hypothetical, judge, unsupported
 from mnemo.cognition.relevance import COMPONENTS as BLEND_PARTS
 from mnemo.cognition.relevance import (
     most_relevant,
@@ -50,8 +50,12 @@ def decide(rt: Runtime, request: Request, found: Candidates, blended: Blended, s
     sims = [h.similarity for h in hits if h.similarity is not None]
     best = max(sims) if sims else None
     cfg = rt.settings
-    missing = unsupported(found.support, cfg.support_threshold, cfg.support_rarity) if cfg.refuse_unsupported else []
-    verdict = judge(best, request.threshold, found.names, missing)
+    missing = (
+        unsupported(found.support, cfg.support_threshold, cfg.support_rarity, found.literal)
+        if cfg.refuse_unsupported
+        else []
+    )
+    verdict = judge(best, request.threshold, found.names, missing, hypothetical=hypothetical(request.text))
     return Decision(
         hits=hits,
         near_misses=[
@@ -275,9 +279,8 @@ def _unknown_message(names: Sequence[str]) -> str:
     return f"The archive holds nothing that mentions {listed}."
 
 
-def _unsupported_message(words: Sequence[str]) -> str:
-    listed = ", ".join(words[:-1]) + (" or " if len(words) > 1 else "") + words[-1]
-    return f"Nothing the archive holds speaks of {listed}."
+def _unsupported_message(question: str, words: Sequence[str]) -> str:
+    return f"Nothing the archive holds speaks of {asked_about(question, words)}."
 
 
 def in_rank_order(hits: Sequence[Hit], tiers: Mapping[uuid.UUID, int]) -> tuple[Hit, ...]:
@@ -304,7 +307,9 @@ def result(request: Request, decision: Decision, blended: Blended) -> RecallResu
             return dataclasses.replace(refusal, unknown=decision.unknown, message=_unknown_message(decision.unknown))
         if decision.unsupported:
             return dataclasses.replace(
-                refusal, unsupported=decision.unsupported, message=_unsupported_message(decision.unsupported)
+                refusal,
+                unsupported=decision.unsupported,
+                message=_unsupported_message(request.text, decision.unsupported),
             )
         return refusal
     return RecallResult(

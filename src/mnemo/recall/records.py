@@ -103,6 +103,9 @@ class Candidates:
     support: dict[str, tuple[int, float]] = field(default_factory=dict)
     """The question's content words: how many items of the scope hold each (-1: not searchable) and
     how well the top hits' tokens match it (:mod:`mnemo.recall.support`)."""
+    literal: tuple[str, ...] = ()
+    """The question's words that name a relation a person names literally: unsupported when no item
+    holds any of its words, whatever the hits' tokens match (:func:`~mnemo.cognition.refusal.literal_focus`)."""
     scanned: dict[uuid.UUID, float] = field(default_factory=dict)
     """Late-interaction scores of every item of the scope, when late interaction retrieved
     (:func:`_late_retrieval`): the fusion's third retriever."""

@@ -3,7 +3,7 @@
 Seed: archive-adr §7 ("The Mentat Refusal": a question about something the scope never held gets
 a refusal, not a guess). The unknown-names rule catches questions about people and places the
 scope never heard of; this stage reads the question's other content words (its object: "my *cat*",
-"the trip to *Peru*", :func:`~mnemo.cognition.refusal.question_words`) and, for each, two pieces of
+"the trip to *Peru*", :func:`~mnemo.cognition.refusal.focus_words`) and, for each, two pieces of
 evidence: how many items of the scope hold it (the lexical postings), and how well the returned
 hits' tokens match its tokens (token-level MaxSim, :func:`~mnemo.cognition.refusal.word_support`).
 :func:`~mnemo.cognition.refusal.judge` refuses when a word the scope rarely holds finds no
@@ -15,7 +15,7 @@ from __future__ import annotations
 import psycopg
 
 from mnemo._runtime import Runtime
-from mnemo.cognition.refusal import question_words, word_hit_support
+from mnemo.cognition.refusal import focus_words, literal_focus, relation_forms, word_hit_support
 from mnemo.recall.capture import sink
 from mnemo.recall.rank import _token_vectors
 from mnemo.recall.records import Blended, Candidates, Request
@@ -27,12 +27,13 @@ __all__ = ["support"]
 async def support(
     rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates, blended: Blended
 ) -> None:
-    """Fill ``found.support``: each question word's count in the scope and support among the top hits."""
+    """Fill ``found.support``: each question word's count in the scope and support among the top hits;
+    ``found.literal``: the words that name a relation a person names literally (a sister, a dog)."""
     capture = sink()
     if (not rt.settings.refuse_unsupported and capture is None) or request.threshold <= -1.0:
         return
     tokenizer = rt.embeddings.tokenizer
-    words = question_words(request.text)
+    words = focus_words(request.text)
     if not words or found.query_tokens is None or tokenizer is None:
         return
     top = [i for _, i, _ in blended.scored[: min(request.k, 10)]]
@@ -42,9 +43,14 @@ async def support(
     if not read:
         return  # the hits' token embeddings are still being read (a fresh fork, an import): no judgement
     by_hit = word_hit_support(found.query_tokens, pieces, read)
-    held = await lexicon.word_frequencies(conn, request.scope.entity_id, request.scope.namespace, words)
+    literal = literal_focus(request.text, words)
+    forms = {f for w in literal for f in relation_forms(w)}
+    held = await lexicon.word_frequencies(conn, request.scope.entity_id, request.scope.namespace, [*words, *forms])
+    for w in literal:  # a relation is held when any of its words is ("mum" for a mother)
+        held[w] = sum(held.get(f, 0) for f in relation_forms(w))
     matched = by_hit.max(axis=1).tolist()
     found.support = {w: (held.get(w, -1), m) for w, m in zip(words, matched, strict=True)}
+    found.literal = tuple(literal)
     if capture is not None:
         capture.support.append(dict(found.support))
         capture.by_hit.append((words, by_hit, held, found.facts.indexed if found.facts else 0))
