@@ -6,7 +6,8 @@
 (recall as it was before them); "no scan": the defaults less late retrieval (MaxSim re-ranks the
 head but does not scan the scope); "hand-set head": the defaults less issue 32's pieces (the
 learned fusion, session spreading, the support refusal); "now": the defaults. ``--configs
-issue32`` runs only the last two. Every conversation is imported once for
+issue32`` runs only the last two; ``--configs issue40`` the defaults against "before issue 40"
+(no current-first stage, no support refusal). Every conversation is imported once for
 "before" and once for the other two (their own scopes, one embedded database); then every
 question is recalled read-only, round after round, the configurations taking turns to go first. Prints
 p50 / p95 per round and their medians: the machine is shared and noisy, so compare only
@@ -37,12 +38,19 @@ CONFIGS: dict[str, tuple[dict[str, object], str]] = {
     "hand-set head": (HAND, "now"),
     "now": ({}, "now"),
 }
-CHOICES = ("all", "issue32")
-"""``--configs issue32``: only the hand-set head (issue 32's pieces off) against the defaults."""
+# issue 40's pieces off: no current-first stage (claims still written: the defaults import the
+# scopes first), the support refusal as it was (off)
+BEFORE_40 = {"current_first": False, "refuse_unsupported": False}
+CHOICES = ("all", "issue32", "issue40")
+"""``--configs issue32``: only the hand-set head (issue 32's pieces off) against the defaults;
+``--configs issue40``: the defaults against the defaults less issue 40's recall pieces."""
 
 
 async def run(path: Path, rounds: int, k: int, configs: str = "all") -> dict[str, tuple[float, float]]:
-    chosen = CONFIGS if configs == "all" else {n: CONFIGS[n] for n in ("hand-set head", "now")}
+    if configs == "issue40":
+        CONFIGS["before issue 40"] = (BEFORE_40, "now")
+    picks = {"all": tuple(CONFIGS), "issue32": ("hand-set head", "now"), "issue40": ("now", "before issue 40")}
+    chosen = {n: CONFIGS[n] for n in picks[configs]}
     conversations = load_locomo(path)
     embeddings = load_embedder("bundled")
     with tempfile.TemporaryDirectory(prefix="mnemo-latency-") as home:
