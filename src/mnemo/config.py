@@ -433,6 +433,21 @@ class Settings(BaseSettings):
     llm: str | None = Field(
         default=None, description="A Pydantic AI model name (e.g. 'openai:gpt-4o-mini'); unset: offline only."
     )
+    llm_supersession: bool = Field(
+        default=True,
+        description="With an LLM: the night asks it, once per session, whether a new fact replaces an open one "
+        "the offline slot rules leave open (issue 40 item 4).",
+    )
+    llm_answerability: bool = Field(
+        default=True,
+        description="With an LLM: recall asks it whether the hits answer the question and refuses, saying what "
+        "is missing, when they do not (issue 40 item 4).",
+    )
+    llm_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds an LLM supersession or answerability call may take before the offline result stands.",
+    )
     system2_llm: str | None = Field(
         default=None,
         description="The model the reference agent (mnemo agent) escalates to as System 2, e.g. "

@@ -7,15 +7,19 @@ provenance and confidence for the curator), cognitive-plan §2.8
 meta-context call — no history, no identity — asking whether A contradicts B,
 discarded after the signal) and §4.2 (deep consolidation: insights from
 clusters of memories, then a causal identity narrative, "I came to value X
-because of experiences Y and Z").
+because of experiences Y and Z"); issue 40 item 4 (extraction, supersession
+and the answerability check ask the LLM when one is configured: a fact's
+``slot``, whether a new statement replaces an old one, whether recalled
+passages answer a question).
 
 The model is any Pydantic AI model or model name, configured with
 ``MNEMO_LLM`` or passed to :meth:`mnemo.AsyncArchive.open` as ``llm=``. Without
 one, or when a call fails, the functions here return ``None`` and callers use
 the offline path: :func:`mnemo.cognition.extraction.extract`,
 :func:`mnemo.cognition.summaries.extractive_summary`,
-:func:`~mnemo.cognition.summaries.offline_insight` and
-:func:`~mnemo.cognition.summaries.offline_narrative`.
+:func:`~mnemo.cognition.summaries.offline_insight`,
+:func:`~mnemo.cognition.summaries.offline_narrative`, the night's slot rules
+(:mod:`mnemo.cognition.slots`) and recall's offline refusal rules.
 
 Every call is a fresh, isolated agent (instructions only, no message history)
 and its output is validated, never trusted: extraction results are converted
@@ -25,6 +29,7 @@ index an input turn are dropped and confidences are clamped to (0, 1].
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from collections.abc import Sequence
@@ -42,9 +47,10 @@ from mnemo.cognition.extraction import (
     TurnText,
     speaker_entity,
 )
+from mnemo.cognition.slots import ONE_VALUE, slot_of
 from mnemo.cognition.summaries import INSIGHT_PREFIX, NARRATIVE_PREFIX
 
-__all__ = ["contradicts", "extract", "insight", "narrative", "summarise"]
+__all__ = ["Answerability", "answers", "contradicts", "extract", "insight", "narrative", "summarise", "supersedes"]
 
 _log = logging.getLogger("mnemo.llm")
 
@@ -64,7 +70,11 @@ _EXTRACTION_PROMPT = (
     "speaker's name as given in the turn; source is the turn's number; confidence in [0, 1]; valid_from is "
     "an ISO date resolved against the turn's date ('yesterday', 'last year' …) or null; precision is day, "
     "week, month or year; negated is true when the turn says something stopped being true ('I no longer "
-    "work at X', 'I quit my job at X'). Never turn a negation into the positive fact. Add a triple "
+    "work at X', 'I quit my job at X', 'Luna passed away', 'I gave up climbing'); value is then what ended, or "
+    "empty when the turn does not name it. A change states both: 'I accepted the offer from Y' (or 'we moved to "
+    "Y') is the new value (works at Y, lives in Y) and, when the turn names the old one, a negated fact for it. "
+    "slot is what a one-value fact is about, whatever words say it: residence, employer, role, school, vehicle, "
+    "diet, relationship or partner; null otherwise. Never turn a negation into the positive fact. Add a triple "
     "(subject, predicate, object) only when the object is a named person, pet, place or organisation. "
     "Questions, hypotheticals and small talk yield nothing."
 )
@@ -89,6 +99,9 @@ class _FactOut(BaseModel):
     valid_from: str | None = Field(default=None, description="ISO date or null")
     precision: str | None = Field(default=None, description="day, week, month, year or null")
     negated: bool = False
+    slot: str | None = Field(
+        default=None, description="residence, employer, role, school, vehicle, diet, relationship, partner or null"
+    )
 
 
 class _TripleOut(BaseModel):
@@ -106,13 +119,15 @@ class _ExtractionOut(BaseModel):
     triples: list[_TripleOut] = Field(default_factory=list)
 
 
-async def _run(model: Any, output_type: Any, instructions: str, prompt: str, what: str) -> Any | None:
-    """One isolated agent run (no history); ``None`` on any failure."""
+async def _run(
+    model: Any, output_type: Any, instructions: str, prompt: str, what: str, *, wait_s: float | None = None
+) -> Any | None:
+    """One isolated agent run (no history); ``None`` on any failure, or after ``wait_s`` seconds."""
     from pydantic_ai import Agent
 
     agent = Agent(model, output_type=output_type, instructions=instructions)
     try:
-        result = await agent.run(prompt)
+        result = await asyncio.wait_for(agent.run(prompt), wait_s)
     except Exception as exc:  # an LLM outage must not break the caller: it falls back to the offline path
         _log.warning("LLM %s failed (%s); using the offline path", what, exc)
         return None
@@ -188,6 +203,28 @@ def _entity(name: str, turn: TurnText) -> str:
     return name
 
 
+_SLOT_ATTRIBUTE = {
+    "residence": "lives in",
+    "employer": "works at",
+    "role": "works as",
+    "school": "studies at",
+    "vehicle": "drives",
+    "diet": "diet",
+    "relationship": "relationship status",
+    "partner": "partner",
+}
+"""The attribute a one-value slot is stored under when the model names the slot but words its
+attribute otherwise ("employed by" → "works at"), so a later value of the slot closes it."""
+
+
+def _attribute(attribute: str, value: str, slot: str | None) -> str:
+    """The model's attribute, or its slot's own attribute when the words alone say no slot (issue 40 item 4)."""
+    named = (slot or "").strip().lower()
+    if named not in ONE_VALUE or slot_of(attribute, value) is not None:
+        return attribute
+    return _SLOT_ATTRIBUTE.get(named, attribute)
+
+
 def _facts(out: _ExtractionOut, turns: Sequence[TurnText]) -> list[FactCandidate]:
     facts = []
     for item in out.facts:
@@ -196,7 +233,8 @@ def _facts(out: _ExtractionOut, turns: Sequence[TurnText]) -> list[FactCandidate
         if not 0 <= item.source < len(turns) or confidence is None or kind not in FACT_KINDS:
             continue
         turn = turns[item.source]
-        entity, attribute, value = _entity(item.entity, turn), _text(item.attribute), _text(item.value)
+        entity, value = _entity(item.entity, turn), _text(item.value)
+        attribute = _attribute(_text(item.attribute), value, item.slot)
         if not entity or not attribute or not (value or item.negated):
             continue
         precision = (item.precision or "").strip().lower() or None
@@ -276,3 +314,62 @@ async def narrative(model: Any, insight: str, sources: Sequence[str]) -> str | N
     core = insight.strip().removeprefix(INSIGHT_PREFIX)
     prompt = f"Insight: {core}\nExperiences:\n" + "\n".join(f"- {s}" for s in sources)
     return _prefixed(await _run(model, str, _NARRATIVE_PROMPT, prompt, "narrative"), NARRATIVE_PREFIX, 80)
+
+
+_SUPERSESSION_PROMPT = (
+    "You keep a person's memory current. Each numbered pair gives an OLD statement about a person and a NEW "
+    "statement made later about the same person. List the numbers of the pairs where the NEW statement means "
+    "the OLD one no longer holds: a new job replaces the old job, a new home the old home, a pet that died is "
+    "replaced, a hobby given up for another, 'she now works at Y' replaces 'she works at X'. Two things that "
+    "can both hold (two pets, two hobbies, a sister and a brother, two trips) are not replaced. When unsure, "
+    "leave the pair out."
+)
+_ANSWERABILITY_PROMPT = (
+    "You check a memory's recall before it answers. Given a question and the numbered passages the memory "
+    "found, say whether the passages state the answer (answerable true), or whether the question asks about "
+    "something they never say (answerable false). A passage about the same person but another subject does "
+    'not answer. When false, missing names in a few words what the passages lack, e.g. "Maya\'s blood type".'
+)
+
+
+class _SupersessionOut(BaseModel):
+    replaced: list[int] = Field(default_factory=list, description="numbers of the pairs whose NEW replaces OLD")
+
+
+async def supersedes(model: Any, pairs: Sequence[tuple[str, str]], *, wait_s: float | None = None) -> list[bool] | None:
+    """For each ``(old, new)`` statement pair, whether ``new`` replaces ``old`` by ``model``, in one call
+    (issue 40 item 4); ``None`` without a model or when the call fails or times out. Numbers outside the
+    pairs are ignored."""
+    if model is None:
+        return None
+    if not pairs:
+        return []
+    prompt = "\n".join(f"[{i}] OLD: {_text(old)}\n    NEW: {_text(new)}" for i, (old, new) in enumerate(pairs))
+    out = await _run(model, _SupersessionOut, _SUPERSESSION_PROMPT, prompt, "supersession", wait_s=wait_s)
+    if not isinstance(out, _SupersessionOut):
+        return None
+    chosen = set(out.replaced)
+    return [i in chosen for i in range(len(pairs))]
+
+
+class Answerability(BaseModel):
+    """The model's verdict on whether recalled passages answer a question."""
+
+    answerable: bool
+    missing: str = Field(default="", description="what the passages lack, in a few words, when not answerable")
+
+
+async def answers(
+    model: Any, question: str, passages: Sequence[str], *, wait_s: float | None = None
+) -> Answerability | None:
+    """Whether ``passages`` answer ``question`` by ``model`` (issue 40 item 4), with what they lack when
+    they do not; ``None`` without a model or passages, or when the call fails or times out."""
+    if model is None or not passages:
+        return None
+    prompt = f"Question: {_text(question)}\nPassages:\n" + "\n".join(
+        f"[{i}] {_text(p)}" for i, p in enumerate(passages)
+    )
+    out = await _run(model, Answerability, _ANSWERABILITY_PROMPT, prompt, "answerability", wait_s=wait_s)
+    if not isinstance(out, Answerability):
+        return None
+    return Answerability(answerable=out.answerable, missing=_text(out.missing)[:120])

@@ -825,6 +825,9 @@ class NightReport:
     facts_repeated: int = 0
     facts_closed: int = 0
     triples_new: int = 0
+    llm_fallbacks: int = 0
+    """Knowledge-stage LLM calls (extraction, supersession) that failed or timed out: the offline result
+    stood (issue 40 item 4)."""
     insights: int = 0
     narratives: int = 0
     curation_version: int | None = None

@@ -217,7 +217,7 @@ async def _turn_stages(run: _Run) -> None:
             "knowledge", extract_knowledge(rt, scope, as_of, progress=run.tick("knowledge", total_turns))
         )
         report.facts_new, report.facts_repeated, report.facts_closed = k.facts_new, k.facts_repeated, k.facts_closed
-        report.triples_new = k.triples_new
+        report.triples_new, report.llm_fallbacks = k.triples_new, k.llm_fallbacks
 
 
 async def _score(rt: Runtime, scope: Scope, as_of: datetime, progress: Callable[[int], None]) -> int:

@@ -15,6 +15,14 @@ a repeat only counts a mention. A new value of a one-value attribute
 (``night_functional_attributes``) closes the open fact (``valid_to``) and
 supersedes its memory; "no longer ..." closes it without a successor. Each
 session's knowledge commits with its progress mark.
+
+With an LLM configured and ``llm_supersession`` on (issue 40 item 4), a new fact
+whose subject holds open values the offline slot rules leave open (a many-valued
+attribute, or another attribute for the same slot) is put to the model with
+them, in one bounded call per session (:func:`mnemo.llm.supersedes`); each old
+value it says the new one replaces is closed and superseded like an offline
+close. A failed or timed-out extraction or supersession call counts an LLM
+fallback and the offline result stands.
 """
 
 from __future__ import annotations
@@ -65,6 +73,27 @@ class KnowledgeStats:
     triples_repeated: int = 0
     entities: int = 0
     llm_sessions: int = 0
+    llm_fallbacks: int = 0
+    """LLM calls (extraction, supersession) that failed or timed out: the offline result stood."""
+    llm_closed: int = 0
+    """Facts closed because the LLM said a new statement replaced them (counted in ``facts_closed`` too)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Pair:
+    """A new fact and an open fact of its subject the offline rules left open: the LLM is asked
+    whether the new one replaces the old (issue 40 item 4)."""
+
+    fact: FactCandidate
+    new_id: uuid.UUID
+    memory_id: uuid.UUID
+    turn: TurnRow
+    subject: uuid.UUID
+    old: knowledge_rows.FactRow
+
+
+_PAIRS_PER_FACT = 4  # the open facts of a subject one new fact is compared with, same attribute first
+_PAIRS_PER_SESSION = 24  # the bound on one session's supersession call
 
 
 def fact_text(fact: FactCandidate) -> str:
@@ -105,6 +134,7 @@ async def extract_knowledge(
         if rt.llm is not None:
             found = await llm.extract(rt.llm, texts)
             stats.llm_sessions += int(found is not None)
+            stats.llm_fallbacks += int(found is None)
         if found is None:
             found = extract(texts)
         positives = [f for f in found.facts if not f.negated]
@@ -137,7 +167,9 @@ async def _write(
     vectors: dict[str, Any],
     stats: KnowledgeStats,
 ) -> None:
-    """A session's facts, then its triples, each in the order of the turns that said them."""
+    """A session's facts, then its triples, each in the order of the turns that said them; with an
+    LLM, then the replacements it finds among the pairs the offline rules left open."""
+    pairs: list[_Pair] | None = [] if rt.llm is not None and rt.settings.llm_supersession else None
     for fact in sorted(found.facts, key=lambda f: f.source):
         if not (fact.entity.strip() and fact.attribute.strip()) or (not fact.negated and not fact.value.strip()):
             continue  # nothing to store (a negation may have no value: "I quit my job")
@@ -146,7 +178,9 @@ async def _write(
         if fact.negated:
             stats.facts_closed += await _end_fact(rt, conn, scope, fact, turn, subject)
         else:
-            await _record_fact(rt, conn, scope, fact, turn, subject, vectors, stats)
+            await _record_fact(rt, conn, scope, fact, turn, subject, vectors, stats, pairs)
+    if pairs:
+        await _supersede(rt, conn, scope, pairs[:_PAIRS_PER_SESSION], stats)
     for triple in sorted(found.triples, key=lambda t: t.source):
         if not (triple.subject.strip() and triple.predicate.strip() and triple.object.strip()):
             continue
@@ -220,9 +254,11 @@ async def _record_fact(
     subject: uuid.UUID,
     vectors: dict[str, Any],
     stats: KnowledgeStats,
+    pairs: list[_Pair] | None = None,
 ) -> None:
     """A stated fact: a repeat counts a mention; a new one gets its memory and, for a one-value
-    attribute, closes the key's other open values."""
+    attribute, closes the key's other open values; with ``pairs`` (an LLM), the open values it
+    left are kept for the model to judge."""
     at = turn.created_at
     key = fact_key(fact.entity, fact.attribute)
     fact_id, memory_id = uuid7(), uuid7()
@@ -252,6 +288,26 @@ async def _record_fact(
         return
     stats.facts_new += 1
     await _fact_memory(rt, conn, scope, fact, turn, new_id, memory_id, vectors[fact_text(fact)])
+    await _close_slot(rt, conn, scope, fact, turn, subject, new_id, memory_id, stats)
+    if pairs is not None and fact.kind != "event":
+        olds = await _left_open(conn, scope, fact, turn, subject, new_id)
+        pairs.extend(_Pair(fact, new_id, memory_id, turn, subject, old) for old in olds)
+
+
+async def _close_slot(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    fact: FactCandidate,
+    turn: TurnRow,
+    subject: uuid.UUID,
+    new_id: uuid.UUID,
+    memory_id: uuid.UUID,
+    stats: KnowledgeStats,
+) -> None:
+    """The offline rule: a new value of a one-value attribute or slot closes the open values of its key
+    and slot."""
+    at = turn.created_at
     slot = slot_of(fact.attribute, fact.value)
     if not (_one_value(rt, fact.attribute, fact.value) or slot in ONE_VALUE):
         return
@@ -262,6 +318,61 @@ async def _record_fact(
             await _close(rt, conn, scope, old, fact.valid_from or at, memory_id, turn.id, new_fact=new_id)
             await _close_its_triple(conn, scope, fact.entity, subject, old, fact.valid_from or at)
             stats.facts_closed += 1
+
+
+async def _left_open(
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    fact: FactCandidate,
+    turn: TurnRow,
+    subject: uuid.UUID,
+    new_id: uuid.UUID,
+) -> list[knowledge_rows.FactRow]:
+    """The subject's open facts of the new fact's kind that the offline rules left open and a later
+    statement could replace: not said by this turn, not restated since; the same attribute first, then
+    the newest, at most :data:`_PAIRS_PER_FACT`."""
+    olds = [
+        old
+        for old in await knowledge_rows.open_facts_of_subject(conn, scope.entity_id, scope.namespace, subject)
+        if old.id != new_id
+        and old.fact_kind == fact.kind
+        and turn.id not in (old.provenance or ())
+        and old.last_seen <= turn.created_at
+    ]
+    olds.sort(key=lambda old: (normalise(old.attribute) != normalise(fact.attribute), -old.last_seen.timestamp()))
+    return olds[:_PAIRS_PER_FACT]
+
+
+def _statement(entity: str, old: knowledge_rows.FactRow) -> str:
+    return f"{sentence(entity, old.attribute, old.value)} (said {old.last_seen:%Y-%m-%d})"
+
+
+async def _supersede(
+    rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, pairs: Sequence[_Pair], stats: KnowledgeStats
+) -> None:
+    """Ask the LLM, in one call, which new facts replace the old ones they are paired with, and close
+    those still open (issue 40 item 4); on a failure or timeout, count a fallback and close nothing."""
+    asked = [
+        (_statement(p.fact.entity, p.old), f"{fact_text(p.fact)} (said {p.turn.created_at:%Y-%m-%d})") for p in pairs
+    ]
+    verdicts = await llm.supersedes(rt.llm, asked, wait_s=rt.settings.llm_timeout)
+    if verdicts is None:
+        stats.llm_fallbacks += 1
+        return
+    for pair, replaced in zip(pairs, verdicts, strict=True):
+        if not replaced:
+            continue
+        still = {
+            f.id
+            for f in await knowledge_rows.open_facts_of_subject(conn, scope.entity_id, scope.namespace, pair.subject)
+        }
+        if pair.old.id not in still or pair.new_id not in still:
+            continue  # closed since (a later value of this session), or already replaced
+        at = pair.fact.valid_from or pair.turn.created_at
+        await _close(rt, conn, scope, pair.old, at, pair.memory_id, pair.turn.id, new_fact=pair.new_id)
+        await _close_its_triple(conn, scope, pair.fact.entity, pair.subject, pair.old, at)
+        stats.facts_closed += 1
+        stats.llm_closed += 1
 
 
 async def _fact_memory(

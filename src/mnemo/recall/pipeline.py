@@ -55,6 +55,7 @@ from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
 from mnemo.models import RecallResult, Refusal, Scope
 from mnemo.recall import stages
+from mnemo.recall.answerable import check_answerable
 from mnemo.recall.stages import ITEM_KINDS
 
 __all__ = ["ITEM_KINDS", "recall"]
@@ -113,6 +114,7 @@ async def recall(
         blended = await stages.current(rt, conn, request, found, blended)
         await stages.support(rt, conn, request, found, blended)
         decision = stages.decide(rt, request, found, blended, started)
+        decision = await check_answerable(rt, request, decision)  # with an LLM: do the hits answer it?
         decision = await stages.quote(rt, conn, request, found, decision, blended.rows)
         mutated = await stages.trace_and_mutate(rt, conn, request, decision)
     if mutated:
