@@ -23,8 +23,10 @@ One input's way through :meth:`Agent.respond`:
 
 System 1 is the model of ``MNEMO_LLM`` (or ``model=``); without one, System 1 is an offline
 responder (:mod:`mnemo.cognition.utterances`): it acknowledges what the user tells it ("Noted: you
-are allergic to peanuts.") and answers a question with the best recalled statement, never a question
-and never its own reply ("From memory: you are allergic to peanuts."), or the refusal sentence; so
+are allergic to peanuts.") and answers a question with the best recalled statement that speaks of
+what it asks, never a question and never its own reply ("From memory: you are allergic to
+peanuts.", "You said last week that you moved to Porto the week before."), or that it does not
+know ("I don't know your blood type — you haven't told me.", :mod:`mnemo.cognition.answering`); so
 the loop, the gate, attention and the cost report run offline. System 2 is ``MNEMO_SYSTEM2_LLM`` (or
 ``system2=``).
 """
@@ -48,10 +50,11 @@ from mnemo.agent.identity import Identity, IdentityItem
 from mnemo.agent.window import ContextWindow, Message
 from mnemo.archive import AsyncArchive
 from mnemo.cognition.actions import SOURCE_CONFIDENCE, USER, ActionCheck, ActionKind, SourceTag, check_action
+from mnemo.cognition.answering import dont_know, recital_when, supports
 from mnemo.cognition.attention import URGENCY, Candidate, Scored, allocate, state_report
 from mnemo.cognition.confidence import composite, from_logprobs, structural
 from mnemo.cognition.escalation import decide, escalation_threshold
-from mnemo.cognition.utterances import acknowledgement, is_question, recital
+from mnemo.cognition.utterances import acknowledgement, is_question
 from mnemo.cognition.window import Intensity, RateLimit, intensity, system2_recency, window_share
 from mnemo.errors import InvalidContentError
 from mnemo.models import FlushReport, Hit, RecallResult, Refusal, Scope
@@ -450,16 +453,25 @@ class Agent:
     async def _offline(self, run: _Run) -> Reply:
         """The offline responder: the user's statement is acknowledged in their words turned to
         "you"; a question (or an internal input) is answered with the best recalled statement the
-        user made or memory holds, never a question and never the agent's own words; else the refusal."""
+        user made or memory holds that speaks of what it asks (recall puts what is current first),
+        with when it was said ("You said last week that ..."), never a question and never the agent's
+        own words; else "I don't know" (issue 40 item 8, :mod:`mnemo.cognition.answering`)."""
         if run.tag.source == USER and not is_question(run.text):
             return Reply(acknowledgement(run.text), "offline", confidence=1.0)
         mood = self.gut.mood if self.gut else None
         found = await self.archive.recall(self.scope, run.text, OFFLINE_CANDIDATES, read_only=False, mood=mood)
         floor = self.archive.settings.refusal_threshold
-        best = next((h for h in found.hits if _answers(h) and (h.similarity or 0.0) >= floor), None)
+        fitting = (h for h in found.hits if _answers(h) and (h.similarity or 0.0) >= floor)
+        best = next((h for h in fitting if supports(run.text, h.content)), None)
         if best is None:
-            return Reply(REFUSAL, "offline", found, confidence=composite(None, found.best_similarity, None))
-        return Reply(recital(best.content), "offline", found, confidence=composite(None, best.similarity, None))
+            missing = found.unknown if isinstance(found, Refusal) else ()
+            text = dont_know(run.text, missing) or REFUSAL
+            return Reply(text, "offline", found, confidence=composite(None, found.best_similarity, None))
+        said = recital_when(
+            best.content, best.event_time or best.created_at, self._now or datetime.now(UTC),
+            theirs=best.item_kind == "turn",
+        )  # fmt: skip
+        return Reply(said, "offline", found, confidence=composite(None, best.similarity, None))
 
     async def _system1(self, run: _Run, budget: int, flags: Sequence[str]) -> Reply:
         """System 1 answers; below the escalation threshold it retries once with feedback (§3.5);
