@@ -94,3 +94,15 @@ async def test_an_ending_is_the_successor_when_nothing_new_was_said(archive: Asy
     await archive.record_turn(ME, "s2", "user", text, speaker="Maya", created_at="2025-04-01T10:00:00+00:00")
     work = _contents(await archive.recall(ME, "Where does Maya work now?", k=5, read_only=True))
     assert work[0] == text
+
+
+async def test_a_recall_made_as_of_a_time_knows_only_what_was_said_by_then(archive: AsyncArchive) -> None:
+    await _life(archive)
+    spring = _contents(
+        await archive.recall(ME, "Where does Maya work?", k=5, read_only=True, as_of=datetime(2025, 5, 1, tzinfo=UTC))
+    )
+    assert not any("Initech" in c for c in spring)  # not said yet
+    later = _contents(
+        await archive.recall(ME, "Where does Maya work?", k=5, read_only=True, as_of=datetime(2025, 12, 1, tzinfo=UTC))
+    )
+    assert _at(later, "Initech") < _at(later, "Globex")  # asked later about the present: what holds then

@@ -8,8 +8,9 @@ When a question asks about the present (:func:`~mnemo.cognition.claims.asks_abou
 does she live", "still", "now"), each stale statement among the blended head — a turn whose claim
 about a slot a later turn superseded, or a fact memory read from such a turn — gets its latest
 successor right above it (:func:`~mnemo.cognition.claims.move_above`), read from the claims the
-write path stored (:mod:`mnemo.store.claims`). A question about the past or a period (``as_of``,
-a period the time stage found) is answered as of then: nothing moves. Either way the stale
+write path stored (:mod:`mnemo.store.claims`). A recall made ``as_of`` a time knows only what was
+said by then; a question about the past or a period the time stage found is answered as of then:
+nothing moves. Either way the stale
 items are marked, and a recall never reinforces them (:attr:`Candidates.stale`).
 """
 
@@ -39,6 +40,7 @@ from mnemo.recall.records import Blended, Candidates, RecallRow, Request, Scored
 from mnemo.recall.retrieve import _similarities
 from mnemo.store import claims as claim_rows
 from mnemo.store import search as search_rows
+from mnemo.store import tiers as tier_rows
 from mnemo.store.dynamics import MemoryState
 
 __all__ = ["current"]
@@ -59,9 +61,11 @@ async def current(
     found.stale |= {i for i, row in blended.rows.items() if _superseded_memory(row)}
     turns = list(dict.fromkeys(t for ts in said.values() for t in ts))
     claims = await claim_rows.changeable(conn, request.scope.entity_id, request.scope.namespace)
-    stale = _named_stale(blended, claims) | _claimed_stale(said, successors(turns, claims))
+    if request.as_of is not None:  # asked as of a point in time: what was said after it is not known yet
+        claims = [c for c in claims if c.said_at <= request.as_of]
+    stale = _named_stale(blended, claims, request.k) | _claimed_stale(said, successors(turns, claims))
     found.stale |= set(stale)
-    if not asks_about_now(request.text) or request.as_of is not None or found.in_period:
+    if not asks_about_now(request.text) or found.in_period:
         return blended
     return await _reorder(rt, conn, request, found, blended, stale)
 
@@ -73,13 +77,15 @@ def _claimed_stale(
     return {item: newer[t] for item, ts in said.items() for t in ts if t in newer and newer[t] not in ts}
 
 
-def _named_stale(blended: Blended, claims: list[Claim]) -> dict[uuid.UUID, uuid.UUID]:
-    """Head items that name a value that ended, with the statement of what holds now, when the
-    head holds it too: naming a value is weaker evidence than claiming it, so only what the search
-    proposed for this question moves."""
+def _named_stale(blended: Blended, claims: list[Claim], k: int) -> dict[uuid.UUID, uuid.UUID]:
+    """Head items that name a value that ended, with the statement of what holds now, when that
+    statement is among the first ``k`` of the head: naming a value is weaker evidence than claiming
+    it ("Ren took me to that udon place" is about food, not about Ren), so only a statement the
+    recall shows for this question anyway moves up."""
     texts = {i: canonical_value("", row.content) for i, row in blended.rows.items()}
+    shown = {i for _, i, _ in blended.scored[:k]}
     named = stale_mentions(texts, endings(claims))
-    return {item: now for item, now in named.items() if now in blended.rows}
+    return {item: now for item, now in named.items() if now in shown}
 
 
 def _statements(rows: Mapping[uuid.UUID, RecallRow], found: Candidates) -> dict[uuid.UUID, list[uuid.UUID]]:
@@ -118,8 +124,12 @@ async def _reorder(
     missing = [i for i in order if i not in entries]
     rows = dict(blended.rows)
     if missing:
-        rows |= await search_rows.hydrate_turns(conn, request.scope.entity_id, request.scope.namespace, missing)
-        found.kind_of |= {i: "turn" for i in missing if i not in found.kind_of}
+        e, ns = request.scope.entity_id, request.scope.namespace
+        turns = await search_rows.hydrate_turns(conn, e, ns, missing)
+        lines = await tier_rows.hydrate_lines(conn, e, ns, [i for i in missing if i not in turns])  # retention kept
+        rows.update(lines)
+        rows.update(turns)
+        found.kind_of |= {i: "line" if i in lines else "turn" for i in missing if i not in found.kind_of}
         await _similarities(rt, conn, request, found, [i for i in missing if i not in found.similarity])
     order = [i for i in order if i in rows]  # a successor forgotten meanwhile: nothing to put above
     order = changes_first([_said(i, rows[i], found) for i in order], min(request.k, _WINDOW))
