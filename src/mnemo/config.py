@@ -118,9 +118,10 @@ class Settings(BaseSettings):
         description="Refuse a question whose names (capitalised words inside a sentence) the scope never mentions.",
     )
     refuse_unsupported: bool = Field(
-        default=False,
-        description="Refuse a question whose content word the scope rarely holds and the hits do not match "
-        "(token-level MaxSim under support_threshold): something never said.",
+        default=True,
+        description="Refuse a question whose focus the scope never said: a focus word no item holds and the hits "
+        "do not match (token-level MaxSim under support_threshold), or a relation named literally (a sister, a "
+        "dog) that no item holds.",
     )
     support_threshold: float = Field(
         default=0.3, ge=0.0, le=1.0, description="The token-level match under which a question word is unsupported."

@@ -26,6 +26,7 @@ from mnemo.cognition.activation import (
     retrieval_probability,
     spreading,
 )
+from mnemo.cognition.claims import asks_about_now
 from mnemo.cognition.gut import mood_alignment
 from mnemo.cognition.relevance import (
     COLD_START_ALPHAS,
@@ -90,7 +91,9 @@ async def blend(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, fo
         if request.mood is not None:
             parts["emotional"] = mood_alignment(moods.get(item_id, 0.0))
         scored.append((blend_score(parts, weights), item_id, parts))
-    superseders = _superseders(scored, memory_rows)
+    # a question about the past or a period is answered as of then: an update does not outrank
+    # what it replaced (issue 40 item 2)
+    superseders = _superseders(scored, memory_rows) if asks_about_now(request.text) and not found.in_period else {}
     scored = below_superseders(scored, superseders)
     tier_of = _tiers_of(scored, superseders)
     scored.sort(key=lambda x: (tier_of[x[1]], -x[0], str(x[1])))
