@@ -8,7 +8,7 @@ When a question asks about the present (:func:`~mnemo.cognition.claims.asks_abou
 does she live", "still", "now"), each stale statement among the blended head — a turn whose claim
 about a slot a later turn superseded, or a fact memory read from such a turn — gets its latest
 successor right above it (:func:`~mnemo.cognition.claims.move_above`), read from the claims the
-write path stored (:mod:`mnemo.store.claims`). A recall made ``as_of`` a time knows only what was
+write path stored (:mod:`mnemo.store.turn_claims`). A recall made ``as_of`` a time knows only what was
 said by then; a question about the past or a period the time stage found is answered as of then:
 nothing moves. Either way the stale
 items are marked, and a recall never reinforces them (:attr:`Candidates.stale`).
@@ -38,9 +38,9 @@ from mnemo.cognition.facts import canonical_value
 from mnemo.recall.blend import components
 from mnemo.recall.records import Blended, Candidates, RecallRow, Request, Scored
 from mnemo.recall.retrieve import _similarities
-from mnemo.store import claims as claim_rows
 from mnemo.store import search as search_rows
 from mnemo.store import tiers as tier_rows
+from mnemo.store import turn_claims as claim_rows
 from mnemo.store.dynamics import MemoryState
 
 __all__ = ["current"]

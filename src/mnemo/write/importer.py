@@ -64,10 +64,10 @@ from mnemo.cognition.late import TokenVectors
 from mnemo.cognition.turn_identity import KEY_PREFIX, turn_identities
 from mnemo.errors import InvalidContentError, MalformedImportError
 from mnemo.models import ImportReport, Role, Scope, Turn, uuid7
-from mnemo.store import claims as claim_rows
 from mnemo.store import lexicon
 from mnemo.store import passages as passage_rows
 from mnemo.store import token_vectors as token_rows
+from mnemo.store import turn_claims as claim_rows
 from mnemo.store import turns as turn_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.write import ingest
