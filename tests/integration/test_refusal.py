@@ -119,21 +119,24 @@ async def test_the_evidence_removed_from_a_fork_is_refused_there_and_answered_in
     assert isinstance(kept, RecallResult) and "pottery" in kept.hits[0].content
 
 
-async def test_the_support_rule_is_off_by_default(database_url: str, embeddings: Embeddings) -> None:
-    """Off by default (docs/recall.md says why: it refuses some questions that name the kind of a
-    thing the scope holds, "what sport do I do?" over "my hobby is rock climbing")."""
+async def test_the_support_rule_is_on_by_default_and_leaves_requests_alone(
+    database_url: str, embeddings: Embeddings
+) -> None:
+    """On by default (issue 40 item 6): a question about a relation never said is refused; the same
+    words as a request, or with the rule off, are answered with what is relevant."""
     facts = ["I live in Rotterdam.", "My dog is called Pixel.", "My hobby is rock climbing."]
-    question = "Does my brother live in Rotterdam too?"
     results = []
-    for extra in (SUPPORT, {}):
+    for extra in ({}, {"refuse_unsupported": False}):
         archive = await AsyncArchive.open(Settings(database_url=database_url, **extra), embeddings=embeddings)
         try:
             if not results:
                 for fact in facts:
                     await archive.remember(ME, fact)
-            results.append(await archive.recall(ME, question, read_only=True))
+            results.append(await archive.recall(ME, "Does my brother live in Rotterdam too?", read_only=True))
+            results.append(await archive.recall(ME, "Invite my brother to Rotterdam.", read_only=True))
         finally:
             await archive.close()
-    strict, default = results
-    assert isinstance(strict, Refusal) and strict.unsupported == ("brother",)
-    assert isinstance(default, RecallResult)
+    question, request, off, _ = results
+    assert isinstance(question, Refusal) and question.unsupported == ("brother",)
+    assert "brother" in question.message
+    assert isinstance(request, RecallResult) and isinstance(off, RecallResult)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from mnemo.cognition.refusal import (
     Verdict,
     asked_about,
+    asks,
     focus_words,
     hypothetical,
     judge,
@@ -68,6 +69,8 @@ def test_one_known_name_is_enough_for_a_hypothetical_question() -> None:
     assert judge(0.5, 0.25, {"Caroline": False, "Seuss": False}, hypothetical=True).refused
     assert hypothetical("Would Caroline likely have Dr. Seuss books on her bookshelf?")
     assert not hypothetical("When did Aiko visit Brazil?")
+    assert hypothetical("Plan a dinner for Maya and Ola.")  # a request wants what is relevant, not a fact
+    assert asks("where does she live") and asks("Is it raining?") and not asks("Plan a dinner for Maya.")
 
 
 def test_a_strong_match_in_meaning_outweighs_unknown_names() -> None:
@@ -93,6 +96,7 @@ def test_known_names_leave_the_decision_to_similarity(known: dict[str, bool], be
         assert verdict == judge(best, 0.3, {})
     else:
         assert verdict.refused and verdict.unknown == unknown
+
 
 @pytest.mark.parametrize(
     ("question", "focus"),

@@ -41,6 +41,7 @@ from mnemo.cognition.timex import CALENDAR_WORDS
 __all__ = [
     "Verdict",
     "asked_about",
+    "asks",
     "focus_words",
     "hypothetical",
     "judge",
@@ -128,12 +129,23 @@ def judge(
 
 
 _HYPOTHETICAL = re.compile(r"\b(?:would|likely|might|could|probably|possibly|if)\b", re.IGNORECASE)
+_ASKS = re.compile(
+    r"^\W*(?:what|when|where|who|whom|whose|which|why|how|is|are|was|were|do|does|did|has|have|had|can|"
+    r"will|shall|am)\b|\?\W*$",
+    re.IGNORECASE,
+)
 
 
 def hypothetical(question: str) -> bool:
     """Whether ``question`` asks what someone would do or like ("Would Melanie enjoy …?", "What
-    might Jon …?"), an inference from what was said rather than something said."""
-    return _HYPOTHETICAL.search(question) is not None
+    might Jon …?"), an inference from what was said rather than something said; or is not a
+    question at all ("Plan a dinner for Maya."): a request wants what is relevant, not a fact."""
+    return _HYPOTHETICAL.search(question) is not None or not asks(question)
+
+
+def asks(text: str) -> bool:
+    """Whether ``text`` is a question (a question mark at its end, or a question word first)."""
+    return _ASKS.search(text.strip()) is not None
 
 
 # what a question asks with, not about: interrogatives, auxiliaries, the verbs of asking and telling

@@ -50,9 +50,9 @@ def decide(rt: Runtime, request: Request, found: Candidates, blended: Blended, s
     sims = [h.similarity for h in hits if h.similarity is not None]
     best = max(sims) if sims else None
     cfg = rt.settings
-    missing = (
+    missing = (  # something never said: a question's focus (a request, a guess want what is relevant)
         unsupported(found.support, cfg.support_threshold, cfg.support_rarity, found.literal)
-        if cfg.refuse_unsupported
+        if cfg.refuse_unsupported and not hypothetical(request.text)
         else []
     )
     verdict = judge(best, request.threshold, found.names, missing, hypothetical=hypothetical(request.text))
