@@ -121,7 +121,7 @@ class Settings(BaseSettings):
         default=True,
         description="Refuse a question whose focus the scope never said: a focus word no item holds and the hits "
         "do not match (token-level MaxSim under support_threshold), or a relation named literally (a sister, a "
-        "dog) that no item holds.",
+        "mother) that no item holds.",
     )
     support_threshold: float = Field(
         default=0.3, ge=0.0, le=1.0, description="The token-level match under which a question word is unsupported."

@@ -92,6 +92,9 @@ def test_a_successor_moves_right_above_the_first_stale_item_and_nothing_else_mov
     assert move_above([a, b, c, d], {b: new, d: new}) == [a, new, b, c, d]
     assert move_above([a, b, c, d], {c: b}) == [a, b, c, d]  # already above
     assert move_above([a, b, c, d], {b: d}) == [a, d, b, c]
+    # with tiers: at the head of the stale item's tier (the latest of what is about as relevant first)
+    assert move_above([a, b, c, d], {c: new}, {a: 0, b: 1, c: 1, d: 2}) == [a, new, b, c, d]
+    assert move_above([a, b, c, d], {c: d}, {a: 0, b: 1, c: 1, d: 2}) == [a, d, b, c]
 
 
 @given(st.permutations(range(6)), st.dictionaries(st.integers(0, 5), st.integers(0, 7), max_size=4))

@@ -197,25 +197,30 @@ def stale_mentions(texts: Mapping[uuid.UUID, str], ended: Sequence[Ending]) -> d
     return out
 
 
-def move_above(order: Sequence[uuid.UUID], current: Mapping[uuid.UUID, uuid.UUID]) -> list[uuid.UUID]:
+def move_above(
+    order: Sequence[uuid.UUID], current: Mapping[uuid.UUID, uuid.UUID], tiers: Mapping[uuid.UUID, int] | None = None
+) -> list[uuid.UUID]:
     """``order`` with each item's current statement (``current``: stale item -> its successor)
-    placed right above the first stale item it replaces, when it is not above already; an item
-    is moved at most once, and nothing else changes order."""
+    placed above the first stale item it replaces, when it is not above already: at the head of
+    that item's run of equal ``tiers`` (what is about as relevant is ordered by time, the latest
+    first), or right above it without tiers. An item is moved at most once; nothing else changes
+    order."""
     out = list(order)
+    tier = tiers or {}
     placed: set[uuid.UUID] = set()
     for stale in list(order):
         newer = current.get(stale)
         if newer is None or newer in placed or newer == stale:
             continue
-        at = out.index(stale)
-        if newer in out and out.index(newer) < at:
-            placed.add(newer)
+        placed.add(newer)
+        if newer in out and out.index(newer) < out.index(stale):
             continue
         if newer in out:
             out.remove(newer)
-            at = out.index(stale)
+        at = out.index(stale)
+        while at > 0 and stale in tier and tier.get(out[at - 1]) == tier[stale] and out[at - 1] not in placed:
+            at -= 1
         out.insert(at, newer)
-        placed.add(newer)
     return out
 
 

@@ -35,7 +35,8 @@ import numpy as np
 
 from mnemo.cognition.gates import content_words
 from mnemo.cognition.late import TokenVectors
-from mnemo.cognition.patterns import HAS, RELATIONS
+from mnemo.cognition.patterns import RELATIONS
+from mnemo.cognition.phrases import word_set
 from mnemo.cognition.timex import CALENDAR_WORDS
 
 __all__ = [
@@ -294,7 +295,8 @@ def question_words(text: str) -> list[str]:
     return list(dict.fromkeys(kept))
 
 
-# what a question says about its focus, not the focus itself: when, how often, which of several
+# what a question says about its focus, not the focus itself: when, how often, which of several,
+# and how it was said
 _MODIFIERS = frozenset(
     [
         "currently",
@@ -328,6 +330,18 @@ _MODIFIERS = frozenset(
         "year",
         "month",
         "lot",
+        # how it was said, not what: the verbs of asking and telling the asking words leave out
+        "ask",
+        "asks",
+        "asked",
+        "asking",
+        "share",
+        "shares",
+        "shared",
+        "discuss",
+        "discussed",
+        "speak",
+        "spoke",
     ]
 )
 
@@ -393,11 +407,15 @@ def unsupported(
     ]
 
 
-# a relation a person names by its word when they speak of it (a sister is called a sister, a dog a
-# dog); the words for a kind of relation (partner, pet, sibling, child …) may be said as one of its
-# members ("my husband", "our cat"), so they are not among them
-_KINDS = frozenset({"partner", "spouse", "parents", "child", "sibling", "grandchild", "pet"})
-_LITERAL = {k: v for k, v in RELATIONS.items() if v not in _KINDS} | {w: w for w in HAS - _KINDS if w not in RELATIONS}
+# a relation a person names by its word when they speak of it (a sister is called a sister, a
+# mother a mother or a mum): kin. The words for a kind of relation (partner, sibling, child) may be
+# said as one of its members ("my husband"), a role as a name ("I report to Aoife"), an animal as
+# its breed ("my greyhound"): none of them is named literally
+_KIN = word_set(
+    "aunt brother cousin daughter father grandfather grandmother granddaughter grandson husband wife mother "
+    "nephew niece sister son uncle boyfriend girlfriend fiance"
+)
+_LITERAL = {k: v for k, v in RELATIONS.items() if v in _KIN}
 
 
 def relation_forms(word: str) -> tuple[str, ...]:

@@ -7,7 +7,7 @@ returns is strengthened, so a stale statement must not be).
 When a question asks about the present (:func:`~mnemo.cognition.claims.asks_about_now`: "where
 does she live", "still", "now"), each stale statement among the blended head — a turn whose claim
 about a slot a later turn superseded, or a fact memory read from such a turn — gets its latest
-successor right above it (:func:`~mnemo.cognition.claims.move_above`), read from the claims the
+successor above it, first in its relevance tier (:func:`~mnemo.cognition.claims.move_above`), read from the claims the
 write path stored (:mod:`mnemo.store.turn_claims`). A recall made ``as_of`` a time knows only what was
 said by then; a question about the past or a period the time stage found is answered as of then:
 nothing moves. Either way the stale
@@ -119,7 +119,7 @@ async def _reorder(
     """The blended head with each successor right above its stale statement, read in when the head
     did not hold it; a successor that moved takes the score and tier of the item it now precedes."""
     before = [i for _, i, _ in blended.scored]
-    order = move_above(before, stale)
+    order = move_above(before, stale, blended.tiers)
     entries = {i: (score, parts) for score, i, parts in blended.scored}
     missing = [i for i in order if i not in entries]
     rows = dict(blended.rows)

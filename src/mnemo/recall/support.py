@@ -28,7 +28,7 @@ async def support(
     rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates, blended: Blended
 ) -> None:
     """Fill ``found.support``: each question word's count in the scope and support among the top hits;
-    ``found.literal``: the words that name a relation a person names literally (a sister, a dog)."""
+    ``found.literal``: the words that name a relation a person names literally (a sister, a mother)."""
     capture = sink()
     if (not rt.settings.refuse_unsupported and capture is None) or request.threshold <= -1.0:
         return
