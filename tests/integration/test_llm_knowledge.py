@@ -162,12 +162,12 @@ _TALK = [
     "I play the cello in a quartet on Thursdays.",
     "Lovely.",
 ]
-BLOOD = "What is Alice's blood type?"
+BLOOD = "Which instrument does Sam play?"  # Alice plays the cello: nothing says Sam plays at all
 WORK = "Where does Alice's partner Sam work?"
 
 
 def _by_question(prompt: str) -> tuple[bool, str]:
-    return ("blood type" not in prompt, "Alice's blood type")
+    return ("instrument" not in prompt, "the instrument Sam plays")
 
 
 async def _recall(settings: Settings, embeddings: Embeddings, llm: object, question: str) -> Any:
@@ -198,10 +198,10 @@ async def test_recall_refuses_what_the_model_says_the_hits_do_not_answer(
         return _by_question(prompt)
 
     offline = await _recall(talked, embeddings, None, BLOOD)
-    assert not isinstance(offline, Refusal) and offline.hits  # the offline rules answer it (it names Alice)
+    assert not isinstance(offline, Refusal) and offline.hits  # the offline rules answer it (cello, Sam)
     refused = await _recall(talked, embeddings, _model({}, answers=judge), BLOOD)
     assert isinstance(refused, Refusal)
-    assert refused.unsupported == ("Alice's blood type",) and "Alice's blood type" in refused.message
+    assert refused.unsupported == ("the instrument Sam plays",) and "the instrument Sam plays" in refused.message
     assert refused.candidates  # the hits it would have given stay inspectable
     assert any("Sam works as a nurse" in p for p in prompts)  # the model read the hits' text
     answered = await _recall(talked, embeddings, _model({}, answers=judge), WORK)
