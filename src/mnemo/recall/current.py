@@ -67,7 +67,21 @@ async def current(
     found.stale |= set(stale)
     if not asks_about_now(request.text) or found.in_period:
         return blended
-    return await _reorder(rt, conn, request, found, blended, stale)
+    facts = _fact_for(said, blended.rows, found.stale)
+    return await _reorder(rt, conn, request, found, blended, {old: facts.get(new, new) for old, new in stale.items()})
+
+
+def _fact_for(
+    said: Mapping[uuid.UUID, list[uuid.UUID]], rows: Mapping[uuid.UUID, RecallRow], stale: set[uuid.UUID]
+) -> dict[uuid.UUID, uuid.UUID]:
+    """Per turn a live fact memory of the head was read from, that memory: the current statement is
+    shown as its fact ("Dana lives in Porto") when the night made one, not as the raw turn."""
+    out: dict[uuid.UUID, uuid.UUID] = {}
+    for item_id, turns in said.items():
+        if isinstance(rows.get(item_id), MemoryState) and item_id not in stale:
+            for turn_id in turns:
+                out.setdefault(turn_id, item_id)
+    return out
 
 
 def _claimed_stale(
