@@ -53,6 +53,9 @@ class Runtime:
     token_cache: token_rows.Cache = field(default_factory=token_rows.Cache)  # late interaction's reads
     reranker: Any = None  # a local cross-encoder (mnemo.rerank.Reranker) when settings.reranker is set
     ranker: Ranker = field(default_factory=Ranker.hand_set)  # the head's learned fusion (mnemo.recall.learned)
+    # per scope, the claims recall weighs and the endings read from them, at the scope's version
+    # (mnemo.recall.current): a write gives the scope a new version, so nothing stale is served
+    claims_cache: dict[tuple[str, str], tuple[int, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.token_cache.max_bytes = self.settings.token_cache_mb << 20

@@ -20,12 +20,14 @@ import contextlib
 import dataclasses
 import uuid
 from collections.abc import Mapping
+from typing import cast
 
 import psycopg
 
 from mnemo._runtime import Runtime
 from mnemo.cognition.claims import (
     Claim,
+    Ending,
     Said,
     asks_about_now,
     changes_first,
@@ -60,10 +62,8 @@ async def current(
     said = _statements(blended.rows, found)
     found.stale |= {i for i, row in blended.rows.items() if _superseded_memory(row)}
     turns = list(dict.fromkeys(t for ts in said.values() for t in ts))
-    claims = await claim_rows.changeable(conn, request.scope.entity_id, request.scope.namespace)
-    if request.as_of is not None:  # asked as of a point in time: what was said after it is not known yet
-        claims = [c for c in claims if c.said_at <= request.as_of]
-    stale = _named_stale(blended, claims, request.k) | _claimed_stale(said, successors(turns, claims))
+    claims, ended = await _claims(rt, conn, request, found)
+    stale = _named_stale(blended, ended, request.k) | _claimed_stale(said, successors(turns, claims))
     found.stale |= set(stale)
     if not asks_about_now(request.text) or found.in_period:
         return blended
@@ -84,6 +84,30 @@ def _fact_for(
     return out
 
 
+_CACHED_SCOPES = 1024
+
+
+async def _claims(
+    rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates
+) -> tuple[list[Claim], list[Ending]]:
+    """The scope's claims that can make a statement stale, and the values that ended: read once per
+    version of the scope (a recall made ``as_of`` a time reads what was said by then)."""
+    e, ns = request.scope.entity_id, request.scope.namespace
+    version = found.facts.version if found.facts is not None and request.as_of is None else 0
+    cached = rt.claims_cache.get((e, ns)) if version else None
+    if cached is not None and cached[0] == version:
+        return cast("tuple[list[Claim], list[Ending]]", cached[1])
+    claims = await claim_rows.changeable(conn, e, ns)
+    if request.as_of is not None:  # asked as of a point in time: what was said after it is not known yet
+        claims = [c for c in claims if c.said_at <= request.as_of]
+    read = (claims, endings(claims))
+    if version:
+        if len(rt.claims_cache) >= _CACHED_SCOPES:
+            rt.claims_cache.clear()
+        rt.claims_cache[(e, ns)] = (version, read)
+    return read
+
+
 def _claimed_stale(
     said: Mapping[uuid.UUID, list[uuid.UUID]], newer: Mapping[uuid.UUID, uuid.UUID]
 ) -> dict[uuid.UUID, uuid.UUID]:
@@ -91,14 +115,21 @@ def _claimed_stale(
     return {item: newer[t] for item, ts in said.items() for t in ts if t in newer and newer[t] not in ts}
 
 
-def _named_stale(blended: Blended, claims: list[Claim], k: int) -> dict[uuid.UUID, uuid.UUID]:
+def _named_stale(blended: Blended, ended: list[Ending], k: int) -> dict[uuid.UUID, uuid.UUID]:
     """Head items that name a value that ended, with the statement of what holds now, when that
     statement is among the first ``k`` of the head: naming a value is weaker evidence than claiming
     it ("Ren took me to that udon place" is about food, not about Ren), so only a statement the
     recall shows for this question anyway moves up."""
-    texts = {i: canonical_value("", row.content) for i, row in blended.rows.items()}
+    if not ended:
+        return {}
+    firsts = {e.value.split()[0] for e in ended}
+    texts = {  # only an item that holds an ended value's first word can name it
+        i: canonical_value("", row.content)
+        for i, row in blended.rows.items()
+        if any(w in row.content.casefold() for w in firsts)
+    }
     shown = {i for _, i, _ in blended.scored[:k]}
-    named = stale_mentions(texts, endings(claims))
+    named = stale_mentions(texts, ended)
     return {item: now for item, now in named.items() if now in shown}
 
 
