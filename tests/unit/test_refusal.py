@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mnemo.cognition.late import TokenVectors
 from mnemo.cognition.refusal import (
     Verdict,
     asked_about,
@@ -18,6 +20,7 @@ from mnemo.cognition.refusal import (
     question_words,
     relation_forms,
     unsupported,
+    word_hit_support,
 )
 
 
@@ -125,3 +128,35 @@ def test_a_relation_named_literally_is_unsupported_when_no_item_holds_any_of_its
 def test_a_refusal_names_what_was_missing_in_the_question_s_words() -> None:
     assert asked_about("What is José's blood type?", ["blood"]) == "José's blood type"
     assert asked_about("Which football team does Sam support?", ["football", "team"]) == "football or team"
+
+
+def _one_by_one(query: TokenVectors, pieces: list[list[int]], hits: list[TokenVectors]) -> np.ndarray:
+    """The reference: each hit on its own, each word's tokens averaged (what word_hit_support computes)."""
+    asked = np.asarray(query.vectors, dtype=np.float32) * np.float32(query.scale)
+    ids = [int(t) for t in query.ids]
+    out = np.ones((len(pieces), len(hits)))
+    for w, word in enumerate(pieces):
+        rows = [n for n, t in enumerate(ids) if t in word]
+        for h, hit in enumerate(hits):
+            if not rows:
+                continue
+            if not len(hit.ids):
+                out[w, h] = 0.0
+                continue
+            best = (asked @ (np.asarray(hit.vectors, dtype=np.float32) * np.float32(hit.scale)).T).max(axis=1)
+            out[w, h] = float(best[rows].mean())
+    return out
+
+
+@given(st.integers(0, 2**32 - 1), st.lists(st.integers(0, 6), min_size=0, max_size=5))
+def test_word_support_over_all_hits_at_once_is_each_hit_on_its_own(seed: int, sizes: list[int]) -> None:
+    rng = np.random.default_rng(seed)
+
+    def tokens(n: int) -> TokenVectors:
+        vectors = rng.normal(size=(n, 8)).astype(np.float32)
+        return TokenVectors(rng.integers(0, 12, size=n).astype(np.int32), vectors, 0.5)
+
+    query = tokens(6)
+    pieces = [[int(query.ids[0])], [int(query.ids[1]), int(query.ids[2])], [99]]
+    hits = [tokens(n) for n in sizes]
+    assert np.allclose(word_hit_support(query, pieces, hits), _one_by_one(query, pieces, hits), atol=1e-5)

@@ -364,19 +364,26 @@ def word_support(query: TokenVectors, pieces: Sequence[Sequence[int]], hits: Seq
 
 def word_hit_support(query: TokenVectors, pieces: Sequence[Sequence[int]], hits: Sequence[TokenVectors]) -> np.ndarray:
     """``(words, hits)``: how well each hit's tokens match each question word (as :func:`word_support`,
-    one hit at a time; 1 for a word the query does not hold, 0 against a hit without tokens)."""
+    one hit at a time; 1 for a word the query does not hold, 0 against a hit without tokens). One
+    matrix product over every hit's tokens, the best per hit read off by segment."""
     asked = np.asarray(query.vectors, dtype=np.float32) * np.float32(query.scale)
     ids = [int(t) for t in query.ids]
     at = [[n for n, t in enumerate(ids) if t in {int(p) for p in word}] for word in pieces]
     out = np.ones((len(pieces), len(hits)), dtype=np.float64)
-    for h, hit in enumerate(hits):
-        if not len(hit.ids) or not len(asked):
-            out[[w for w, found in enumerate(at) if found], h] = 0.0
-            continue
-        best = (asked @ (np.asarray(hit.vectors, dtype=np.float32) * np.float32(hit.scale)).T).max(axis=1)
-        for w, found in enumerate(at):
-            if found:
-                out[w, h] = float(best[found].mean())
+    found = [w for w, positions in enumerate(at) if positions]
+    if not found:
+        return out
+    out[found, :] = 0.0
+    filled = [h for h, hit in enumerate(hits) if len(hit.ids)]
+    if not filled or not len(asked):
+        return out
+    sizes = [len(hits[h].ids) for h in filled]
+    tokens = np.concatenate([hits[h].vectors for h in filled]).astype(np.float32)  # int8 codes at rest
+    scales = np.repeat(np.asarray([hits[h].scale for h in filled], dtype=np.float32), sizes)
+    starts = np.cumsum([0, *sizes[:-1]])
+    best = np.maximum.reduceat((asked @ tokens.T) * scales, starts, axis=1)  # (query tokens, hits)
+    for w in found:
+        out[w, filled] = best[at[w]].mean(axis=0)
     return out
 
 

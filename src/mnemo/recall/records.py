@@ -101,8 +101,9 @@ class Candidates:
     names: dict[str, bool] = field(default_factory=dict)
     """The names the question is about, and whether the scope mentions each (the refusal's evidence)."""
     support: dict[str, tuple[int, float]] = field(default_factory=dict)
-    """The question's content words: how many items of the scope hold each (-1: not searchable) and
-    how well the top hits' tokens match it (:mod:`mnemo.recall.support`)."""
+    """The question's focus words: how many items of the scope hold each (-1: not searchable, or not
+    counted because the hits match it) and how well the top hits' tokens match it
+    (:mod:`mnemo.recall.support`)."""
     literal: tuple[str, ...] = ()
     """The question's words that name a relation a person names literally: unsupported when no item
     holds any of its words, whatever the hits' tokens match (:func:`~mnemo.cognition.refusal.literal_focus`)."""

@@ -43,12 +43,22 @@ async def support(
     if not read:
         return  # the hits' token embeddings are still being read (a fresh fork, an import): no judgement
     by_hit = word_hit_support(found.query_tokens, pieces, read)
+    matched = by_hit.max(axis=1).tolist()
     literal = literal_focus(request.text, words)
     forms = {f for w in literal for f in relation_forms(w)}
-    held = await lexicon.word_frequencies(conn, request.scope.entity_id, request.scope.namespace, [*words, *forms])
+    # The rule asks only whether at most support_rarity items hold a word the hits do not match, or
+    # hold a relation named literally: only those are counted, and counting stops just past the
+    # rarity (a benchmark's capture counts every word further, to draw the curve over rarities).
+    cap = 1000 if capture is not None else rt.settings.support_rarity + 1
+    weak = [w for w, m in zip(words, matched, strict=True) if capture or m < rt.settings.support_threshold]
+    counted = [*dict.fromkeys([*weak, *forms])]
+    held = (
+        await lexicon.word_frequencies(conn, request.scope.entity_id, request.scope.namespace, counted, cap=cap)
+        if counted
+        else {}
+    )
     for w in literal:  # a relation is held when any of its words is ("mum" for a mother)
         held[w] = sum(held.get(f, 0) for f in relation_forms(w))
-    matched = by_hit.max(axis=1).tolist()
     found.support = {w: (held.get(w, -1), m) for w, m in zip(words, matched, strict=True)}
     found.literal = tuple(literal)
     if capture is not None:
