@@ -160,3 +160,14 @@ def test_word_support_over_all_hits_at_once_is_each_hit_on_its_own(seed: int, si
     pieces = [[int(query.ids[0])], [int(query.ids[1]), int(query.ids[2])], [99]]
     hits = [tokens(n) for n in sizes]
     assert np.allclose(word_hit_support(query, pieces, hits), _one_by_one(query, pieces, hits), atol=1e-5)
+
+
+def test_the_cli_gives_the_similarity_as_the_reason_only_when_it_is_one(capsys: pytest.CaptureFixture[str]) -> None:
+    from mnemo.interfaces.cli._common import print_recall
+
+    refused = {"refused": True, "best_similarity": 0.657, "threshold": 0.25, "unknown": [], "unsupported": []}
+    print_recall({**refused, "message": "Nothing was similar enough."}, as_json=False)
+    print_recall({**refused, "unsupported": ["sister"], "message": "Nothing speaks of Maya's sister."}, as_json=False)
+    dissimilar, unsupported_ = capsys.readouterr().out.strip().splitlines()
+    assert "< threshold 0.25" in dissimilar
+    assert "Maya's sister" in unsupported_ and "threshold" not in unsupported_ and "0.657" in unsupported_

@@ -183,12 +183,9 @@ def print_recall(result: RecallResult | Refusal | dict[str, Any], as_json: bool)
         return
     if data.get("refused"):
         best = "none" if data["best_similarity"] is None else f"{data['best_similarity']:.3f}"
-        out.print(
-            Text.assemble(
-                (data["message"], "yellow"), f" (best similarity {best} < threshold {data['threshold']:.2f})"
-            ),
-            highlight=False,
-        )
+        # the similarity is the reason only when no name or word was (issue 40 item 6)
+        why = "" if data.get("unknown") or data.get("unsupported") else f" < threshold {data['threshold']:.2f}"
+        out.print(Text.assemble((data["message"], "yellow"), f" (best similarity {best}{why})"), highlight=False)
         return
     title = f"recall: {data['query']!r} in {data['scope']}  ({data['latency_ms']:.1f} ms)"
     table = Table(title=Text(title))
