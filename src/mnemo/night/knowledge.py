@@ -27,7 +27,6 @@ fallback and the offline result stands.
 
 from __future__ import annotations
 
-import fnmatch
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ import psycopg
 from mnemo import _dynamics as dynamics
 from mnemo import llm
 from mnemo._runtime import Runtime
+from mnemo.cognition.claims import functional_attribute
 from mnemo.cognition.extraction import (
     Extraction,
     FactCandidate,
@@ -103,11 +103,6 @@ def fact_text(fact: FactCandidate) -> str:
     if fact.kind == "event" and fact.valid_from is not None:
         text += f" (on {fact.valid_from:%Y-%m-%d})"
     return text
-
-
-def _functional(settings_patterns: Sequence[str], attribute: str) -> bool:
-    attr = normalise(attribute)
-    return any(fnmatch.fnmatchcase(attr, normalise(p) if "*" not in p else p.lower()) for p in settings_patterns)
 
 
 def _source(role: str) -> str:
@@ -227,7 +222,8 @@ def _ends(rt: Runtime, fact: FactCandidate, old: knowledge_rows.FactRow) -> bool
 def _one_value(rt: Runtime, attribute: str, value: str) -> bool:
     """A new value of this attribute closes the open one: configured (``night_functional_attributes``)
     or a slot with one value at a time (:data:`~mnemo.cognition.slots.ONE_VALUE`)."""
-    return _functional(rt.settings.night_functional_attributes, attribute) or slot_of(attribute, value) in ONE_VALUE
+    configured = functional_attribute(rt.settings.night_functional_attributes, attribute)
+    return configured or slot_of(attribute, value) in ONE_VALUE
 
 
 async def _close_its_triple(
@@ -419,7 +415,7 @@ async def _record_triple(
     subject = await _entity(conn, scope, triple.subject, at)
     obj = triple.object.strip()
     digest = triple_hash(triple.subject, triple.predicate, obj)
-    functional = _functional(rt.settings.night_functional_attributes, triple.predicate)
+    functional = functional_attribute(rt.settings.night_functional_attributes, triple.predicate)
     if triple.negated:  # "no longer ...": the relation ends, nothing new begins
         await knowledge_rows.close_triples(
             conn,
