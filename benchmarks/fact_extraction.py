@@ -7,10 +7,10 @@ each fact by conversation, ``dia_id``, speaker, predicate and object. An extract
 label of the same turn and speaker when their content words overlap: at least half of the label's
 object words are in the extracted fact's value and predicate, and at least half of the extracted
 value's words are in the label's predicate and object (words compared in
-:func:`mnemo.cognition.facts.canonical_value` form, relation words by their base: "kids" =
+:func:`mnemo.cognition.consolidation.facts.canonical_value` form, relation words by their base: "kids" =
 "child"). Precision: extracted facts that match a label; recall: labels some extracted fact
 matches. A fragment is a fact whose stored sentence does not read as one
-(:func:`mnemo.cognition.facts.reads_as_sentence`).
+(:func:`mnemo.cognition.consolidation.facts.reads_as_sentence`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mnemo.bench.locomo import load_locomo
-from mnemo.cognition.extraction import FactCandidate, TurnText, extract
-from mnemo.cognition.facts import content_words, reads_as_sentence, sentence
-from mnemo.cognition.patterns import RELATIONS
+from mnemo.cognition.consolidation.extraction import FactCandidate, TurnText, extract
+from mnemo.cognition.consolidation.facts import content_words, reads_as_sentence, sentence
+from mnemo.cognition.text.patterns import RELATIONS
 
 LABELS = Path(__file__).resolve().parents[1] / "tests" / "data" / "expected_facts.jsonl"
 
@@ -99,7 +99,7 @@ def matches(found: Found, label: Label) -> bool:
 
 
 def is_sentence(found: Found) -> bool:
-    """The fact's stored sentence reads as one (:func:`mnemo.cognition.facts.reads_as_sentence`)."""
+    """The fact's stored sentence reads as one (:func:`mnemo.cognition.consolidation.facts.reads_as_sentence`)."""
     return reads_as_sentence(found.fact.entity, found.sentence)
 
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from mnemo.bench.locomo import CATEGORIES, Conversation, load_locomo
 from mnemo.bench.metrics import mean, recall_at_k
-from mnemo.cognition.late import TokenVectors, combine, late_scores, quantize
+from mnemo.cognition.scoring.late import TokenVectors, combine, late_scores, quantize
 from mnemo.embed import Embeddings, load_embedder
 
 FEEDBACK = 3

@@ -6,7 +6,7 @@ and measure session spreading (item 1).
 1. **Dump** (skipped when ``--dump`` exists): every conversation goes into a fresh scope through the
    real write path; every question is recalled read-only with the hand-set order
    (``ranker="hand"``, no spreading), and the head of each recall is captured as the learned stage
-   sees it (:mod:`mnemo.recall.learned`: candidates, :data:`~mnemo.cognition.ranker.FEATURES`,
+   sees it (:mod:`mnemo.recall.learned`: candidates, :data:`~mnemo.cognition.scoring.ranker.FEATURES`,
    sessions), with each candidate labelled by whether it is one of the question's evidence turns.
 2. **Cross-validation by conversation**: for each conversation, a pairwise logistic model
    (``C=1``, non-negative weights, fitted with SciPy's L-BFGS-B; every evidence candidate against
@@ -42,7 +42,7 @@ from scipy.optimize import minimize
 
 from mnemo import AsyncArchive, Refusal, Scope, Settings
 from mnemo.bench.locomo import CATEGORIES, load_locomo
-from mnemo.cognition.ranker import FEATURES, Ranker, spread_sessions
+from mnemo.cognition.scoring.ranker import FEATURES, Ranker, spread_sessions
 
 PENALTIES = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 """The session-spreading penalties tried (standard deviations of the head's scores per candidate

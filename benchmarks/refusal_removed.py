@@ -11,7 +11,7 @@ of the question's content words, how many items of the scope hold it and how wel
 match it (:mod:`mnemo.recall.support`), so the rule and its threshold are read off one dump:
 
 - **refused / answered** on both sides at each support threshold (the curve), for the rule
-  ``refuse_unsupported`` applies (:func:`mnemo.cognition.refusal.judge`);
+  ``refuse_unsupported`` applies (:func:`mnemo.cognition.scoring.refusal.judge`);
 - the same recalls' refusal by the other rules (unknown names, similarity), for the record.
 
 Foreign questions (another conversation's) are measured by ``mnemo bench locomo``.
@@ -32,7 +32,7 @@ from typing import Any
 
 from mnemo import AsyncArchive, Refusal, Scope, Settings
 from mnemo.bench.locomo import load_locomo
-from mnemo.cognition.refusal import question_words, unsupported
+from mnemo.cognition.scoring.refusal import question_words, unsupported
 
 THRESHOLDS = tuple(round(0.20 + 0.05 * n, 2) for n in range(15))
 SEED = 32

@@ -81,7 +81,7 @@ ALLOWED: dict[str, Allowance] = {
         "mnemo status counts each vector space's rows per model slug, over the whole archive",
         "a multi-shard aggregate run by an operator",
     ),
-    "mnemo.store.probes.vacuum_memories": Allowance(
+    "mnemo.store.bench_reads.vacuum_memories": Allowance(
         "a benchmark's bulk fixture: VACUUM (ANALYZE) of the memories table",
         "a maintenance command Citus propagates to every shard",
     ),
@@ -89,15 +89,15 @@ ALLOWED: dict[str, Allowance] = {
         "mnemo status counts the rows of the whole archive",
         "a multi-shard count run by an operator",
     ),
-    "mnemo.store.backup.table_counts": Allowance(
+    "mnemo.store.snapshots.table_counts": Allowance(
         "a backup (and a restore's target check) counts every table's rows to write the manifest",
         "a multi-shard count run by the operator taking the backup",
     ),
-    "mnemo.store.backup.snapshot_facts": Allowance(
+    "mnemo.store.snapshots.snapshot_facts": Allowance(
         "a backup's manifest counts each vector space's rows per model slug, over the whole archive",
         "a multi-shard aggregate run by the operator taking the backup",
     ),
-    "mnemo.store.inspect.visible_scopes": Allowance(
+    "mnemo.store.inspection.visible_scopes": Allowance(
         "the inspector lists the scopes granted to a reader: grants are keyed by their owner, so "
         "finding them by grantee reads every owner's grants (a decision for Citus, see the report)",
         "a multi-shard read of the small grants table; a grantee-keyed copy of the grants would make it "

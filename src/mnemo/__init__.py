@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mnemo.cognition.weights import StochasticWeight
+from mnemo.cognition.scoring.weights import StochasticWeight
 from mnemo.config import Settings
 from mnemo.errors import (
     AccessDeniedError,

@@ -21,10 +21,10 @@ from typing import Any
 
 import psycopg
 
-from mnemo.cognition.activation import AccessHistory, record_access
-from mnemo.cognition.safety import Change, Operation, Policy, Violation, propose
-from mnemo.cognition.spreading import edge_strength, pairs, prune
-from mnemo.cognition.weights import StochasticWeight
+from mnemo.cognition.scoring.activation import AccessHistory, record_access
+from mnemo.cognition.scoring.safety import Change, Operation, Policy, Violation, propose
+from mnemo.cognition.scoring.spreading import edge_strength, pairs, prune
+from mnemo.cognition.scoring.weights import StochasticWeight
 from mnemo.config import Settings
 from mnemo.errors import UnknownItemError
 from mnemo.models import Scope, uuid7
@@ -225,7 +225,7 @@ async def _prune_links(
     now: datetime,
     known: Sequence[tuple[uuid.UUID, uuid.UUID, int, datetime]],
 ) -> int:
-    """Delete the links of ``ids`` that :func:`~mnemo.cognition.spreading.prune` dooms; ``known``:
+    """Delete the links of ``ids`` that :func:`~mnemo.cognition.scoring.spreading.prune` dooms; ``known``:
     every link touching them as it stands."""
     edges = {
         (a, b): edge_strength(

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from mnemo.cognition.late import TokenVectors
+from mnemo.cognition.scoring.late import TokenVectors
 from mnemo.errors import EmbedderError
 
 __all__ = ["AGREEMENT", "OnnxEncoder", "Pipeline", "onnx_encoder", "pipeline_of"]

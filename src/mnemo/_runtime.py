@@ -10,7 +10,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mnemo.cognition.ranker import Ranker
+from mnemo.cognition.scoring.ranker import Ranker
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.store import Store
@@ -18,7 +18,7 @@ from mnemo.store import search as search_rows
 from mnemo.store import token_vectors as token_rows
 
 if TYPE_CHECKING:
-    from mnemo.cortex.store import Cortex
+    from mnemo.cortex.lance_tables import Cortex
     from mnemo.recall.index import ReadIndexes
     from mnemo.write.backfill import TokenBackfill
 

@@ -134,7 +134,7 @@ MAX_KEY_CHARS = 200
 
 
 def check_idempotency_key(value: object, *, label: str = "idempotency_key") -> str:
-    """A turn's idempotency key (:mod:`mnemo.cognition.turn_identity`): one line of printable text,
+    """A turn's idempotency key (:mod:`mnemo.cognition.text.turn_identity`): one line of printable text,
     1-200 characters; the scope holds each key once."""
     return check_text(value, label=label, max_chars=MAX_KEY_CHARS)
 

@@ -32,17 +32,19 @@ import numpy as np
 
 from mnemo._runtime import Runtime
 from mnemo._validate import check_id, check_process, to_utc
-from mnemo.admin import access, startup
-from mnemo.admin import agents as agents_path
-from mnemo.admin import backup as backup_path
-from mnemo.admin import inner as inner_read
-from mnemo.admin import status as status_path
-from mnemo.admin.inspect import Inspector
+from mnemo.access import control
+from mnemo.admin import agent_costs as agents_path
+from mnemo.admin import startup
+from mnemo.admin import status_report as status_path
+from mnemo.admin.inspector import Inspector
 from mnemo.admin.probes import Probes
 from mnemo.config import Settings
 from mnemo.cortex import tree as cortex_tree
 from mnemo.embed import Embeddings
 from mnemo.errors import MalformedImportError
+from mnemo.inner import inner_reads as inner_read
+from mnemo.inner import inner_writes as inner_write
+from mnemo.inner import reflect_on_demand as night_reflect
 from mnemo.models import (
     BackupManifest,
     Belief,
@@ -79,28 +81,27 @@ from mnemo.models import (
     TurnInput,
     Wandering,
 )
-from mnemo.night import api as night_api
+from mnemo.night import consolidated_reads as night_api
 from mnemo.night import cycle as night_cycle
-from mnemo.night import reflect as night_reflect
 from mnemo.night.cycle import STAGES as NIGHT_STAGES
 from mnemo.night.cycle import Progress as NightProgress
+from mnemo.portability import backup as backup_path
+from mnemo.portability import forks as forks_path
+from mnemo.portability import packet_format as packets_path
+from mnemo.portability import packet_import
 from mnemo.recall import context as assemble_path
 from mnemo.recall import history, listing
 from mnemo.recall import pipeline as recall_path
+from mnemo.reflexes import procedures as reflexes_path
 from mnemo.store import queue as queue_rows
 from mnemo.store.pool import PROCESS, redact
 from mnemo.store.server import embedded_running, release_embedded
 from mnemo.write import forget as forget_path
-from mnemo.write import forks as forks_path
 from mnemo.write import formats as formats_path
 from mnemo.write import gates as gate_path
 from mnemo.write import importer as import_path
 from mnemo.write import ingest as ingest_path
-from mnemo.write import inner as inner_write
-from mnemo.write import packet_format as packets_path
-from mnemo.write import packets as packet_import
 from mnemo.write import reembed as reembed_path
-from mnemo.write import reflexes as reflexes_path
 from mnemo.write import remember as write_path
 from mnemo.write.formats import Skipped, VectorSpace
 
@@ -393,7 +394,7 @@ class AsyncArchive:
         trunk, canopy) instead: their summaries, read-only. ``as_of`` recalls at a point in time
         (aware datetime or ISO-8601 text; naive means UTC): recency, activation and the query's time
         expressions are measured from it, and items written after it are left out. ``mood`` (a
-        gut direction, :mod:`mnemo.cognition.gut`) makes recall mood-congruent: the blend's emotional
+        gut direction, :mod:`mnemo.cognition.mind.gut`) makes recall mood-congruent: the blend's emotional
         component is each item's alignment with it (neutral without). A traced recall's
         ``outcome_id`` is what :meth:`feedback` links an outcome to.
         """
@@ -521,7 +522,7 @@ class AsyncArchive:
         """Offer one item of the agent's stream to the entry gate; every ``gate_flush_every`` items the
         exit gate decides which become memories. ``at``: when it was observed (default now; a replay or
         simulation gives its own clock). ``interest``: the caller's subconscious centroid (an agent's
-        gut, :mod:`mnemo.agent.gut`): the exit gate counts an item near it as relevant."""
+        gut, :mod:`mnemo.agent.gut_feeling`): the exit gate counts an item near it as relevant."""
         when = None if at is None else to_utc(at, label="at")
         with self.as_process(process):
             return await gate_path.observe(
@@ -568,27 +569,27 @@ class AsyncArchive:
     ) -> tuple[str, uuid.UUID]:
         """A bearer token for ``entity_id`` (optionally one namespace): ``(token, id)``; shown once.
         ``expires_at``: when it stops working (must lie ahead; naive is UTC); None: never."""
-        return await access.create(self._rt, entity_id, namespace, label, expires_at)
+        return await control.create(self._rt, entity_id, namespace, label, expires_at)
 
     async def verify_token(self, token: str) -> Principal:
         """The principal a bearer token speaks for; :class:`~mnemo.errors.AuthenticationError` when
         it is malformed, unknown, expired (the same answer as unknown) or revoked."""
-        return await access.verify(self._rt, token)
+        return await control.verify(self._rt, token)
 
     async def recheck_principal(self, principal: Principal) -> Principal:
         """``principal`` again if its token is still valid (not revoked, not expired);
         :class:`~mnemo.errors.AuthenticationError` otherwise. A session made from a token asks
         this on every request, so revocation and expiry end it."""
-        return await access.still_valid(self._rt, principal)
+        return await control.still_valid(self._rt, principal)
 
     async def revoke_token(self, entity_id: str, token_id: uuid.UUID | str) -> bool:
         """Revoke a token; False when there is no active token with that id."""
-        return await access.revoke(self._rt, entity_id, check_id(token_id, label="token id"))
+        return await control.revoke(self._rt, entity_id, check_id(token_id, label="token id"))
 
     async def tokens(self, entity_id: str) -> list[TokenInfo]:
         """``entity_id``'s tokens, oldest first, revoked and expired ones included (``mnemo token
         list``); never the tokens themselves, which only their holders have."""
-        return await access.list_tokens(self._rt, entity_id)
+        return await control.list_tokens(self._rt, entity_id)
 
     # --- forgetting ----------------------------------------------------------------
     async def forget(self, scope: Scope, item_id: uuid.UUID | str) -> dict[str, int]:
@@ -614,31 +615,31 @@ class AsyncArchive:
     # --- scopes and grants -----------------------------------------------------
     async def create_scope(self, scope: Scope) -> None:
         """Make ``scope`` exist before anything is written to it (idempotent)."""
-        await access.create_scope(self._rt, scope)
+        await control.create_scope(self._rt, scope)
 
     async def grant(self, scope: Scope, grantee: str, *, export: bool = False) -> bool:
         """Let entity ``grantee`` read ``scope`` (call as its owner); ``export`` also lets it export the
         scope's packets (consent-governed sharing: reading does not imply it). False if it already could."""
-        return await access.grant(self._rt, scope, grantee, export=export)
+        return await control.grant(self._rt, scope, grantee, export=export)
 
     async def revoke(self, scope: Scope, grantee: str) -> bool:
         """Withdraw entity ``grantee``'s read access to ``scope``; False if it had none."""
-        return await access.revoke_grant(self._rt, scope, grantee)
+        return await control.revoke_grant(self._rt, scope, grantee)
 
     async def grants(self, scope: Scope) -> list[str]:
         """The entities granted read access to ``scope``, sorted (``mnemo grants``);
         :class:`UnknownScopeError` when the scope does not exist."""
-        return await access.grantees(self._rt, scope)
+        return await control.grantees(self._rt, scope)
 
     async def scopes(self, entity_id: str | None = None) -> list[ScopeSummary]:
         """Every scope (or ``entity_id``'s) with its counts of turns, memories, blocks and current
         facts, and its last write (``mnemo scopes``)."""
-        return await access.summaries(self._rt, entity_id)
+        return await control.summaries(self._rt, entity_id)
 
     async def maturity(self, scope: Scope) -> Maturity:
         """``scope``'s live memories and identity density: what an agent's escalation threshold
         follows (cognitive-plan §3.5)."""
-        return await access.maturity(self._rt, scope)
+        return await control.maturity(self._rt, scope)
 
     # --- maintenance -----------------------------------------------------------
     async def warm(self, scope: Scope) -> int:

@@ -17,7 +17,7 @@ import platformdirs
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from mnemo.cognition.curation import RetentionPolicy
+from mnemo.cognition.consolidation.curation import RetentionPolicy
 from mnemo.errors import ConfigurationError
 
 __all__ = ["Settings", "load_settings"]
@@ -477,7 +477,7 @@ class Settings(BaseSettings):
             raise ValueError("pool_min_size must not exceed pool_max_size")
         if not self.gate_peripheral < self.gate_core:
             raise ValueError("gate_peripheral must be below gate_core")
-        from mnemo.cognition.safety import SAFETY_CHECKS
+        from mnemo.cognition.scoring.safety import SAFETY_CHECKS
 
         if unknown := [c for c in self.safety_enforced if c not in SAFETY_CHECKS]:
             raise ValueError(f"safety_enforced: unknown checks {unknown}; choose from {', '.join(SAFETY_CHECKS)}")

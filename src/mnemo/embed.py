@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from mnemo._onnx import OnnxEncoder, onnx_encoder, pipeline_of
-from mnemo.cognition.late import TokenVectors
-from mnemo.cognition.passages import passage_spans
+from mnemo.cognition.scoring.late import TokenVectors
+from mnemo.cognition.text.passages import passage_spans
 from mnemo.errors import ConfigurationError, EmbedderError
 
 __all__ = ["KIND_PREFIXES", "Embeddings", "Slug", "load_embedder"]
@@ -282,7 +282,7 @@ class Embeddings:
             raise EmbedderError(f"embedding failed with {self.slug}: {exc}") from exc
 
     def passages(self, content: str, prefix: str = "") -> list[str]:
-        """``content``'s passages after the first model window (:mod:`mnemo.cognition.passages`),
+        """``content``'s passages after the first model window (:mod:`mnemo.cognition.text.passages`),
         each with ``prefix`` (the speaker or kind prefix its item is embedded with); empty when the
         whole text fits the model or the model's window is unknown."""
         if self.max_tokens is None or self.tokenizer is None:

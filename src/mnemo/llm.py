@@ -15,11 +15,11 @@ passages answer a question).
 The model is any Pydantic AI model or model name, configured with
 ``MNEMO_LLM`` or passed to :meth:`mnemo.AsyncArchive.open` as ``llm=``. Without
 one, or when a call fails, the functions here return ``None`` and callers use
-the offline path: :func:`mnemo.cognition.extraction.extract`,
-:func:`mnemo.cognition.summaries.extractive_summary`,
-:func:`~mnemo.cognition.summaries.offline_insight`,
-:func:`~mnemo.cognition.summaries.offline_narrative`, the night's slot rules
-(:mod:`mnemo.cognition.slots`) and recall's offline refusal rules.
+the offline path: :func:`mnemo.cognition.consolidation.extraction.extract`,
+:func:`mnemo.cognition.consolidation.summaries.extractive_summary`,
+:func:`~mnemo.cognition.consolidation.summaries.offline_insight`,
+:func:`~mnemo.cognition.consolidation.summaries.offline_narrative`, the night's slot rules
+(:mod:`mnemo.cognition.consolidation.slots`) and recall's offline refusal rules.
 
 Every call is a fresh, isolated agent (instructions only, no message history)
 and its output is validated, never trusted: extraction results are converted
@@ -38,7 +38,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from mnemo.cognition.extraction import (
+from mnemo.cognition.consolidation.extraction import (
     FACT_KINDS,
     PRECISIONS,
     Extraction,
@@ -47,8 +47,8 @@ from mnemo.cognition.extraction import (
     TurnText,
     speaker_entity,
 )
-from mnemo.cognition.slots import ONE_VALUE, slot_of
-from mnemo.cognition.summaries import INSIGHT_PREFIX, NARRATIVE_PREFIX
+from mnemo.cognition.consolidation.slots import ONE_VALUE, slot_of
+from mnemo.cognition.consolidation.summaries import INSIGHT_PREFIX, NARRATIVE_PREFIX
 
 __all__ = ["Answerability", "answers", "contradicts", "extract", "insight", "narrative", "summarise", "supersedes"]
 
@@ -299,7 +299,8 @@ def _prefixed(text: Any, prefix: str, max_words: int) -> str | None:
 
 async def insight(model: Any, statements: Sequence[str]) -> str | None:
     """One high-level insight supported by ``statements``, prefixed "Insight: " like
-    :func:`~mnemo.cognition.summaries.offline_insight`; ``None`` without a model or statements, or on failure."""
+    :func:`~mnemo.cognition.consolidation.summaries.offline_insight`; ``None`` without a model or statements, or on
+    failure."""
     if model is None or not statements:
         return None
     prompt = "Statements:\n" + "\n".join(f"- {s}" for s in statements)
@@ -308,7 +309,7 @@ async def insight(model: Any, statements: Sequence[str]) -> str | None:
 
 async def narrative(model: Any, insight: str, sources: Sequence[str]) -> str | None:
     """An identity narrative ("I came to X because of Y and Z"), prefixed "Identity narrative: " like
-    :func:`~mnemo.cognition.summaries.offline_narrative`; ``None`` without a model or on failure."""
+    :func:`~mnemo.cognition.consolidation.summaries.offline_narrative`; ``None`` without a model or on failure."""
     if model is None or not insight.strip():
         return None
     core = insight.strip().removeprefix(INSIGHT_PREFIX)

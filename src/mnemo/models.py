@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 from pydantic import GetCoreSchemaHandler, PlainSerializer, TypeAdapter, computed_field
 from pydantic_core import CoreSchema, core_schema
 
-from mnemo.cognition.curation import Classification, Tier
-from mnemo.cognition.gates import EntryAction, ExitAction
-from mnemo.cognition.patterns import FactKind
+from mnemo.cognition.consolidation.curation import Classification, Tier
+from mnemo.cognition.mind.gate_rules import EntryAction, ExitAction
+from mnemo.cognition.text.patterns import FactKind
 from mnemo.errors import InvalidScopeError
 
 if TYPE_CHECKING:
@@ -206,7 +206,7 @@ class Turn:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     repeat: bool = False
     """True when the write that returned it stored nothing: the scope already held this turn (same
-    idempotency key, or same session, role, time and content; :mod:`mnemo.cognition.turn_identity`),
+    idempotency key, or same session, role, time and content; :mod:`mnemo.cognition.text.turn_identity`),
     and this is the turn it held."""
 
 
@@ -304,8 +304,8 @@ class Hit:
     :attr:`RecallResult.weights`; None for a tree node. :attr:`score` is it in rank order."""
     relevance_tier: int | None = None
     """The tier of about equal search relevance the hit was ranked in (0 the most relevant,
-    :func:`~mnemo.cognition.relevance.relevance_tiers`; a hit a later stage put above one of a better
-    tier ranks in that tier: :func:`~mnemo.cognition.rank_order.rank_tiers`): the blend orders hits
+    :func:`~mnemo.cognition.scoring.relevance.relevance_tiers`; a hit a later stage put above one of a better
+    tier ranks in that tier: :func:`~mnemo.cognition.scoring.rank_order.rank_tiers`): the blend orders hits
     only within a tier, so the tiers never fall down the hits; None for a tree node."""
 
     def components(self) -> dict[str, float | int | None]:
@@ -1050,7 +1050,7 @@ class TurnInput:
     embedding: np.ndarray | None = field(default=None, compare=False, repr=False)
     idempotency_key: str | None = None
     """The client's name for this turn: a turn whose key the scope already holds is a repeat
-    (:mod:`mnemo.cognition.turn_identity`; without a key, a hash of its session, role, time and content)."""
+    (:mod:`mnemo.cognition.text.turn_identity`; without a key, a hash of its session, role, time and content)."""
 
 
 @dataclass(frozen=True, slots=True)

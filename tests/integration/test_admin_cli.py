@@ -29,7 +29,7 @@ from mnemo import (
     TokenInfo,
     UnknownScopeError,
 )
-from mnemo.admin.access import token_hash
+from mnemo.access.control import token_hash
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.interfaces.http import create_app

@@ -20,7 +20,7 @@ from pydantic_ai.models.test import TestModel
 from mnemo import AsyncArchive, Scope, Settings
 from mnemo.agent import Agent, ContextWindow, Message
 from mnemo.agent.metacognition import META
-from mnemo.cognition.window import RateLimit
+from mnemo.cognition.mind.window_sizing import RateLimit
 from mnemo.embed import Embeddings
 from mnemo.errors import InvalidContentError
 

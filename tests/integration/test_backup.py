@@ -30,10 +30,10 @@ import pytest
 from pgvector.psycopg import register_vector
 
 from mnemo import AsyncArchive, BackupError, InvalidInputError, Scope, Settings
-from mnemo.admin._restore_disk import Swap, journal
-from mnemo.admin.backup import MANIFEST, MANIFEST_DIGEST
 from mnemo.embed import Embeddings
-from mnemo.store import backup as backup_rows
+from mnemo.portability._restore_disk import Swap, journal
+from mnemo.portability.backup import MANIFEST, MANIFEST_DIGEST
+from mnemo.store import snapshots as backup_rows
 from tests.conftest import snapshot
 from tests.integration.test_cortex import QUESTION, a_week_of, cortex_dir
 

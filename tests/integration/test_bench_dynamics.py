@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mnemo.bench.dynamics import run_dynamics
+from mnemo.bench.dynamics_scenario import run_dynamics
 from mnemo.embed import Embeddings
 
 

@@ -318,7 +318,7 @@ def test_http_recall_takes_expand_and_level(server: str, tokens: dict[str, objec
 async def test_recall_sees_every_write_to_the_cortex(archive: AsyncArchive) -> None:
     """The in-memory copy of a scope's cortex follows the table's version: a night that migrates
     more blocks after a recall is seen by the next recall."""
-    from mnemo.cortex.search import cortex_neighbours
+    from mnemo.cortex.cortex_search import cortex_neighbours
 
     await record(archive, ME, "s1", arc_conversation(), LONG_AGO)
     first = await archive.night_cycle(ME)

@@ -12,7 +12,7 @@ import pytest
 
 from mnemo import AsyncArchive, InvalidContentError, Scope, Settings
 from mnemo._dynamics import WeightRequest, change_weights
-from mnemo.cognition.relevance import COLD_START_ALPHAS
+from mnemo.cognition.scoring.relevance import COLD_START_ALPHAS
 from mnemo.embed import Embeddings
 from mnemo.models import RecallResult
 from mnemo.recall.pipeline import recall

@@ -15,8 +15,8 @@ import psycopg
 import pytest
 
 from mnemo import AsyncArchive, Scope, Settings
-from mnemo.cognition.activation import AccessHistory, activation, base_level, retrieval_probability, spreading
-from mnemo.cognition.relevance import recency
+from mnemo.cognition.scoring.activation import AccessHistory, activation, base_level, retrieval_probability, spreading
+from mnemo.cognition.scoring.relevance import recency
 
 ME = Scope("assistant", "maya")
 START = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)

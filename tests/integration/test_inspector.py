@@ -25,7 +25,7 @@ import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from mnemo import AsyncArchive, RecallResult, Scope, Settings
-from mnemo.cognition.readiness import MILESTONES
+from mnemo.cognition.mind.readiness import MILESTONES
 from mnemo.embed import Embeddings
 from mnemo.interfaces.http import create_app
 from mnemo.night.cycle import STAGES

@@ -129,7 +129,7 @@ async def test_turned_off_no_token_rows_and_no_late_scores(
 # --- late interaction as a retriever: the whole scope scanned -------------------------------------
 async def _scan_best(archive: AsyncArchive, embeddings: Embeddings, database_url: str, query: str) -> str:
     """The turn MaxSim ranks first among all of the scope's turns, computed here from the stored rows."""
-    from mnemo.cognition.late import late_scores
+    from mnemo.cognition.scoring.late import late_scores
     from mnemo.store.token_vectors import fetch
 
     async with archive.runtime.store.connection() as conn:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mnemo import AsyncArchive, RecallResult, Scope, Settings
-from mnemo.cognition.ranker import FEATURES, Ranker
+from mnemo.cognition.scoring.ranker import FEATURES, Ranker
 from mnemo.embed import Embeddings
 from mnemo.errors import ConfigurationError
 

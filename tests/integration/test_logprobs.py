@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from mnemo import AsyncArchive, Scope, Settings
-from mnemo.cognition.surprisal import NGramModel, score_stream
+from mnemo.cognition.consolidation.surprisal import NGramModel, score_stream
 from mnemo.embed import Embeddings
 from mnemo.night.logprobs import MAX_CONSECUTIVE_FAILURES
 from tests.fake_completions import FAKE_BITS, FakeCompletions

@@ -2,7 +2,7 @@
 
 A recall's hits are ordered by relevance tier first and the blend within a tier, so a hit of a worse
 tier can have the higher blend: the score shown is the blend capped by every score above it
-(:func:`~mnemo.cognition.rank_order.rank_scores`), never rising down the hits, with the tier beside
+(:func:`~mnemo.cognition.scoring.rank_order.rank_scores`), never rising down the hits, with the tier beside
 it, on the command line, in the JSON (HTTP, MCP, ``--json``: one record) and in the inspector. A
 never-used item is as old as what it tells: a turn said ten months ago, and the fact a night made of
 it, have recency about 0; a recall that uses a memory makes it recent.
@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from mnemo import Archive, AsyncArchive, RecallResult, Scope, Settings
-from mnemo.cognition.rank_order import rank_scores
+from mnemo.cognition.scoring.rank_order import rank_scores
 from mnemo.embed import Embeddings
 from mnemo.interfaces.cli._common import print_recall
 from mnemo.interfaces.http import create_app

@@ -1,5 +1,5 @@
 """Turns carry a content identity: a retried or re-imported turn is a repeat, counted and skipped
-(issue 39 item 3; :mod:`mnemo.cognition.turn_identity`). Library face; the CLI, HTTP and MCP faces are
+(issue 39 item 3; :mod:`mnemo.cognition.text.turn_identity`). Library face; the CLI, HTTP and MCP faces are
 tested in their own files."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from mnemo import AsyncArchive, InvalidInputError, Scope
-from mnemo.cognition.turn_identity import content_identity
+from mnemo.cognition.text.turn_identity import content_identity
 from mnemo.store import Store
 from mnemo.store.migrate import load_migrations
 

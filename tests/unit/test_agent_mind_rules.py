@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
 from mnemo.agent.metacognition import contradicts, logprobs_of, parse_verbalised, signals
-from mnemo.cognition.actions import SELF_GENERATED, SOURCE_FLOOR, SourceTag, check_action
-from mnemo.cognition.window import (
+from mnemo.cognition.mind.actions import SELF_GENERATED, SOURCE_FLOOR, SourceTag, check_action
+from mnemo.cognition.mind.window_sizing import (
     DEEP,
     NORMAL,
     RELAXED,

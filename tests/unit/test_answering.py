@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mnemo.cognition.answering import dont_know, recital_when, said_when, supports
+from mnemo.cognition.mind.answering import dont_know, recital_when, said_when, supports
 
 NOW = datetime(2025, 6, 1, 12, tzinfo=UTC)
 

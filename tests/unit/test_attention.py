@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.cognition.attention import URGENCY, Candidate, allocate, salience, state_report
+from mnemo.cognition.mind.attention import URGENCY, Candidate, allocate, salience, state_report
 
 
 def unit(*values: float) -> np.ndarray:

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from mnemo.cognition.bifocal import condense_prose, condense_summary, render_prose, select_excerpt
-from mnemo.cognition.citations import cite, subjects
-from mnemo.cognition.clustering import cluster
-from mnemo.cognition.salience import block_centroid, new_information
-from mnemo.cortex.search import once, render_excerpt
+from mnemo.cognition.consolidation.citations import cite, subjects
+from mnemo.cognition.consolidation.clustering import cluster
+from mnemo.cognition.consolidation.salience import block_centroid, new_information
+from mnemo.cognition.scoring.bifocal import condense_prose, condense_summary, render_prose, select_excerpt
+from mnemo.cortex.cortex_search import once, render_excerpt
 from mnemo.models import ExcerptLine, Hit, Scope
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -131,7 +131,7 @@ def test_new_information_is_content_words_the_session_had_not_used() -> None:
 def test_a_scope_in_memory_ranks_as_an_exact_cosine_search() -> None:
     import pyarrow as pa
 
-    from mnemo.cortex.store import ScopeVectors
+    from mnemo.cortex.lance_tables import ScopeVectors
 
     rng = np.random.default_rng(3)
     vectors = rng.normal(size=(30, 8)).astype(np.float32)

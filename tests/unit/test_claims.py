@@ -1,5 +1,5 @@
 """What is current (issue 40 item 2): claims, supersession, endings, and the reorderings recall
-makes of them (:mod:`mnemo.cognition.claims`)."""
+makes of them (:mod:`mnemo.cognition.scoring.claims`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.cognition.claims import (
+from mnemo.cognition.consolidation.extraction import TurnText, single_valued
+from mnemo.cognition.scoring.claims import (
     Claim,
     Said,
     asks_about_now,
@@ -22,7 +23,6 @@ from mnemo.cognition.claims import (
     successors,
     supersedes,
 )
-from mnemo.cognition.extraction import TurnText, single_valued
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

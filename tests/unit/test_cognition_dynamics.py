@@ -16,18 +16,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from mnemo.cognition.activation import (
-    AccessHistory,
-    activation,
-    base_level,
-    logistic_noise,
-    partial_match,
-    record_access,
-    retrieval_probability,
-    spreading,
-)
-from mnemo.cognition.context import Candidate, Placed, estimate_tokens, fits_budget, pack_situational, roll_identity
-from mnemo.cognition.gates import (
+from mnemo.cognition.mind.gate_rules import (
     Cell,
     GateThresholds,
     entry_decision,
@@ -38,7 +27,25 @@ from mnemo.cognition.gates import (
     opposition,
     substitution_conflict,
 )
-from mnemo.cognition.relevance import (
+from mnemo.cognition.scoring.activation import (
+    AccessHistory,
+    activation,
+    base_level,
+    logistic_noise,
+    partial_match,
+    record_access,
+    retrieval_probability,
+    spreading,
+)
+from mnemo.cognition.scoring.context_packing import (
+    Candidate,
+    Placed,
+    estimate_tokens,
+    fits_budget,
+    pack_situational,
+    roll_identity,
+)
+from mnemo.cognition.scoring.relevance import (
     COLD_START_ALPHAS,
     COMPONENTS,
     MATURE_ALPHAS,
@@ -47,9 +54,9 @@ from mnemo.cognition.relevance import (
     minmax,
     recency,
 )
-from mnemo.cognition.safety import Change, Operation, Policy, Violation, propose
-from mnemo.cognition.spreading import HOP_DECAY, edge_strength, pairs, prune, spread
-from mnemo.cognition.weights import ANCHORED, CEILING, DEFAULT, StochasticWeight, ceiling_alpha, diminished
+from mnemo.cognition.scoring.safety import Change, Operation, Policy, Violation, propose
+from mnemo.cognition.scoring.spreading import HOP_DECAY, edge_strength, pairs, prune, spread
+from mnemo.cognition.scoring.weights import ANCHORED, CEILING, DEFAULT, StochasticWeight, ceiling_alpha, diminished
 
 FAST = settings(max_examples=60, deadline=None)
 SLOW = settings(max_examples=25, deadline=None)

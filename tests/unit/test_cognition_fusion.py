@@ -8,8 +8,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from mnemo.cognition.fusion import zscore_fuse
-from mnemo.cognition.neighbours import smooth
+from mnemo.cognition.scoring.fusion import zscore_fuse
+from mnemo.cognition.scoring.neighbours import smooth
 
 
 def test_zscore_fuse_known_values() -> None:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.cognition.confidence import SEED_WEIGHTS, composite, from_logprobs, structural
+from mnemo.cognition.mind.confidence import SEED_WEIGHTS, composite, from_logprobs, structural
 
 PLAIN = "Maya is allergic to peanuts. She carries an epipen."
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.cognition.escalation import ALWAYS, TRIGGERS, decide, escalation_threshold, maturity
+from mnemo.cognition.mind.escalation import ALWAYS, TRIGGERS, decide, escalation_threshold, maturity
 
 
 def test_two_triggers_escalate_one_does_not() -> None:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from mnemo.cognition.extraction import (
+from mnemo.cognition.consolidation.extraction import (
     Extraction,
     FactCandidate,
     TripleCandidate,
@@ -26,7 +26,7 @@ from mnemo.cognition.extraction import (
     single_valued,
     triple_hash,
 )
-from mnemo.cognition.summaries import (
+from mnemo.cognition.consolidation.summaries import (
     centrality,
     extractive_summary,
     offline_insight,

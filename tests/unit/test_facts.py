@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.cognition.extraction import TurnText, extract, fact_hash
-from mnemo.cognition.facts import canonical_value, content_words, is_fragment, reads_as_sentence, sentence
+from mnemo.cognition.consolidation.extraction import TurnText, extract, fact_hash
+from mnemo.cognition.consolidation.facts import canonical_value, content_words, is_fragment, reads_as_sentence, sentence
 
 ROOT = Path(__file__).resolve().parents[2]
 DEV = Path(os.environ.get("LOCOMO_DEV", ROOT.parent / "shared" / "bench" / "locomo" / "locomo-dev.json"))

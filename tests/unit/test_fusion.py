@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.cognition.fusion import rrf
+from mnemo.cognition.scoring.fusion import rrf
 
 
 def test_rrf_known_values() -> None:

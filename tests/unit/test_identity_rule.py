@@ -1,6 +1,6 @@
 """The identity roll's rule (issue 28 item 6): "Who I am and what I value" holds only identity-level
 memories, whatever use did to their weights. Property tests over the real recall reinforcement
-(:func:`mnemo.cognition.safety.propose`, ``reinforce(0.1)`` per recall)."""
+(:func:`mnemo.cognition.scoring.safety.propose`, ``reinforce(0.1)`` per recall)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,15 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo.cognition.context import IDENTITY_KINDS, Candidate, identity_level, identity_pool, roll_identity
-from mnemo.cognition.safety import Policy, propose
-from mnemo.cognition.weights import StochasticWeight
+from mnemo.cognition.scoring.context_packing import (
+    IDENTITY_KINDS,
+    Candidate,
+    identity_level,
+    identity_pool,
+    roll_identity,
+)
+from mnemo.cognition.scoring.safety import Policy, propose
+from mnemo.cognition.scoring.weights import StochasticWeight
 from mnemo.models import MEMORY_KINDS
 
 RECALL_GAIN = 0.1  # cognitive-plan §3.8: every recall that returns a memory reinforces it by this

@@ -15,7 +15,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo.cognition.gut import (
+from mnemo.cognition.consolidation.tuning import (
+    TUNED,
+    GateParams,
+    Sample,
+    capped,
+    contributor,
+    evolve,
+    gate_step,
+    pathological,
+    quality,
+)
+from mnemo.cognition.mind.gut import (
     LAYER_SHARES,
     Feeling,
     attention_centroid,
@@ -26,7 +37,7 @@ from mnemo.cognition.gut import (
     subconscious_centroid,
     weighted_centroid,
 )
-from mnemo.cognition.idle import (
+from mnemo.cognition.mind.idle_sampling import (
     BIASES,
     Pooled,
     bias,
@@ -35,9 +46,10 @@ from mnemo.cognition.idle import (
     sample,
     topic_entropy,
 )
-from mnemo.cognition.ledger import Attempt, failure_patterns, reflection, task_key
-from mnemo.cognition.promotion import LEVELS, demoted, needs_approval, next_step, utility
-from mnemo.cognition.safety import (
+from mnemo.cognition.mind.ledger import Attempt, failure_patterns, reflection, task_key
+from mnemo.cognition.mind.promotion import LEVELS, demoted, needs_approval, next_step, utility
+from mnemo.cognition.mind.tensions import aligned, next_status, opposes, statement
+from mnemo.cognition.scoring.safety import (
     breaker,
     coherence,
     coherence_drop,
@@ -46,18 +58,6 @@ from mnemo.cognition.safety import (
     goal_budget,
     two_gate,
     weight_entropy,
-)
-from mnemo.cognition.tensions import aligned, next_status, opposes, statement
-from mnemo.cognition.tuning import (
-    TUNED,
-    GateParams,
-    Sample,
-    capped,
-    contributor,
-    evolve,
-    gate_step,
-    pathological,
-    quality,
 )
 
 FEW = settings(max_examples=50, deadline=None)

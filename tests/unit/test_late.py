@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from mnemo.cognition.late import TokenVectors, combine, idf_weights, late_scores, maxsim, quantize
+from mnemo.cognition.scoring.late import TokenVectors, combine, idf_weights, late_scores, maxsim, quantize
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
@@ -170,7 +170,7 @@ def test_the_token_cache_keeps_the_most_recently_read_within_its_bytes_and_forge
 def test_an_index_scores_as_late_scores_does_with_idf_over_every_indexed_item(
     seed: int, sizes: list[int], nq: int
 ) -> None:
-    from mnemo.cognition.late import index_scores, index_tokens
+    from mnemo.cognition.scoring.late import index_scores, index_tokens
 
     query = _tokens(seed, nq)
     items = [
@@ -193,7 +193,7 @@ def test_a_growing_index_is_the_index_of_everything_appended_to_it(
 ) -> None:
     """Appending items batch by batch gives the index laying them all out at once would: the same
     rows, positions, scales and document frequencies, so the same scores, bit for bit."""
-    from mnemo.cognition.late import GrowingIndex, index_scores, index_tokens
+    from mnemo.cognition.scoring.late import GrowingIndex, index_scores, index_tokens
 
     query = _tokens(seed, nq)
     made: list[TokenVectors] = []
@@ -223,7 +223,7 @@ def test_a_growing_index_is_the_index_of_everything_appended_to_it(
 def test_the_cache_keeps_a_scopes_index_only_for_the_items_it_was_built_from() -> None:
     import uuid
 
-    from mnemo.cognition.late import index_tokens
+    from mnemo.cognition.scoring.late import index_tokens
     from mnemo.store.token_vectors import Cache
 
     one = quantize(_tokens(1, 10, dim=16))
@@ -248,7 +248,7 @@ def test_the_cache_keeps_a_scopes_index_only_for_the_items_it_was_built_from() -
 
 
 def test_scoring_block_by_block_gives_the_same_scores(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mnemo.cognition import late
+    from mnemo.cognition.scoring import late
 
     query = _tokens(3, 5)
     items = [quantize(_tokens(10 + i, n)) for i, n in enumerate([4, 7, 1, 9, 3])]

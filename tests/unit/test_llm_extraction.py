@@ -14,7 +14,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 from mnemo import llm
-from mnemo.cognition.extraction import Extraction, FactCandidate, TripleCandidate, TurnText, extract
+from mnemo.cognition.consolidation.extraction import Extraction, FactCandidate, TripleCandidate, TurnText, extract
 
 AT = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 TURNS = [

@@ -11,7 +11,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from mnemo import llm
-from mnemo.cognition.extraction import TurnText
+from mnemo.cognition.consolidation.extraction import TurnText
 
 AT = datetime(2024, 2, 1, 10, 0, tzinfo=UTC)
 

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from mnemo import EndpointError, MnemoError, Settings
-from mnemo.cognition.surprisal import NGramModel
+from mnemo.cognition.consolidation.surprisal import NGramModel
 from mnemo.night.logprobs import (
     MAX_CONSECUTIVE_FAILURES,
     SurprisalEndpointError,

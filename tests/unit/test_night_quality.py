@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from mnemo.cognition.curation import Signals, classify
-from mnemo.cognition.extraction import TurnText, extract
-from mnemo.cognition.summaries import offline_insight
+from mnemo.cognition.consolidation.curation import Signals, classify
+from mnemo.cognition.consolidation.extraction import TurnText, extract
+from mnemo.cognition.consolidation.summaries import offline_insight
 from mnemo.night.insights import _conflicts
-from mnemo.store.curation import CandidateRow
+from mnemo.store.curation_versions import CandidateRow
 from mnemo.store.links import InsightCandidate
 
 AT = datetime(2024, 5, 6, 10, 0, tzinfo=UTC)
@@ -58,7 +58,7 @@ def test_plain_memories_that_name_other_places_or_dates_are_two_claims() -> None
 
 
 def test_an_insight_represents_every_source() -> None:
-    from mnemo.cognition.summaries import claim_of
+    from mnemo.cognition.consolidation.summaries import claim_of
 
     texts = ["Dana met Sam in Lisbon.", "Dana met Sam and Kim in Lisbon on 4 May 2024."]
     vectors = np.array([[1.0, 0.0], [0.9, 0.1]])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from mnemo.cognition.curation import RetentionPolicy, raw_cutoff, raw_keep
+from mnemo.cognition.consolidation.curation import RetentionPolicy, raw_cutoff, raw_keep
 from mnemo.models import Hit, Scope
 from mnemo.recall.context import _hit_line, _repeats
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.cognition.passages import passage_spans
+from mnemo.cognition.text.passages import passage_spans
 
 
 def _offsets(n: int) -> list[tuple[int, int]]:

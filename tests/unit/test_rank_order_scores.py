@@ -7,7 +7,7 @@ from itertools import pairwise
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.cognition.rank_order import rank_scores, rank_tiers
+from mnemo.cognition.scoring.rank_order import rank_scores, rank_tiers
 
 SCORES = st.lists(st.floats(min_value=-1.0, max_value=2.0, allow_nan=False), max_size=40)
 

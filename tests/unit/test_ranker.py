@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.cognition.late import TokenVectors
-from mnemo.cognition.ranker import FEATURES, Ranker, spread_sessions, standardise
-from mnemo.cognition.refusal import Verdict, judge, question_words, unsupported, word_support
+from mnemo.cognition.scoring.late import TokenVectors
+from mnemo.cognition.scoring.ranker import FEATURES, Ranker, spread_sessions, standardise
+from mnemo.cognition.scoring.refusal import Verdict, judge, question_words, unsupported, word_support
 from mnemo.errors import ConfigurationError
 from mnemo.recall.learned import load_ranker
 

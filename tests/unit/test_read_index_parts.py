@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.cognition.bm25 import average_length, bm25_weights
+from mnemo.cognition.scoring.bm25 import average_length, bm25_weights
 from mnemo.recall.index import ScopeIndex, _Late, _Lexicon, _Utterances, _Vectors
 from mnemo.store.read_index import Postings
 

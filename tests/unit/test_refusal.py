@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.cognition.late import TokenVectors
-from mnemo.cognition.refusal import (
+from mnemo.cognition.scoring.late import TokenVectors
+from mnemo.cognition.scoring.refusal import (
     Verdict,
     asked_about,
     asks,

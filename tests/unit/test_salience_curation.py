@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo.cognition.curation import (
+from mnemo.cognition.consolidation.curation import (
     TIERS,
     Classification,
     CuratorPolicy,
@@ -24,7 +24,7 @@ from mnemo.cognition.curation import (
     quality,
     raw_cutoff,
 )
-from mnemo.cognition.salience import (
+from mnemo.cognition.consolidation.salience import (
     BlockSalience,
     Salience,
     Zone,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mnemo.cortex.migrate import MigrationStats
+from mnemo.cortex.block_migration import MigrationStats
 from mnemo.cortex.tree import TreeStats
 from mnemo.night.curator import CurationStats
 from mnemo.night.cycle import _restored

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.cognition.extraction import FactCandidate, TurnText, extract
-from mnemo.cognition.facts import is_fragment, sentence
-from mnemo.cognition.phrases import fold_accents
-from mnemo.cognition.slots import ANY, ONE_VALUE, slot_of, value_matches
+from mnemo.cognition.consolidation.extraction import FactCandidate, TurnText, extract
+from mnemo.cognition.consolidation.facts import is_fragment, sentence
+from mnemo.cognition.consolidation.slots import ANY, ONE_VALUE, slot_of, value_matches
+from mnemo.cognition.text.phrases import fold_accents
 
 AT = datetime(2025, 3, 1, 12, tzinfo=UTC)
 NAMES = st.sampled_from(["Luna", "Miso", "Biscuit", "Pepper", "Nala", "Rocky", "Oskar", "Coco"])
@@ -25,7 +25,7 @@ def facts(text: str, speaker: str = "José") -> tuple[FactCandidate, ...]:
 
 def ends(old_attribute: str, old_value: str, text: str) -> bool:
     """Whether some ending ``text`` states would close the open fact ``old_attribute`` = ``old_value``
-    (the night's rule, :func:`mnemo.night.knowledge._ends`, on the same subject)."""
+    (the night's rule, :func:`mnemo.night.fact_extraction._ends`, on the same subject)."""
     for f in facts(text):
         if not f.negated:
             continue

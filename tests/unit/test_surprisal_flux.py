@@ -1,4 +1,4 @@
-"""Surprisal models (mnemo.cognition.surprisal) and flux arcs (mnemo.cognition.flux)."""
+"""Surprisal models (mnemo.cognition.consolidation.surprisal) and flux arcs (mnemo.cognition.consolidation.flux)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo.cognition.flux import (
+from mnemo.cognition.consolidation.flux import (
     FLUX_STATES,
     FluxArc,
     FluxParams,
@@ -20,7 +20,7 @@ from mnemo.cognition.flux import (
     open_at_end,
     with_margins,
 )
-from mnemo.cognition.surprisal import (
+from mnemo.cognition.consolidation.surprisal import (
     UNK,
     LogprobSurprise,
     NGramModel,

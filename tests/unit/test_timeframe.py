@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.cognition.timeframe import in_window, query_window, span
+from mnemo.cognition.scoring.timeframe import in_window, query_window, span
 
 AT = datetime(2023, 8, 20, 15, 30, tzinfo=UTC)
 _days = st.datetimes(min_value=datetime(1990, 1, 1), max_value=datetime(2090, 12, 31), timezones=st.just(UTC)).map(

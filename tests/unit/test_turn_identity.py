@@ -1,10 +1,10 @@
-"""The pure half of a turn's content identity (issue 39 item 3; mnemo.cognition.turn_identity)."""
+"""The pure half of a turn's content identity (issue 39 item 3; mnemo.cognition.text.turn_identity)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from mnemo.cognition.turn_identity import content_identity, key_identity, turn_identities
+from mnemo.cognition.text.turn_identity import content_identity, key_identity, turn_identities
 from mnemo.models import TurnInput
 
 AT = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)

@@ -1,12 +1,12 @@
 """Use strengthens, being returned does not (issue 28 item 4): which candidates recall may reinforce
-and which near misses it may suppress (mnemo.cognition.relevance)."""
+and which near misses it may suppress (mnemo.cognition.scoring.relevance)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.cognition.relevance import most_relevant, relevance_tiers, suppressible
+from mnemo.cognition.scoring.relevance import most_relevant, relevance_tiers, suppressible
 
 scores = st.dictionaries(st.integers(0, 60), st.floats(0, 1, allow_nan=False), max_size=40)
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.cognition.utterances import AUX, WH, acknowledgement, is_question, recital, second_person, told
+from mnemo.cognition.text.utterances import AUX, WH, acknowledgement, is_question, recital, second_person, told
 
 SUBJECT = st.sampled_from(["I", "my sister", "Lena", "we", "the dog", "my brother Tomas", "our neighbours"])
 BODY = st.sampled_from(

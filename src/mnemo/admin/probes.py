@@ -23,9 +23,9 @@ from mnemo._runtime import Runtime
 from mnemo.models import Scope
 from mnemo.recall import capture
 from mnemo.recall.capture import Capture
+from mnemo.store import bench_reads as probe_rows
 from mnemo.store import lexicon
 from mnemo.store import links as link_rows
-from mnemo.store import probes as probe_rows
 from mnemo.store import status as status_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.write.embedding import embed_items

@@ -16,7 +16,7 @@ from typing import Any
 
 from mnemo._runtime import Runtime
 from mnemo.config import Settings, load_settings
-from mnemo.cortex.store import Cortex
+from mnemo.cortex.lance_tables import Cortex
 from mnemo.embed import Embeddings, load_embedder
 from mnemo.recall.index import ReadIndexes
 from mnemo.recall.learned import load_ranker

@@ -19,9 +19,9 @@ confidence, escalation). Reflexes live in the archive itself (``record_outcome``
 from __future__ import annotations
 
 from mnemo.agent.docs import DocsTool
-from mnemo.agent.gut import Gut
+from mnemo.agent.gut_feeling import Gut
 from mnemo.agent.identity import Identity, IdentityItem
-from mnemo.agent.idle import IdleLoop, IdleReport
+from mnemo.agent.idle_loop import IdleLoop, IdleReport
 from mnemo.agent.loop import Agent, Reply
 from mnemo.agent.window import ContextWindow, Message
 

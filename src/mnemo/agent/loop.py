@@ -22,11 +22,11 @@ One input's way through :meth:`Agent.respond`:
    thought; anything else stays in working memory. Tool uses and escalations become reflexes.
 
 System 1 is the model of ``MNEMO_LLM`` (or ``model=``); without one, System 1 is an offline
-responder (:mod:`mnemo.cognition.utterances`): it acknowledges what the user tells it ("Noted: you
+responder (:mod:`mnemo.cognition.text.utterances`): it acknowledges what the user tells it ("Noted: you
 are allergic to peanuts.") and answers a question with the best recalled statement that speaks of
 what it asks, never a question and never its own reply ("From memory: you are allergic to
 peanuts.", "You said last week that you moved to Porto the week before."), or that it does not
-know ("I don't know your blood type — you haven't told me.", :mod:`mnemo.cognition.answering`); so
+know ("I don't know your blood type — you haven't told me.", :mod:`mnemo.cognition.mind.answering`); so
 the loop, the gate, attention and the cost report run offline. System 2 is ``MNEMO_SYSTEM2_LLM`` (or
 ``system2=``).
 """
@@ -45,17 +45,17 @@ import numpy as np
 
 from mnemo.agent import metacognition as meta
 from mnemo.agent.docs import DocsTool
-from mnemo.agent.gut import Gut
+from mnemo.agent.gut_feeling import Gut
 from mnemo.agent.identity import Identity, IdentityItem
 from mnemo.agent.window import ContextWindow, Message
 from mnemo.archive import AsyncArchive
-from mnemo.cognition.actions import SOURCE_CONFIDENCE, USER, ActionCheck, ActionKind, SourceTag, check_action
-from mnemo.cognition.answering import dont_know, recital_when, supports
-from mnemo.cognition.attention import URGENCY, Candidate, Scored, allocate, state_report
-from mnemo.cognition.confidence import composite, from_logprobs, structural
-from mnemo.cognition.escalation import decide, escalation_threshold
-from mnemo.cognition.utterances import acknowledgement, is_question
-from mnemo.cognition.window import Intensity, RateLimit, intensity, system2_recency, window_share
+from mnemo.cognition.mind.actions import SOURCE_CONFIDENCE, USER, ActionCheck, ActionKind, SourceTag, check_action
+from mnemo.cognition.mind.answering import dont_know, recital_when, supports
+from mnemo.cognition.mind.attention import URGENCY, Candidate, Scored, allocate, state_report
+from mnemo.cognition.mind.confidence import composite, from_logprobs, structural
+from mnemo.cognition.mind.escalation import decide, escalation_threshold
+from mnemo.cognition.mind.window_sizing import Intensity, RateLimit, intensity, system2_recency, window_share
+from mnemo.cognition.text.utterances import acknowledgement, is_question
 from mnemo.errors import InvalidContentError
 from mnemo.models import FlushReport, Hit, RecallResult, Refusal, Scope
 
@@ -455,7 +455,7 @@ class Agent:
         "you"; a question (or an internal input) is answered with the best recalled statement the
         user made or memory holds that speaks of what it asks (recall puts what is current first),
         with when it was said ("You said last week that ..."), never a question and never the agent's
-        own words; else "I don't know" (issue 40 item 8, :mod:`mnemo.cognition.answering`)."""
+        own words; else "I don't know" (issue 40 item 8, :mod:`mnemo.cognition.mind.answering`)."""
         if run.tag.source == USER and not is_question(run.text):
             return Reply(acknowledgement(run.text), "offline", confidence=1.0)
         mood = self.gut.mood if self.gut else None

@@ -4,7 +4,7 @@ Seeds: cognitive-plan §2.11 (composite confidence: token log-probabilities when
 them, structural heuristics otherwise, and verbalised confidence from an isolated meta-context call:
 a separate call with no history and no identity, discarded after the number is read) and §3.6 (the
 escalation triggers: low confidence, a detected contradiction, complexity, novelty). The weighting
-and the decisions are pure (:mod:`mnemo.cognition.confidence`, :mod:`mnemo.cognition.escalation`);
+and the decisions are pure (:mod:`mnemo.cognition.mind.confidence`, :mod:`mnemo.cognition.mind.escalation`);
 this module extracts the signals from model messages and texts.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 
-from mnemo.cognition.gates import negation_conflict, substitution_conflict
+from mnemo.cognition.mind.gate_rules import negation_conflict, substitution_conflict
 
 __all__ = ["META", "SYSTEM2", "SecondOpinion", "contradicts", "logprobs_of", "parse_verbalised", "signals"]
 

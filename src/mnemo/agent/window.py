@@ -2,7 +2,7 @@
 
 Seed: cognitive-plan §3.3 (adaptive FIFO: the budget follows intensity; pruned messages go through
 the exit gate before they leave, at most one embedding per 5 s during a burst; after pruning,
-context assembly runs again). The sizing rules are pure (:mod:`mnemo.cognition.window`); this
+context assembly runs again). The sizing rules are pure (:mod:`mnemo.cognition.mind.window_sizing`); this
 class holds the messages and talks to the archive.
 
 Every message entered the entry gate when it arrived (``AsyncArchive.observe``); the ones it kept
@@ -24,8 +24,8 @@ from typing import Literal
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
 from mnemo.archive import AsyncArchive
-from mnemo.cognition.actions import USER
-from mnemo.cognition.window import RateLimit, prune_count
+from mnemo.cognition.mind.actions import USER
+from mnemo.cognition.mind.window_sizing import RateLimit, prune_count
 from mnemo.models import FlushReport, Scope
 
 __all__ = ["ContextWindow", "Message"]

@@ -63,7 +63,7 @@ import numpy as np
 
 from mnemo.archive import AsyncArchive
 from mnemo.bench.metrics import budget_recall, mean, parse_evidence, percentile, recall_any_at_k, recall_at_k
-from mnemo.cognition.fusion import rrf
+from mnemo.cognition.scoring.fusion import rrf
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.errors import MalformedImportError

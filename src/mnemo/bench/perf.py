@@ -32,7 +32,7 @@ import numpy as np
 
 from mnemo.archive import AsyncArchive
 from mnemo.bench.metrics import percentile
-from mnemo.cognition.late import TokenVectors, quantize
+from mnemo.cognition.scoring.late import TokenVectors, quantize
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.models import Scope, TurnInput

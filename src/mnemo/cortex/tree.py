@@ -4,7 +4,7 @@ Seed: memory-architecture §5.4 (leaf blocks -> branch (1) -> trunk (2) -> canop
 (3); per node: summary text, summary embedding, centroid, member ids, member
 count, parent link; ``retrieve_at_level``), §8.2 stage 8. A node's summary is
 the configured LLM's, else extractive: the most central of its members' gists
-(blocks) or summaries (nodes). Clustering: :mod:`mnemo.cognition.clustering`.
+(blocks) or summaries (nodes). Clustering: :mod:`mnemo.cognition.consolidation.clustering`.
 
 The tree is a function of the cortex's blocks, so it is rebuilt whole for the
 scope (one replace of the scope's node rows); a run that stops before its mark
@@ -24,9 +24,9 @@ import psycopg
 
 from mnemo import llm
 from mnemo._runtime import Runtime
-from mnemo.cognition.clustering import cluster
-from mnemo.cognition.salience import unit_vector
-from mnemo.cognition.summaries import extractive_summary
+from mnemo.cognition.consolidation.clustering import cluster
+from mnemo.cognition.consolidation.salience import unit_vector
+from mnemo.cognition.consolidation.summaries import extractive_summary
 from mnemo.models import Scope, TreeNode, uuid7
 from mnemo.store import tiers
 

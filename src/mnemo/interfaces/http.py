@@ -23,7 +23,7 @@ batch of turns in the JSONL import format, each checked exactly as a line of a J
 (:meth:`mnemo.AsyncArchive.parse_turns`), then written by :meth:`mnemo.AsyncArchive.import_turns`,
 all or nothing unless ``skip_invalid``.
 
-The shapes live in :mod:`mnemo.interfaces.shapes`, the operations in :mod:`mnemo.interfaces._routers`
+The shapes live in :mod:`mnemo.interfaces.shapes`, the operations in :mod:`mnemo.interfaces._http_routers`
 (one router per area); this module makes the app and answers every error.
 """
 
@@ -54,9 +54,9 @@ from mnemo.errors import (
 )
 from mnemo.interfaces import _admission as admission
 from mnemo.interfaces import local
+from mnemo.interfaces._http_routers import routers
+from mnemo.interfaces._http_support import authenticate, known_query
 from mnemo.interfaces._remedies import say
-from mnemo.interfaces._routers import routers
-from mnemo.interfaces._routes import authenticate, known_query
 from mnemo.interfaces.shapes import (
     IMPORT_PATH,
     MAX_BODY_BYTES,

@@ -130,7 +130,7 @@ class RecallFields(_In):
 
 class RecallIn(RecallFields):
     """``POST /v1/recall``'s body as a client sends it (``mnemo recall`` to a running service); the
-    service's own, made in :func:`mnemo.interfaces._routers.reads`, limits ``k`` to its ``max_k``."""
+    service's own, made in :func:`mnemo.interfaces._http_routers.reads`, limits ``k`` to its ``max_k``."""
 
     k: int = Field(default=10, ge=1)
 

@@ -29,11 +29,11 @@ import psycopg
 from mnemo import _dynamics as dynamics
 from mnemo import llm
 from mnemo._runtime import Runtime
-from mnemo.cognition.curation import CuratorPolicy, Provenance, Signals, classify
-from mnemo.cognition.gates import negation_conflict, substitution_conflict
-from mnemo.cognition.salience import unit_vector
+from mnemo.cognition.consolidation.curation import CuratorPolicy, Provenance, Signals, classify
+from mnemo.cognition.consolidation.salience import unit_vector
+from mnemo.cognition.mind.gate_rules import negation_conflict, substitution_conflict
 from mnemo.models import MemoryStatus, Scope, Verdict
-from mnemo.store import curation as curation_rows
+from mnemo.store import curation_versions as curation_rows
 from mnemo.store import vectors as vector_rows
 
 __all__ = ["PROMOTE_GAIN", "CurationStats", "Verdict", "apply", "night_stage", "plan", "stage"]

@@ -33,24 +33,24 @@ import psycopg
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
 from mnemo._validate import time_or_now
-from mnemo.cortex.migrate import MigrationStats, migrate
+from mnemo.cortex.block_migration import MigrationStats, migrate
 from mnemo.cortex.tree import TreeStats, build_tree
 from mnemo.errors import ConfigurationError, InvalidContentError
 from mnemo.models import NightReport, Scope, to_jsonable, uuid7
 from mnemo.night import curator
-from mnemo.night.blocks import build_blocks
+from mnemo.night.block_building import build_blocks
 from mnemo.night.decay import DecayStats, decay
-from mnemo.night.inner import InnerStats, inner_stage
+from mnemo.night.fact_extraction import extract_knowledge
+from mnemo.night.inner_consolidation import InnerStats, inner_stage
 from mnemo.night.insights import InsightStats, derive_insights
-from mnemo.night.knowledge import extract_knowledge
 from mnemo.night.logprobs import surprise_factory
 from mnemo.night.plan import plan_night
 from mnemo.night.retention import RetentionStats, describe, retain
 from mnemo.night.surprise import score_turns
-from mnemo.store import backup as backup_rows
 from mnemo.store import night_runs as run_rows
 from mnemo.store import reflexes as reflex_rows
-from mnemo.store import surprisal as surprisal_rows
+from mnemo.store import snapshots as backup_rows
+from mnemo.store import turn_surprisal as surprisal_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.store.pool import retry_conflicts
 from mnemo.write.backfill import MAX_PENDING

@@ -18,9 +18,9 @@ import psycopg
 
 from mnemo import _dynamics as dynamics
 from mnemo._runtime import Runtime
-from mnemo.cognition.curation import DecayPolicy, decay_amount
+from mnemo.cognition.consolidation.curation import DecayPolicy, decay_amount
 from mnemo.models import Scope
-from mnemo.store import decay as decay_rows
+from mnemo.store import decay_marks as decay_rows
 
 __all__ = ["DecayStats", "decay"]
 

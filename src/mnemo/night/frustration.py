@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from mnemo.cognition.ledger import Attempt, failure_patterns, reflection
+from mnemo.cognition.mind.ledger import Attempt, failure_patterns, reflection
 from mnemo.models import uuid7
 from mnemo.night.guard import Guard
-from mnemo.store import inner as inner_rows
+from mnemo.store import inner_life as inner_rows
 from mnemo.write.remember import memory_row, store_memory
 
 __all__ = ["FrustrationStats", "frustration"]

@@ -17,7 +17,7 @@ import psycopg
 
 from mnemo.config import Settings
 from mnemo.models import Scope
-from mnemo.store import inner as inner_rows
+from mnemo.store import inner_life as inner_rows
 
 __all__ = ["Guard"]
 

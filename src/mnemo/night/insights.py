@@ -26,8 +26,8 @@ import psycopg
 from mnemo import _dynamics as dynamics
 from mnemo import llm
 from mnemo._runtime import Runtime
-from mnemo.cognition.gates import negation_conflict
-from mnemo.cognition.summaries import Claim, claim_of, offline_insight, offline_narrative, same_claim
+from mnemo.cognition.consolidation.summaries import Claim, claim_of, offline_insight, offline_narrative, same_claim
+from mnemo.cognition.mind.gate_rules import negation_conflict
 from mnemo.models import Scope, uuid7
 from mnemo.store import links as link_rows
 from mnemo.store import vectors as vector_rows

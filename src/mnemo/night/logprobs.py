@@ -12,7 +12,7 @@ classic OpenAI completions API answer it this way; a server that does not echo
 the prompt is rejected). The first token has no context and no log-probability.
 
 A turn the endpoint cannot score (HTTP error, timeout, malformed answer) falls
-back to the n-gram model (:class:`~mnemo.cognition.surprisal.LogprobSurprise`);
+back to the n-gram model (:class:`~mnemo.cognition.consolidation.surprisal.LogprobSurprise`);
 after :data:`MAX_CONSECUTIVE_FAILURES` failures in a row the endpoint is not
 asked again in that run, so an endpoint that is down costs a few timeouts, not
 one per turn. A run asks through one HTTP client (:class:`SurpriseFactory`),
@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from mnemo.cognition.surprisal import LogprobSurprise, NGramModel, SurpriseModel
+from mnemo.cognition.consolidation.surprisal import LogprobSurprise, NGramModel, SurpriseModel
 from mnemo.config import Settings
 from mnemo.errors import EndpointError
 

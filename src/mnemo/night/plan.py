@@ -12,7 +12,7 @@ score, the sessions and turns to cut into blocks or mine for facts. The scope-wi
 follow one another as in the run, each planned with the run's own function over what the
 ones before it leave: curation is staged and applied (:func:`mnemo.night.curator.night_stage`),
 the blocks migration takes are marked as in the cortex
-(:func:`mnemo.cortex.migrate.plan_migration`), and only then are decay and retention
+(:func:`mnemo.cortex.block_migration.plan_migration`), and only then are decay and retention
 counted, so a block the curator archives or migration moves is not counted again as
 archived by retention. What a night makes itself (blocks, facts, insights) cannot be in
 those counts without running the stages that make them: they are over the memories and
@@ -32,16 +32,16 @@ from datetime import datetime
 import psycopg
 
 from mnemo._runtime import Runtime
-from mnemo.cortex.migrate import plan_migration
+from mnemo.cortex.block_migration import plan_migration
 from mnemo.models import NightReport, Scope, uuid7
 from mnemo.night import curator
 from mnemo.night.decay import decay
-from mnemo.night.inner import inner_stage
+from mnemo.night.inner_consolidation import inner_stage
 from mnemo.night.insights import plan_insights
 from mnemo.night.retention import retain
 from mnemo.store import night_runs as run_rows
 from mnemo.store import reflexes as reflex_rows
-from mnemo.store import surprisal as surprisal_rows
+from mnemo.store import turn_surprisal as surprisal_rows
 
 __all__ = ["plan_night"]
 

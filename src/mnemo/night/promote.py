@@ -19,11 +19,11 @@ from datetime import datetime
 from typing import Any
 
 from mnemo import _dynamics as dynamics
-from mnemo.cognition import promotion as rules
-from mnemo.cognition import safety
-from mnemo.cognition.weights import StochasticWeight
+from mnemo.cognition.mind import promotion as rules
+from mnemo.cognition.scoring import safety
+from mnemo.cognition.scoring.weights import StochasticWeight
 from mnemo.night.guard import Guard
-from mnemo.store import inner as inner_rows
+from mnemo.store import inner_life as inner_rows
 from mnemo.store.dynamics import MemoryState
 
 __all__ = ["PromotionStats", "approve", "promote"]

@@ -5,7 +5,7 @@ for every tier; holographic blocks kept 0, 2 or 6 further cycles) and §8.3
 (day-table cleanup: raw turns are removed only once a block covers them).
 
 Raw turns that a block covers are forgotten everywhere (row, postings, vectors,
-trace references: :func:`mnemo.store.forget.forget_items`; a turn the block quotes
+trace references: :func:`mnemo.store.forget_rows.forget_items`; a turn the block quotes
 verbatim lives on as the block's line, keeping its index entries) once they have been
 in mnemo for their tier's raw cycles, counted from when they ARRIVED
 (``turns.recorded_at``), not from their event time (``created_at``, years ago
@@ -26,12 +26,11 @@ from datetime import datetime, timedelta
 
 import psycopg
 
-from mnemo.cognition.curation import TIERS, block_cutoff, raw_keep
+from mnemo.cognition.consolidation.curation import TIERS, block_cutoff, raw_keep
 from mnemo.config import Settings
 from mnemo.models import NightReport, Scope
 from mnemo.store import blocks as block_rows
-from mnemo.store import forget as forget_rows
-from mnemo.store import tiers
+from mnemo.store import forget_rows, tiers
 
 __all__ = ["RetentionStats", "describe", "retain"]
 

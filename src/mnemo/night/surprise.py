@@ -1,7 +1,7 @@
 """Night stage 1a: surprisal of every new turn (memory-architecture §3.2).
 
 Each turn of the scope gets a surprisal in bits per token from the scope's own
-incremental n-gram model (:class:`mnemo.cognition.surprisal.NGramModel`),
+incremental n-gram model (:class:`mnemo.cognition.consolidation.surprisal.NGramModel`),
 trained prequentially on the scope's earlier history: a new topic spikes, a
 resolved one settles. The model's counts are kept in ``mnemo.night_state`` and
 written in the same transaction as the batch of surprisals they produced, so a
@@ -18,10 +18,10 @@ from collections.abc import Callable
 from datetime import datetime
 
 from mnemo._runtime import Runtime
-from mnemo.cognition.surprisal import LogprobSurprise, NGramModel, SurpriseModel, score_stream
+from mnemo.cognition.consolidation.surprisal import LogprobSurprise, NGramModel, SurpriseModel, score_stream
 from mnemo.models import Scope
 from mnemo.store import night_runs as run_rows
-from mnemo.store import surprisal as surprisal_rows
+from mnemo.store import turn_surprisal as surprisal_rows
 
 __all__ = ["STATE_KEY", "score_turns"]
 
@@ -42,7 +42,7 @@ async def score_turns(
     """Score every turn of ``scope`` up to ``as_of`` that has no surprisal yet; returns how many.
 
     ``model_factory`` wraps the scope's n-gram model (e.g. in a
-    :class:`~mnemo.cognition.surprisal.LogprobSurprise` that asks an LLM endpoint for token
+    :class:`~mnemo.cognition.consolidation.surprisal.LogprobSurprise` that asks an LLM endpoint for token
     log-probabilities and falls back to the n-gram model); the n-gram counts are always kept. Scoring runs
     in a worker thread (an endpoint call blocks). When a :class:`LogprobSurprise` fell back, one warning
     says for how many turns.

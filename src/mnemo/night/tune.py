@@ -1,9 +1,9 @@
 """Night stage (inner life): self-tuning of the blend's alphas and the exit gate, from outcomes.
 
 Seed: cognitive-plan §4.5: the Dirichlet alpha of the component that contributed most to each
-retrieval outcome moves (:func:`mnemo.cognition.tuning.evolve`); the gate loosens when dropped
+retrieval outcome moves (:func:`mnemo.cognition.consolidation.tuning.evolve`); the gate loosens when dropped
 content was needed later and tightens when persisted content is never retrieved
-(:func:`mnemo.cognition.tuning.gate_step`); pathological Beta weights are flagged; every change,
+(:func:`mnemo.cognition.consolidation.tuning.gate_step`); pathological Beta weights are flagged; every change,
 applied or not, goes to ``traces.tuning_history``. §3.9 phase B: the Two-Gate guardrail stands
 before each parameter change: the validation margin (the new alphas must rank the used hits of
 held-out outcomes better than the current ones) and the capacity cap (no alpha beyond three times,
@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from mnemo.cognition import safety
-from mnemo.cognition import tuning as rules
-from mnemo.cognition.gates import content_words
-from mnemo.cognition.relevance import COLD_START_ALPHAS, MATURE_ALPHAS
+from mnemo.cognition.consolidation import tuning as rules
+from mnemo.cognition.mind.gate_rules import content_words
+from mnemo.cognition.scoring import safety
+from mnemo.cognition.scoring.relevance import COLD_START_ALPHAS, MATURE_ALPHAS
 from mnemo.night.guard import Guard
-from mnemo.store import inner as inner_rows
+from mnemo.store import inner_life as inner_rows
 
 __all__ = ["REVIEW_AFTER", "TuneStats", "tune"]
 

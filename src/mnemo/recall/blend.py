@@ -17,7 +17,8 @@ import psycopg
 from mnemo import _dynamics as dynamics
 from mnemo._dynamics import history_of, weight_of
 from mnemo._runtime import Runtime
-from mnemo.cognition.activation import (
+from mnemo.cognition.mind.gut import mood_alignment
+from mnemo.cognition.scoring.activation import (
     AccessHistory,
     activation,
     base_level,
@@ -26,9 +27,8 @@ from mnemo.cognition.activation import (
     retrieval_probability,
     spreading,
 )
-from mnemo.cognition.claims import asks_about_now
-from mnemo.cognition.gut import mood_alignment
-from mnemo.cognition.relevance import (
+from mnemo.cognition.scoring.claims import asks_about_now
+from mnemo.cognition.scoring.relevance import (
     COLD_START_ALPHAS,
     EMOTIONAL_ALPHA,
     MATURE_ALPHAS,
@@ -37,9 +37,9 @@ from mnemo.cognition.relevance import (
     recency,
     relevance_tiers,
 )
-from mnemo.cognition.relevance import blend as blend_score
-from mnemo.cognition.spreading import spread
-from mnemo.cognition.weights import DEFAULT
+from mnemo.cognition.scoring.relevance import blend as blend_score
+from mnemo.cognition.scoring.spreading import spread
+from mnemo.cognition.scoring.weights import DEFAULT
 from mnemo.config import Settings
 from mnemo.recall.rank import _head
 from mnemo.recall.records import Blended, Candidates, RecallRow, Request, Scored
@@ -114,7 +114,7 @@ def _alphas(request: Request, found: Candidates, mature: bool) -> dict[str, floa
 
 def _tiers_of(scored: Scored, superseders: Mapping[uuid.UUID, Sequence[uuid.UUID]]) -> dict[uuid.UUID, int]:
     """Relevance first: the candidates' tiers of about equal search relevance
-    (:func:`~mnemo.cognition.relevance.relevance_tiers`), a superseded memory at best in the tier of
+    (:func:`~mnemo.cognition.scoring.relevance.relevance_tiers`), a superseded memory at best in the tier of
     the memory that superseded it (it never outranks it)."""
     tier_of = relevance_tiers({i: parts["search"] for _, i, parts in scored})
     for item_id, newers in superseders.items():

@@ -24,7 +24,7 @@ class Pool:
     ids: tuple[uuid.UUID, ...]
     """The head, in the hand-set order."""
     matrix: np.ndarray
-    """One row per candidate, one column per feature (:data:`mnemo.cognition.ranker.FEATURES`)."""
+    """One row per candidate, one column per feature (:data:`mnemo.cognition.scoring.ranker.FEATURES`)."""
     sessions: Mapping[uuid.UUID, str]
     """Each utterance's session (memories have none)."""
 

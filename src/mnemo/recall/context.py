@@ -6,7 +6,7 @@ injection) and §2.10 (token counting). Three parts, in this order:
 1. **Always**: anchored (immutable) memories, every time, whole.
 2. **Identity**: the ``identity_top`` strongest identity-level memories by
    weight centre (preferences, reflections, identity narratives: the kinds
-   about the self, :data:`~mnemo.cognition.context.IDENTITY_KINDS`; never an
+   about the self, :data:`~mnemo.cognition.scoring.context_packing.IDENTITY_KINDS`; never an
    ordinary note, however often recall returned it) each roll their Beta
    weight; above ``identity_threshold`` a memory is injected whole, otherwise
    it is absent this time. Never truncated. This track has its own
@@ -40,7 +40,13 @@ from mnemo._dynamics import mutate_after_recall, weight_of
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
 from mnemo._validate import check_query, to_utc
-from mnemo.cognition.context import IDENTITY_KINDS, Candidate, identity_pool, pack_situational, roll_identity
+from mnemo.cognition.scoring.context_packing import (
+    IDENTITY_KINDS,
+    Candidate,
+    identity_pool,
+    pack_situational,
+    roll_identity,
+)
 from mnemo.errors import InvalidContentError
 from mnemo.models import ContextBlock, ContextItem, Hit, Scope
 from mnemo.recall import pipeline as recall_path

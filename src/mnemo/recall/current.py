@@ -4,11 +4,11 @@ Seeds: cognitive-plan §4.4 (conflict-aware reconsolidation: a new value superse
 which is kept and still recallable) and §3.8 (retrieval-induced mutation: what a recall
 returns is strengthened, so a stale statement must not be).
 
-When a question asks about the present (:func:`~mnemo.cognition.claims.asks_about_now`: "where
+When a question asks about the present (:func:`~mnemo.cognition.scoring.claims.asks_about_now`: "where
 does she live", "still", "now"), each stale statement among the blended head — a turn whose claim
 about a slot a later turn superseded, or a fact memory read from such a turn — gets its latest
-successor above it, first in its relevance tier (:func:`~mnemo.cognition.claims.move_above`), read from the claims the
-write path stored (:mod:`mnemo.store.turn_claims`). A recall made ``as_of`` a time knows only what was
+successor above it, first in its relevance tier (:func:`~mnemo.cognition.scoring.claims.move_above`), read from the
+claims the write path stored (:mod:`mnemo.store.turn_claims`). A recall made ``as_of`` a time knows only what was
 said by then; a question about the past or a period the time stage found is answered as of then:
 nothing moves. Either way the stale
 items are marked, and a recall never reinforces them (:attr:`Candidates.stale`).
@@ -25,7 +25,8 @@ from typing import cast
 import psycopg
 
 from mnemo._runtime import Runtime
-from mnemo.cognition.claims import (
+from mnemo.cognition.consolidation.facts import canonical_value
+from mnemo.cognition.scoring.claims import (
     Claim,
     Ending,
     Said,
@@ -36,7 +37,6 @@ from mnemo.cognition.claims import (
     stale_mentions,
     successors,
 )
-from mnemo.cognition.facts import canonical_value
 from mnemo.recall.blend import components
 from mnemo.recall.records import Blended, Candidates, RecallRow, Request, Scored
 from mnemo.recall.retrieve import _similarities
@@ -49,7 +49,7 @@ __all__ = ["current"]
 
 _WINDOW = 5
 """How far down a recall's hits a later statement of change is compared with what it speaks of:
-the first screen a person reads (:func:`~mnemo.cognition.claims.changes_first`)."""
+the first screen a person reads (:func:`~mnemo.cognition.scoring.claims.changes_first`)."""
 
 
 async def current(

@@ -16,14 +16,14 @@ import psycopg
 
 from mnemo import _dynamics as dynamics
 from mnemo._runtime import Runtime
-from mnemo.cognition.rank_order import rank_scores, rank_tiers
-from mnemo.cognition.refusal import asked_about, hypothetical, judge, unsupported
-from mnemo.cognition.relevance import COMPONENTS as BLEND_PARTS
-from mnemo.cognition.relevance import (
+from mnemo.cognition.scoring.rank_order import rank_scores, rank_tiers
+from mnemo.cognition.scoring.refusal import asked_about, hypothetical, judge, unsupported
+from mnemo.cognition.scoring.relevance import COMPONENTS as BLEND_PARTS
+from mnemo.cognition.scoring.relevance import (
     most_relevant,
     suppressible,
 )
-from mnemo.cortex import search as cortex_search
+from mnemo.cortex import cortex_search
 from mnemo.errors import InvalidContentError
 from mnemo.models import Hit, ItemKind, MemoryKind, RecallResult, Refusal, Role, Scope
 from mnemo.recall.records import ITEM_KINDS, Blended, Candidates, Decision, RecallRow, Request
@@ -169,7 +169,7 @@ async def quote(
 
 
 def _lined(hit: Hit, row: RecallRow | None) -> Hit:
-    """A line hit as its own quote (:func:`~mnemo.cortex.search.line_hit`); any other hit as it is."""
+    """A line hit as its own quote (:func:`~mnemo.cortex.cortex_search.line_hit`); any other hit as it is."""
     return cortex_search.line_hit(hit, row) if hit.item_kind == "line" and isinstance(row, LineHit) else hit
 
 
@@ -285,8 +285,8 @@ def _unsupported_message(question: str, words: Sequence[str]) -> str:
 
 def in_rank_order(hits: Sequence[Hit], tiers: Mapping[uuid.UUID, int]) -> tuple[Hit, ...]:
     """The hits, in the order recall put them, with the score a person reads (issue 40 item 7):
-    :func:`~mnemo.cognition.rank_order.rank_scores` of their blend scores, and the relevance tier they were
-    ranked in (:func:`~mnemo.cognition.rank_order.rank_tiers`)."""
+    :func:`~mnemo.cognition.scoring.rank_order.rank_scores` of their blend scores, and the relevance tier they were
+    ranked in (:func:`~mnemo.cognition.scoring.rank_order.rank_tiers`)."""
     shown = rank_scores([h.score if h.blend is None else h.blend for h in hits])
     ranked = rank_tiers([tiers.get(h.id) for h in hits])
     return tuple(dataclasses.replace(h, score=s, relevance_tier=t) for h, s, t in zip(hits, shown, ranked, strict=True))

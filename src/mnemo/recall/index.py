@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import psycopg
 
-from mnemo.cognition.bm25 import bm25_weights
-from mnemo.cognition.late import QUANT, GrowingIndex, TokenIndex, TokenVectors, index_tokens
+from mnemo.cognition.scoring.bm25 import bm25_weights
+from mnemo.cognition.scoring.late import QUANT, GrowingIndex, TokenIndex, TokenVectors, index_tokens
 from mnemo.store import lexicon
 from mnemo.store import read_index as index_rows
 from mnemo.store import search as search_rows

@@ -3,9 +3,9 @@
 Seeds: cognitive-plan §2.5 (hybrid search), §4.5 (weights from outcomes, not hand-set), §4.6
 (contextual retrieval: a question's evidence can sit in several sessions).
 
-:func:`features` describes each candidate of the head by :data:`~mnemo.cognition.ranker.FEATURES`
+:func:`features` describes each candidate of the head by :data:`~mnemo.cognition.scoring.ranker.FEATURES`
 from what the earlier stages computed (no new search); :func:`learned_rank` orders the head by
-the shipped :class:`~mnemo.cognition.ranker.Ranker` (``ranker="learned"``) or keeps the hand-set
+the shipped :class:`~mnemo.cognition.scoring.ranker.Ranker` (``ranker="learned"``) or keeps the hand-set
 order (``"hand"``), then spreads its top over sessions (``spread_sessions``). The head stays above
 every other candidate, as after late interaction. :func:`mnemo.recall.capture.capturing` lets a
 benchmark collect the features of each recall it makes (``benchmarks/learn_fusion.py`` trains the
@@ -25,8 +25,8 @@ import numpy as np
 import psycopg
 
 from mnemo._runtime import Runtime
-from mnemo.cognition.ranker import FEATURES, Ranker, spread_sessions, standardise
-from mnemo.cognition.refusal import proper_names
+from mnemo.cognition.scoring.ranker import FEATURES, Ranker, spread_sessions, standardise
+from mnemo.cognition.scoring.refusal import proper_names
 from mnemo.errors import ConfigurationError
 from mnemo.recall.capture import Pool, sink
 from mnemo.recall.rank import _head
@@ -208,7 +208,7 @@ def _speaker(
 def _names(
     asked: Sequence[str], head: Sequence[uuid.UUID], texts: Mapping[uuid.UUID, search_rows.ItemText]
 ) -> list[float]:
-    """The share of the question's names (``asked``: :func:`~mnemo.cognition.refusal.proper_names`)
+    """The share of the question's names (``asked``: :func:`~mnemo.cognition.scoring.refusal.proper_names`)
     that each candidate's text or speaker mentions."""
     names = {n.lower() for n in asked}
     if not names:

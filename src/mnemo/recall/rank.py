@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 import psycopg
 
 from mnemo._runtime import Runtime
-from mnemo.cognition.fusion import rrf, zscore_fuse
-from mnemo.cognition.late import TokenVectors, combine, late_scores
-from mnemo.cognition.neighbours import smooth
-from mnemo.cognition.timeframe import in_window, query_window
+from mnemo.cognition.scoring.fusion import rrf, zscore_fuse
+from mnemo.cognition.scoring.late import TokenVectors, combine, late_scores
+from mnemo.cognition.scoring.neighbours import smooth
+from mnemo.cognition.scoring.timeframe import in_window, query_window
 from mnemo.models import Scope
 from mnemo.recall.index import FirstStage
 from mnemo.recall.records import Candidates, Request
@@ -112,7 +112,7 @@ async def smooth_neighbours(rt: Runtime, conn: psycopg.AsyncConnection, request:
 # --- 5b. late interaction ----------------------------------------------------------------------------
 async def late_interaction(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates) -> None:
     """Re-rank the head the blend will score (cognitive-plan §2.6): each candidate's fused score and
-    its MaxSim over token embeddings (:mod:`mnemo.cognition.late`), or the configured cross-encoder's
+    its MaxSim over token embeddings (:mod:`mnemo.cognition.scoring.late`), or the configured cross-encoder's
     score (:mod:`mnemo.rerank`), as z-scores, added. Token embeddings come from the cache; a
     candidate missing there is embedded once and cached."""
     final = found.final
@@ -143,7 +143,7 @@ async def late_interaction(rt: Runtime, conn: psycopg.AsyncConnection, request: 
 
 # --- 5c. time-aware queries -----------------------------------------------------------------------
 async def time_frame(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates) -> None:
-    """Rank the head's candidates of the period the question names (:mod:`mnemo.cognition.timeframe`)
+    """Rank the head's candidates of the period the question names (:mod:`mnemo.cognition.scoring.timeframe`)
     above the rest of the head, each group in its own order."""
     if not rt.settings.time_aware or len(found.final) < 2:
         return

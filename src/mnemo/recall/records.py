@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from mnemo.cognition.late import TokenVectors
+from mnemo.cognition.scoring.late import TokenVectors
 from mnemo.models import Hit, Scope, uuid7
 from mnemo.store import scopes as scope_rows
 from mnemo.store.dynamics import MemoryState
@@ -106,7 +106,7 @@ class Candidates:
     (:mod:`mnemo.recall.support`)."""
     literal: tuple[str, ...] = ()
     """The question's words that name a relation a person names literally: unsupported when no item
-    holds any of its words, whatever the hits' tokens match (:func:`~mnemo.cognition.refusal.literal_focus`)."""
+    holds any of its words, whatever the hits' tokens match (:func:`~mnemo.cognition.scoring.refusal.literal_focus`)."""
     scanned: dict[uuid.UUID, float] = field(default_factory=dict)
     """Late-interaction scores of every item of the scope, when late interaction retrieved
     (:func:`_late_retrieval`): the fusion's third retriever."""

@@ -16,16 +16,16 @@ import psycopg
 
 from mnemo._runtime import Runtime
 from mnemo._validate import check_process, check_query, check_vector, to_utc
-from mnemo.cognition.bm25 import average_length
-from mnemo.cognition.late import TokenVectors, index_scores
-from mnemo.cognition.refusal import proper_names
+from mnemo.cognition.scoring.bm25 import average_length
+from mnemo.cognition.scoring.late import TokenVectors, index_scores
+from mnemo.cognition.scoring.refusal import proper_names
 from mnemo.config import Settings
-from mnemo.cortex import search as cortex_search
+from mnemo.cortex import cortex_search
 from mnemo.errors import AccessDeniedError, InvalidContentError, Remedy
 from mnemo.models import Scope
 from mnemo.recall.index import FirstStage, IndexedStage, SqlStage
 from mnemo.recall.records import ITEM_KINDS, Candidates, Request
-from mnemo.store import passages as passage_rows
+from mnemo.store import passage_vectors as passage_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import search as search_rows
 from mnemo.store import tiers
@@ -268,7 +268,7 @@ async def _with_passages(
     dense: list[tuple[uuid.UUID, str, float]],
 ) -> list[tuple[uuid.UUID, str, float]]:
     """Long items found by their later passages join the dense ranking; an item's similarity is
-    the best of its own vector's and its passages' (:mod:`mnemo.cognition.passages`)."""
+    the best of its own vector's and its passages' (:mod:`mnemo.cognition.text.passages`)."""
     scope = request.scope
     found = await passage_rows.search(conn, scope.entity_id, scope.namespace, rt.slug, vector, request.depth)
     if not found:

@@ -3,10 +3,10 @@
 Seed: archive-adr §7 ("The Mentat Refusal": a question about something the scope never held gets
 a refusal, not a guess). The unknown-names rule catches questions about people and places the
 scope never heard of; this stage reads the question's other content words (its object: "my *cat*",
-"the trip to *Peru*", :func:`~mnemo.cognition.refusal.focus_words`) and, for each, two pieces of
+"the trip to *Peru*", :func:`~mnemo.cognition.scoring.refusal.focus_words`) and, for each, two pieces of
 evidence: how many items of the scope hold it (the lexical postings), and how well the returned
-hits' tokens match its tokens (token-level MaxSim, :func:`~mnemo.cognition.refusal.word_support`).
-:func:`~mnemo.cognition.refusal.judge` refuses when a word the scope rarely holds finds no
+hits' tokens match its tokens (token-level MaxSim, :func:`~mnemo.cognition.scoring.refusal.word_support`).
+:func:`~mnemo.cognition.scoring.refusal.judge` refuses when a word the scope rarely holds finds no
 support among the hits (``refuse_unsupported``).
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import psycopg
 
 from mnemo._runtime import Runtime
-from mnemo.cognition.refusal import focus_words, literal_focus, relation_forms, word_hit_support
+from mnemo.cognition.scoring.refusal import focus_words, literal_focus, relation_forms, word_hit_support
 from mnemo.recall.capture import sink
 from mnemo.recall.rank import _token_vectors
 from mnemo.recall.records import Blended, Candidates, Request

@@ -33,8 +33,8 @@ import psycopg
 from psycopg import sql
 
 from mnemo.errors import MigrationError
-from mnemo.store.backup import BASE_SCHEMAS, SCHEMA_NAME
 from mnemo.store.migrate import _LOCK_KEY, _NAME_RE, Migration, pending
+from mnemo.store.snapshots import BASE_SCHEMAS, SCHEMA_NAME
 
 __all__ = ["ENTRY_POINTS", "Extension", "apply_extensions", "discover"]
 

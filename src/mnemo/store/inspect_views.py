@@ -1,4 +1,4 @@
-"""The rows the inspector shows (issue 17), one class per query of :mod:`mnemo.store.inspect`.
+"""The rows the inspector shows (issue 17), one class per query of :mod:`mnemo.store.inspection`.
 
 Seeds: archive-adr §2 (traces), §9 (staged curation); memory-architecture §3-5 (episodes, flux
 arcs, salience). Each is read with psycopg's ``class_row``: its fields are the query's column names.

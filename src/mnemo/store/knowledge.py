@@ -17,8 +17,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from mnemo.cognition.patterns import FactKind
-from mnemo.cognition.phrases import fold_accents
+from mnemo.cognition.text.patterns import FactKind
+from mnemo.cognition.text.phrases import fold_accents
 
 __all__ = [
     "EntityRow",

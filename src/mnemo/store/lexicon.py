@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import psycopg
 
-from mnemo.cognition.bm25 import K1, B
+from mnemo.cognition.scoring.bm25 import K1, B
 
 __all__ = ["add_postings", "bm25", "known_words"]
 

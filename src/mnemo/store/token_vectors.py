@@ -1,7 +1,7 @@
 """Token embeddings of stored items (``mnemo.token_vectors``), for late-interaction re-ranking.
 
 Seed: cognitive-plan §2.6. A cache keyed by ``(entity, item, model slug)``: written with an item's
-vector on import, else the first time a recall re-ranks it; :mod:`mnemo.store.forget` deletes an
+vector on import, else the first time a recall re-ranks it; :mod:`mnemo.store.forget_rows` deletes an
 item's rows with the item and a scope's with the scope.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import psycopg
 
-from mnemo.cognition.late import QUANT, TokenIndex, TokenVectors, quantize
+from mnemo.cognition.scoring.late import QUANT, TokenIndex, TokenVectors, quantize
 
 __all__ = ["Cache", "fetch", "write"]
 
@@ -32,7 +32,7 @@ class Cache:
     :meth:`drop_scope` evict what ``forget`` and ``purge`` remove, so no forgotten text stays
     readable in memory (token ids decode to the text).
 
-    Beside items, it keeps the :class:`~mnemo.cognition.late.TokenIndex` of a few whole scopes
+    Beside items, it keeps the :class:`~mnemo.cognition.scoring.late.TokenIndex` of a few whole scopes
     (late interaction as a retriever), each for the exact set of items it was built from, within
     a second budget of the same size.
     """
@@ -102,7 +102,7 @@ def _size(tv: TokenVectors) -> int:
 
 
 def _pack(tv: TokenVectors) -> tuple[bytes, bytes]:
-    """Token ids as little-endian int32, embeddings as int8 codes (:func:`~mnemo.cognition.late.quantize`)."""
+    """Token ids as little-endian int32, embeddings as int8 codes (:func:`~mnemo.cognition.scoring.late.quantize`)."""
     return (
         np.ascontiguousarray(tv.ids, dtype="<i4").tobytes(),
         np.ascontiguousarray(quantize(tv).vectors, dtype=np.int8).tobytes(),

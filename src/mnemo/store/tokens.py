@@ -22,7 +22,7 @@ async def create_token(
     expires_at: datetime | None = None,
 ) -> datetime:
     """Store a token's hash; its creation time. ``expires_at`` None: it never expires (no check
-    here that it lies ahead: :func:`mnemo.admin.access.create` refuses a past expiry)."""
+    here that it lies ahead: :func:`mnemo.access.control.create` refuses a past expiry)."""
     cur = await conn.execute(
         """INSERT INTO mnemo.tokens (entity_id, token_hash, id, namespace, label, expires_at)
            VALUES (%s, %s, %s, %s, %s, %s) RETURNING created_at""",

@@ -1,4 +1,4 @@
-"""SQL for the claims turns make about slots (:mod:`mnemo.cognition.claims`; issue 40 item 2)."""
+"""SQL for the claims turns make about slots (:mod:`mnemo.cognition.scoring.claims`; issue 40 item 2)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import psycopg
 
-from mnemo.cognition.claims import Claim
+from mnemo.cognition.scoring.claims import Claim
 
 __all__ = ["changeable", "write"]
 

@@ -8,7 +8,7 @@ pool's isolation) the read after the lock sees every earlier holder's committed
 turns, so two writers never pick the same number and a number is never committed
 before a smaller one. Only writers to the same session wait for each other.
 
-Each turn's ``identity`` (:mod:`mnemo.cognition.turn_identity`) is unique in its scope: a writer
+Each turn's ``identity`` (:mod:`mnemo.cognition.text.turn_identity`) is unique in its scope: a writer
 first reads which of its identities the scope holds (:func:`held_turns`, under the lock, so
 repeats take no number), and the unique index refuses a turn that a writer to another
 session stored meanwhile under the same key (:func:`insert_turn` skips it; COPY raises).

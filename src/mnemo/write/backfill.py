@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from mnemo.cognition.late import quantize
+from mnemo.cognition.scoring.late import quantize
 from mnemo.store import search as search_rows
 from mnemo.store import token_vectors as token_rows
 

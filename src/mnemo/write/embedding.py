@@ -1,6 +1,6 @@
 """Embedding for the write path: an item's vector and, from the same forward pass, its token
 embeddings when late interaction re-ranks recall (cognitive-plan §2.6); and, for an item longer
-than the model reads, the vectors of its later passages (§2.5, :mod:`mnemo.cognition.passages`)."""
+than the model reads, the vectors of its later passages (§2.5, :mod:`mnemo.cognition.text.passages`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mnemo._runtime import Runtime
-from mnemo.cognition.late import TokenVectors
+from mnemo.cognition.scoring.late import TokenVectors
 
 __all__ = ["Embedded", "embed_items", "embed_with_tokens"]
 

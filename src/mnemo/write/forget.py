@@ -17,11 +17,10 @@ from mnemo._runtime import Runtime
 from mnemo._validate import check_id, check_process
 from mnemo.errors import UnknownItemError, UnknownScopeError
 from mnemo.models import Scope
-from mnemo.store import backup as backup_rows
-from mnemo.store import forget as forget_rows
+from mnemo.store import forget_rows, tiers
 from mnemo.store import read_index as index_rows
 from mnemo.store import scopes as scope_rows
-from mnemo.store import tiers
+from mnemo.store import snapshots as backup_rows
 
 __all__ = ["forget", "forget_process", "purge", "purge_entity"]
 

@@ -26,7 +26,7 @@ is then not embedded again.
 Importing a file again stores none of its turns twice: each turn's identity is its
 ``idempotency_key`` when it has one (1-200 characters of one line, once per file), else a
 hash of its session, role, ``created_at`` (none: no time) and content, counting identical
-lines of the file apart (:mod:`mnemo.cognition.turn_identity`). A turn the scope already holds
+lines of the file apart (:mod:`mnemo.cognition.text.turn_identity`). A turn the scope already holds
 is skipped and counted (``ImportReport.skipped_repeats``).
 """
 

@@ -33,7 +33,7 @@ from mnemo import llm
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
 from mnemo._validate import check_content, check_id, check_kind, check_metadata, check_role, check_text, check_vector
-from mnemo.cognition.gates import (
+from mnemo.cognition.mind.gate_rules import (
     GateThresholds,
     entry_decision,
     exit_decision,
@@ -45,7 +45,7 @@ from mnemo.cognition.gates import (
 from mnemo.errors import InvalidContentError
 from mnemo.models import FlushReport, GateOutcome, Observation, Scope, uuid7
 from mnemo.store import dynamics as dynamic_rows
-from mnemo.store import inner as inner_rows
+from mnemo.store import inner_life as inner_rows
 from mnemo.store import scratch
 from mnemo.store import traces as trace_rows
 from mnemo.store import vectors as vector_rows

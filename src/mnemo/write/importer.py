@@ -18,7 +18,7 @@ which every writer to the scope locks too: a writer to another session of the
 scope waits at most for the postings and the commit.
 The two stages are :func:`prepare_turns` and :func:`write_turns`, for a caller
 that writes turns inside a larger transaction of its own (bifocal packets,
-:mod:`mnemo.write.packets`).
+:mod:`mnemo.portability.packet_import`).
 
 Concurrent writers (single turns go through here too, see
 :func:`mnemo.write.remember.record_turn`): numbering takes the per-session locks
@@ -33,7 +33,7 @@ into one of an import's sessions waits for that short transaction to commit (and
 is numbered after it). Default timestamps are taken under the lock, so they rise
 with the turn number.
 
-Repeats (issue 39 item 3): every turn has an identity (:mod:`mnemo.cognition.turn_identity`: its
+Repeats (issue 39 item 3): every turn has an identity (:mod:`mnemo.cognition.text.turn_identity`: its
 idempotency key, else a hash of its session, role, time and content). Before embedding, the
 turns whose identity the scope already holds are set aside (they are not embedded again);
 under the sessions' locks the rest are checked again, and those that a writer committed
@@ -58,14 +58,14 @@ import psycopg
 
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
-from mnemo.cognition.claims import claims_of, functional_attribute
-from mnemo.cognition.extraction import TurnText, single_valued
-from mnemo.cognition.late import TokenVectors
-from mnemo.cognition.turn_identity import KEY_PREFIX, turn_identities
+from mnemo.cognition.consolidation.extraction import TurnText, single_valued
+from mnemo.cognition.scoring.claims import claims_of, functional_attribute
+from mnemo.cognition.scoring.late import TokenVectors
+from mnemo.cognition.text.turn_identity import KEY_PREFIX, turn_identities
 from mnemo.errors import InvalidContentError, MalformedImportError
 from mnemo.models import ImportReport, Role, Scope, Turn, uuid7
 from mnemo.store import lexicon
-from mnemo.store import passages as passage_rows
+from mnemo.store import passage_vectors as passage_rows
 from mnemo.store import token_vectors as token_rows
 from mnemo.store import turn_claims as claim_rows
 from mnemo.store import turns as turn_rows
@@ -151,7 +151,7 @@ async def import_turns(
 
     Returns every turn in the given order: the stored one, or for a repeat (the scope already
     held its identity) the turn it held, marked ``repeat``. ``live``: a turn without a time is
-    identified by the time it is stamped with (:mod:`mnemo.cognition.turn_identity`). Every vector is
+    identified by the time it is stamped with (:mod:`mnemo.cognition.text.turn_identity`). Every vector is
     ready before the transaction opens (:func:`prepare_turns`); the transaction writes them
     (:func:`write_turns`).
     """
@@ -258,7 +258,7 @@ class ReadyTurns:
     """The passage vectors of long turns."""
     deferred: bool
     identities: Sequence[str | None]
-    """Each turn's identity (:mod:`mnemo.cognition.turn_identity`); None: a live turn without a key or a
+    """Each turn's identity (:mod:`mnemo.cognition.text.turn_identity`); None: a live turn without a key or a
     time, identified by the time it is stamped with under the lock."""
 
 
@@ -286,7 +286,7 @@ async def prepare_turns(
     for late interaction as if the write path had read them. With ``ingest_mode = "async"`` and no
     ``vectors`` given, turns without a precomputed vector get none: their embed jobs are queued with
     the rows (:mod:`mnemo.write.ingest`). ``identities``: the turns' identities (default: those of
-    an import, :func:`mnemo.cognition.turn_identity.turn_identities`)."""
+    an import, :func:`mnemo.cognition.text.turn_identity.turn_identities`)."""
     _check_given(rt, len(turns), vectors, token_vectors)
     if identities is None:
         identities = turn_identities(turns, live=False)
@@ -472,7 +472,7 @@ _RACED = (
 async def _write_claims(
     rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, rows: Sequence[turn_rows.TurnRow]
 ) -> None:
-    """What the new turns claim about slots (:mod:`mnemo.cognition.claims`), read before any night."""
+    """What the new turns claim about slots (:mod:`mnemo.cognition.scoring.claims`), read before any night."""
     if not rt.settings.current_first:
         return
     functional = rt.settings.night_functional_attributes

@@ -28,7 +28,7 @@ import psycopg
 from mnemo._runtime import Runtime
 from mnemo._upkeep import note_writes
 from mnemo.models import Scope
-from mnemo.store import passages as passage_rows
+from mnemo.store import passage_vectors as passage_rows
 from mnemo.store import queue as queue_rows
 from mnemo.store import token_vectors as token_rows
 from mnemo.store import vectors as vector_rows

@@ -6,7 +6,7 @@ items without an active-slug vector scope by scope, in batches, each batch in
 its own transaction: it can be stopped at any point and re-run, and it is safe
 alongside live writes (which already write active-slug vectors). Lines whose
 raw turns are gone are items too; a scope's long-term tier follows its
-hippocampus (:mod:`mnemo.cortex.reembed`).
+hippocampus (:mod:`mnemo.cortex.cortex_reembed`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mnemo._runtime import Runtime
-from mnemo.cortex.reembed import reembed_scope
+from mnemo.cortex.cortex_reembed import reembed_scope
 from mnemo.models import Scope
-from mnemo.store import backup as backup_rows
-from mnemo.store import passages as passage_rows
+from mnemo.store import passage_vectors as passage_rows
 from mnemo.store import queue as queue_rows
 from mnemo.store import scopes as scope_rows
+from mnemo.store import snapshots as backup_rows
 from mnemo.store import status as meta_rows
 from mnemo.store import tiers
 from mnemo.store import token_vectors as token_rows

@@ -34,13 +34,13 @@ from mnemo._validate import (
     check_text,
     check_vector,
 )
-from mnemo.cognition.late import TokenVectors
+from mnemo.cognition.scoring.late import TokenVectors
 from mnemo.errors import InvalidContentError, UnknownScopeError
 from mnemo.models import Memory, MemoryKind, MemoryStatus, Scope, Turn, uuid7
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store import lexicon
 from mnemo.store import memories as memory_rows
-from mnemo.store import passages as passage_rows
+from mnemo.store import passage_vectors as passage_rows
 from mnemo.store import scopes as scope_rows
 from mnemo.store import token_vectors as token_rows
 from mnemo.store import vectors as vector_rows
@@ -327,7 +327,7 @@ async def record_turn(
     whose ``idempotency_key`` the scope holds (the same key for different content is an
     error), or, without a key, one with the same session, role, content and explicit
     ``created_at``. Without either, the turn is stamped now and identified by that time, so
-    the same words said twice are two turns (:mod:`mnemo.cognition.turn_identity`).
+    the same words said twice are two turns (:mod:`mnemo.cognition.text.turn_identity`).
     """
     from mnemo.write.importer import import_turns  # imported here: the importer builds on this module
 

@@ -6,7 +6,7 @@ work only when stderr is a terminal, and turns any :class:`MnemoError` into one
 clear line on stderr and exit status 1.
 
 Commands live in one module per group (:mod:`.memory`, :mod:`.night`,
-:mod:`.admin`, :mod:`.inner`, :mod:`.demo`, :mod:`.service`, :mod:`.bench`); each has ``register(app)``, and
+:mod:`.admin`, :mod:`.reflection`, :mod:`.demo`, :mod:`.service`, :mod:`.bench`); each has ``register(app)``, and
 :func:`create_app` calls them. Importing a module registers nothing.
 
 Global options: ``--version``, and ``--home PATH`` (the data directory, as
@@ -26,7 +26,7 @@ from typing import Annotated
 
 import typer
 
-from mnemo.interfaces.cli import admin, agent, bench, cortex, demo, inner, memory, night, portability, service
+from mnemo.interfaces.cli import admin, agent, bench, cortex, demo, memory, night, portability, reflection, service
 
 __all__ = ["app", "create_app", "main"]
 
@@ -66,7 +66,7 @@ def create_app() -> typer.Typer:
         add_completion=False, no_args_is_help=True, help="mnemo: local-first long-term memory for agents."
     )
     app.callback()(_options)
-    for group in (memory, night, cortex, admin, inner, demo, portability, service, agent, bench):
+    for group in (memory, night, cortex, admin, reflection, demo, portability, service, agent, bench):
         group.register(app)
     return app
 

@@ -234,7 +234,7 @@ def bench_dynamics(
     the facts they superseded? With dynamics vs a static store."""
     import asyncio
 
-    from mnemo.bench.dynamics import run_dynamics
+    from mnemo.bench.dynamics_scenario import run_dynamics
     from mnemo.config import load_settings
     from mnemo.embed import load_embedder
 

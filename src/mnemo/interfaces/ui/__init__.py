@@ -28,9 +28,9 @@ from starlette.exceptions import HTTPException
 
 from mnemo.archive import AsyncArchive
 from mnemo.errors import MnemoError
-from mnemo.interfaces.ui._routers import AREAS
-from mnemo.interfaces.ui._routes import Pages, SignIn
 from mnemo.interfaces.ui._session import SECURITY_HEADERS, Sessions
+from mnemo.interfaces.ui._ui_pages import AREAS
+from mnemo.interfaces.ui._ui_support import Pages, SignIn
 
 __all__ = ["mount"]
 

@@ -1,0 +1,1 @@
+"""Access (archive-adr §7 "Sigil Scope"): scopes, read grants and bearer tokens, in one home."""

@@ -1,0 +1,1 @@
+"""Consolidation: what the night computes — surprisal, flux, salience, curation, extraction (pure)."""

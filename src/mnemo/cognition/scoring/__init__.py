@@ -1,0 +1,1 @@
+"""Recall scoring: activation, weights, fusion, late interaction, relevance, refusal (pure)."""

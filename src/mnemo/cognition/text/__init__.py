@@ -1,0 +1,1 @@
+"""Text: the vocabularies, phrases, statements and time expressions the offline rules read (pure)."""

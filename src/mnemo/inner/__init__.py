@@ -1,0 +1,1 @@
+"""The inner life (cognitive-plan §4): feedback, readiness, reflection, promotion, wandering, in one home."""
