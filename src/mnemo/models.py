@@ -23,6 +23,7 @@ from pydantic_core import CoreSchema, core_schema
 
 from mnemo.cognition.consolidation.curation import Classification, Tier
 from mnemo.cognition.mind.gate_rules import EntryAction, ExitAction
+from mnemo.cognition.scoring.blend_components import COMPONENTS
 from mnemo.cognition.text.patterns import FactKind
 from mnemo.errors import InvalidScopeError
 
@@ -280,6 +281,8 @@ class Hit:
     in_period: bool = False
     """Whether the item is of the period the question names ("in May 2023", "last week"), for which
     its search score was lifted (time-aware queries)."""
+    # the blend's components, one field per declaration in :data:`~mnemo.cognition.scoring.blend_components.BLEND`,
+    # in its order, with its ``absent`` value as the default (tests/unit/test_blend_components.py checks they agree)
     search: float = 0.0  # fused score min-max scaled over the blended candidates, [0, 1]
     activation: float = 0.0  # ACT-R retrieval probability, [0, 1]
     weight: float = 0.0  # Beta weight centre (deterministic) or a draw (stochastic)
@@ -299,9 +302,9 @@ class Hit:
     gist: str | None = None
     """A block or tree node's one-line summary."""
     blend: float | None = None
-    """The cognitive blend's score: ``sum_c w_c * component_c`` over ``search``, ``activation``,
-    ``weight``, ``recency``, ``coaccess``, ``noise`` (and ``emotional`` with a mood), weights in
-    :attr:`RecallResult.weights`; None for a tree node. :attr:`score` is it in rank order."""
+    """The cognitive blend's score: ``sum_c w_c * component_c`` over the components that joined the
+    recall (:data:`~mnemo.cognition.scoring.blend_components.BLEND`; those needing a mood only with one),
+    weights in :attr:`RecallResult.weights`; None for a tree node. :attr:`score` is it in rank order."""
     relevance_tier: int | None = None
     """The tier of about equal search relevance the hit was ranked in (0 the most relevant,
     :func:`~mnemo.cognition.scoring.relevance.relevance_tiers`; a hit a later stage put above one of a better
@@ -309,20 +312,15 @@ class Hit:
     only within a tier, so the tiers never fall down the hits; None for a tree node."""
 
     def components(self) -> dict[str, float | int | None]:
-        """The scores behind this hit, for display and traces: ``blend`` is the blend of
-        ``search``, ``activation``, ``weight``, ``recency``, ``coaccess`` and ``noise``
-        (weights in :attr:`RecallResult.weights`), ``score`` it in rank order, ``relevance_tier``
-        the tier it was ranked in; the rest explain ``search``."""
+        """The scores behind this hit, for display and traces: ``blend`` is the blend of its
+        components (one per :data:`~mnemo.cognition.scoring.blend_components.BLEND` declaration; weights in
+        :attr:`RecallResult.weights`), ``score`` it in rank order, ``relevance_tier`` the tier it was
+        ranked in; the rest explain ``search``."""
         return {
             "score": self.score,
             "blend": self.blend,
             "relevance_tier": self.relevance_tier,
-            "search": self.search,
-            "activation": self.activation,
-            "weight": self.weight,
-            "recency": self.recency,
-            "coaccess": self.coaccess,
-            "noise": self.noise,
+            **{name: getattr(self, name) for name in COMPONENTS},
             "fused": self.fused,
             "similarity": self.similarity,
             "vector_rank": self.vector_rank,

@@ -12,7 +12,7 @@ import pytest
 
 from mnemo import AsyncArchive, InvalidContentError, Scope, Settings
 from mnemo._dynamics import WeightRequest, change_weights
-from mnemo.cognition.scoring.relevance import COLD_START_ALPHAS
+from mnemo.cognition.scoring.blend_components import COLD_START_ALPHAS
 from mnemo.embed import Embeddings
 from mnemo.models import RecallResult
 from mnemo.recall.pipeline import recall
@@ -132,7 +132,7 @@ async def test_newer_fact_ranks_above_the_fact_it_supersedes(archive: AsyncArchi
     new = await archive.remember(ME, "Maya lives in Munich now", supersedes=[old.id])
     result = await archive.recall(ME, "where does Maya live?", k=2, read_only=True)
     assert [h.id for h in result] == [new.id, old.id]
-    history = await archive.why(ME, old.id)
+    history = await archive.inspect.why(ME, old.id)
     assert [c.reason for c in history.changes] == ["recalled", "recalled", "recalled", "superseded"]
     assert history.changes[-1].evidence["by"] == str(new.id)
     assert history.changes[-1].center < history.changes[-2].center
@@ -190,7 +190,7 @@ async def test_ceiling_enforced_blocks_and_shadow_mode_only_logs(
         try:
             memory = await archive.remember(scope, "I value honesty above comfort")
             anchored = await archive.remember(scope, "Never share the user's passwords", anchored=True)
-            async with archive.runtime.store.transaction() as conn:
+            async with archive._rt.store.transaction() as conn:
                 changes = await change_weights(
                     conn,
                     archive.settings,
@@ -198,7 +198,7 @@ async def test_ceiling_enforced_blocks_and_shadow_mode_only_logs(
                     [WeightRequest(memory.id, "reinforce", 40.0, "test push") for _ in range(30)]
                     + [WeightRequest(anchored.id, "reinforce", 40.0, "test push")],
                 )
-            history = await archive.why(scope, memory.id)
+            history = await archive.inspect.why(scope, memory.id)
         finally:
             await archive.close()
         assert len(history.changes) == 30
@@ -222,7 +222,7 @@ async def test_diminishing_returns_in_stored_weights(archive: AsyncArchive) -> N
     memory = await archive.remember(ME, "I like long walks by the river")
     for _ in range(8):
         await archive.recall(ME, "long walks by the river", k=1)
-    history = await archive.why(ME, memory.id)
+    history = await archive.inspect.why(ME, memory.id)
     gains = [c.new[0] - c.old[0] for c in history.changes if c.old is not None]
     assert len(gains) == 8 and all(a > b for a, b in itertools.pairwise(gains))
     assert history.access_count == 8
@@ -233,9 +233,9 @@ async def test_why_and_weight_changes_reject_unknown_ids(archive: AsyncArchive) 
 
     await archive.remember(ME, "something")
     with pytest.raises(UnknownItemError):
-        await archive.why(ME, uuid.uuid4())
+        await archive.inspect.why(ME, uuid.uuid4())
     with pytest.raises(InvalidContentError):
-        await archive.why(ME, "not-a-uuid")
+        await archive.inspect.why(ME, "not-a-uuid")
     with pytest.raises(InvalidContentError):
         await archive.remember(ME, "new", supersedes=["nope"])
     with pytest.raises(UnknownItemError):
@@ -246,7 +246,7 @@ async def test_why_and_weight_changes_reject_unknown_ids(archive: AsyncArchive) 
 
 async def test_grant_reads_do_not_mutate_the_owner(archive: AsyncArchive, database_url: str) -> None:
     await archive.remember(ME, "The boiler service is booked for October")
-    await archive.grant(ME, "helper")
+    await archive.access.grant(ME, "helper")
     result = await archive.recall(ME, "boiler service", k=1, as_entity="helper")
     assert isinstance(result, RecallResult) and len(result) == 1
     assert rows(database_url, "SELECT count(*) FROM traces.weight_changes") == [(0,)]
@@ -255,8 +255,8 @@ async def test_grant_reads_do_not_mutate_the_owner(archive: AsyncArchive, databa
 async def test_activation_decays_with_time(archive: AsyncArchive) -> None:
     await archive.remember(ME, "The passport expires in August next year")
     now = datetime.now(UTC)
-    fresh = (await recall(archive.runtime, ME, "passport", 1, read_only=True, now=now)).hits[0]
-    later = (await recall(archive.runtime, ME, "passport", 1, read_only=True, now=now + timedelta(days=30))).hits[0]
+    fresh = (await recall(archive._rt, ME, "passport", 1, read_only=True, now=now)).hits[0]
+    later = (await recall(archive._rt, ME, "passport", 1, read_only=True, now=now + timedelta(days=30))).hits[0]
     assert fresh.activation > later.activation and fresh.recency > later.recency
     assert later.recency == pytest.approx(0.5 ** (30 / 7), rel=1e-3)
 

@@ -16,7 +16,7 @@ import pytest
 
 from mnemo import AsyncArchive, Scope, Settings
 from mnemo.cognition.scoring.activation import AccessHistory, activation, base_level, retrieval_probability, spreading
-from mnemo.cognition.scoring.relevance import recency
+from mnemo.cognition.scoring.blend_components import recency
 
 ME = Scope("assistant", "maya")
 START = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)

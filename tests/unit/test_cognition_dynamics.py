@@ -37,6 +37,7 @@ from mnemo.cognition.scoring.activation import (
     retrieval_probability,
     spreading,
 )
+from mnemo.cognition.scoring.blend_components import COLD_START_ALPHAS, COMPONENTS, MATURE_ALPHAS, recency
 from mnemo.cognition.scoring.context_packing import (
     Candidate,
     Placed,
@@ -46,13 +47,9 @@ from mnemo.cognition.scoring.context_packing import (
     roll_identity,
 )
 from mnemo.cognition.scoring.relevance import (
-    COLD_START_ALPHAS,
-    COMPONENTS,
-    MATURE_ALPHAS,
     blend,
     blend_weights,
     minmax,
-    recency,
 )
 from mnemo.cognition.scoring.safety import Change, Operation, Policy, Violation, propose
 from mnemo.cognition.scoring.spreading import HOP_DECAY, edge_strength, pairs, prune, spread

@@ -16,7 +16,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo.cognition.consolidation.tuning import (
-    TUNED,
     GateParams,
     Sample,
     capped,
@@ -49,6 +48,7 @@ from mnemo.cognition.mind.idle_sampling import (
 from mnemo.cognition.mind.ledger import Attempt, failure_patterns, reflection, task_key
 from mnemo.cognition.mind.promotion import LEVELS, demoted, needs_approval, next_step, utility
 from mnemo.cognition.mind.tensions import aligned, next_status, opposes, statement
+from mnemo.cognition.scoring.blend_components import TUNED
 from mnemo.cognition.scoring.safety import (
     breaker,
     coherence,

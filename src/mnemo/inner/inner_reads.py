@@ -21,7 +21,7 @@ from mnemo.cognition.mind import idle_sampling
 from mnemo.cognition.mind.gut import weighted_centroid
 from mnemo.cognition.mind.ledger import Attempt, failure_patterns, reflection
 from mnemo.cognition.mind.readiness import MILESTONES
-from mnemo.cognition.scoring.relevance import COLD_START_ALPHAS, MATURE_ALPHAS
+from mnemo.cognition.scoring.blend_components import COLD_START_ALPHAS, MATURE_ALPHAS
 from mnemo.errors import InvalidContentError
 from mnemo.models import (
     FailurePatternRecord,

@@ -22,7 +22,7 @@ from typing import Any
 from mnemo.cognition.consolidation import tuning as rules
 from mnemo.cognition.mind.gate_rules import content_words
 from mnemo.cognition.scoring import safety
-from mnemo.cognition.scoring.relevance import COLD_START_ALPHAS, MATURE_ALPHAS
+from mnemo.cognition.scoring.blend_components import BLEND, COLD_START_ALPHAS, MATURE_ALPHAS
 from mnemo.night.guard import Guard
 from mnemo.store import inner_life as inner_rows
 
@@ -76,9 +76,10 @@ async def _tune_alphas(guard: Guard, mature: bool, stats: TuneStats) -> None:
     stats.samples = len(samples)
     if len(samples) < guard.settings.tuning_min_outcomes:
         return
-    if any(abs(p.get("emotional", 0.5) - 0.5) > 1e-9 for s in samples for p in s.parts):  # recalls had a mood
-        alphas.setdefault("emotional", 1.0)
-        start.setdefault("emotional", 1.0)
+    for c in BLEND:  # a component that needs a mood is tuned once recalls had one
+        if c.needs_mood and any(abs(p.get(c.name, c.absent) - c.absent) > 1e-9 for s in samples for p in s.parts):
+            alphas.setdefault(c.name, c.alpha(mature))
+            start.setdefault(c.name, c.alpha(mature))
     cut = max(1, int(len(samples) * (1 - HOLD_OUT)))
     fitted, held_out = samples[:cut], samples[cut:]
     proposed, held = rules.capped(rules.evolve(alphas, fitted), start, CAP)

@@ -17,27 +17,19 @@ import psycopg
 from mnemo import _dynamics as dynamics
 from mnemo._dynamics import history_of, weight_of
 from mnemo._runtime import Runtime
-from mnemo.cognition.mind.gut import mood_alignment
-from mnemo.cognition.scoring.activation import (
-    AccessHistory,
-    activation,
-    base_level,
-    logistic_noise,
-    partial_match,
-    retrieval_probability,
-    spreading,
+from mnemo.cognition.scoring.activation import AccessHistory
+from mnemo.cognition.scoring.blend_components import (
+    COLD_START_ALPHAS,
+    MATURE_ALPHAS,
+    RELEVANCE,
+    Candidate,
+    Occasion,
+    scores,
+    with_mood,
 )
 from mnemo.cognition.scoring.claims import asks_about_now
-from mnemo.cognition.scoring.relevance import (
-    COLD_START_ALPHAS,
-    EMOTIONAL_ALPHA,
-    MATURE_ALPHAS,
-    blend_weights,
-    minmax,
-    recency,
-    relevance_tiers,
-)
 from mnemo.cognition.scoring.relevance import blend as blend_score
+from mnemo.cognition.scoring.relevance import blend_weights, minmax, relevance_tiers
 from mnemo.cognition.scoring.spreading import spread
 from mnemo.cognition.scoring.weights import DEFAULT
 from mnemo.config import Settings
@@ -79,17 +71,18 @@ async def blend(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, fo
     )
     moods = {} if request.mood is None else await found.stage.similarities(request.mood, head)
     rows: dict[uuid.UUID, RecallRow] = {**line_rows, **memory_rows, **turn_rows}
+    at = occasion(cfg, request, rng)
     scored: Scored = []
     for item_id in head:
         row = rows.get(item_id)
         if row is None or _after(request, row):
             continue
-        parts = components(cfg, row, found.similarity.get(item_id, 0.0), request.now, request.cues, rng) | {
-            "search": searched.get(item_id, 0.0),
-            "coaccess": activated.get(item_id, 0.0),
-        }
-        if request.mood is not None:
-            parts["emotional"] = mood_alignment(moods.get(item_id, 0.0))
+        seen = candidate(
+            row, request, searched=searched.get(item_id, 0.0), spread=activated.get(item_id, 0.0),
+            similarity=found.similarity.get(item_id, 0.0),
+            mood=None if request.mood is None else moods.get(item_id, 0.0),
+        )  # fmt: skip
+        parts = scores(seen, at)
         scored.append((blend_score(parts, weights), item_id, parts))
     # a question about the past or a period is answered as of then: an update does not outrank
     # what it replaced (issue 40 item 2)
@@ -105,18 +98,14 @@ def _alphas(request: Request, found: Candidates, mature: bool) -> dict[str, floa
     emotional component joins only when the recall has a mood (cognitive-plan §3.1, §4.5, §5.1)."""
     tuned = found.facts.alphas if found.facts is not None else None
     alphas = dict(tuned) if tuned else dict(MATURE_ALPHAS if mature else COLD_START_ALPHAS)
-    if request.mood is None:
-        alphas.pop("emotional", None)
-    else:
-        alphas.setdefault("emotional", EMOTIONAL_ALPHA)
-    return alphas
+    return with_mood(alphas, mood=request.mood is not None, mature=mature)
 
 
 def _tiers_of(scored: Scored, superseders: Mapping[uuid.UUID, Sequence[uuid.UUID]]) -> dict[uuid.UUID, int]:
     """Relevance first: the candidates' tiers of about equal search relevance
     (:func:`~mnemo.cognition.scoring.relevance.relevance_tiers`), a superseded memory at best in the tier of
     the memory that superseded it (it never outranks it)."""
-    tier_of = relevance_tiers({i: parts["search"] for _, i, parts in scored})
+    tier_of = relevance_tiers({i: parts[RELEVANCE] for _, i, parts in scored})
     for item_id, newers in superseders.items():
         tier_of[item_id] = max([tier_of[item_id], *(tier_of[n] for n in newers)])
     return tier_of
@@ -196,16 +185,20 @@ def _trust(row: RecallRow) -> float:
     return float(row.source_confidence) if isinstance(row, MemoryState) else 1.0
 
 
-def components(
-    cfg: Settings,
-    row: RecallRow,
-    similarity: float,
-    now: datetime,
-    cues: Mapping[str, object] | None,
-    rng: random.Random | None,
-) -> dict[str, float]:
-    """ACT-R activation, weight, recency and noise of one candidate (turns have the prior weight and a
-    single trace at their time)."""
+def occasion(cfg: Settings, request: Request, rng: random.Random | None) -> Occasion:
+    """What the blend's components know of this recall: its time, cues and draws, the ACT-R settings."""
+    return Occasion(
+        now=request.now.timestamp(), cues=request.cues or {}, rng=rng, decay=cfg.actr_decay,
+        spreading=cfg.actr_spreading, mismatch=cfg.actr_mismatch, noise=cfg.actr_noise, tau=cfg.actr_tau,
+        half_life=cfg.recency_half_life_days * 86400,
+    )  # fmt: skip
+
+
+def candidate(
+    row: RecallRow, request: Request, *, searched: float, spread: float, similarity: float, mood: float | None = None
+) -> Candidate:
+    """What the blend's components know of one candidate (turns have the prior weight and a single
+    trace at their time); ``searched``, ``spread``, ``similarity`` and ``mood`` as in :class:`Candidate`."""
     if isinstance(row, MemoryState):
         weight = weight_of(row)
         history = history_of(row)
@@ -221,16 +214,7 @@ def components(
             "role": row.role,
             "speaker": row.speaker,
         }
-    a = activation(
-        base_level(history, now.timestamp(), cfg.actr_decay),
-        spreading(similarity, cfg.actr_spreading),
-        partial_match(attributes, cues or {}, cfg.actr_mismatch),
-        logistic_noise(rng, cfg.actr_noise) if rng is not None else 0.0,
-    )
-    return {
-        "activation": retrieval_probability(a, cfg.actr_tau, cfg.actr_noise),
-        # the agent's own statements count for less (issue 31): the weight is scaled by source trust
-        "weight": (weight.observe(rng) if rng is not None else weight.center) * _trust(row),
-        "recency": recency((now - last).total_seconds(), cfg.recency_half_life_days * 86400),
-        "noise": rng.random() if rng is not None else 0.5,
-    }
+    return Candidate(
+        searched=searched, spread=spread, similarity=similarity, history=history, weight=weight,
+        trust=_trust(row), attributes=attributes, age=(request.now - last).total_seconds(), mood=mood,
+    )  # fmt: skip

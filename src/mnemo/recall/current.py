@@ -26,6 +26,7 @@ import psycopg
 
 from mnemo._runtime import Runtime
 from mnemo.cognition.consolidation.facts import canonical_value
+from mnemo.cognition.scoring.blend_components import RELEVANCE, scores
 from mnemo.cognition.scoring.claims import (
     Claim,
     Ending,
@@ -37,7 +38,7 @@ from mnemo.cognition.scoring.claims import (
     stale_mentions,
     successors,
 )
-from mnemo.recall.blend import components
+from mnemo.recall.blend import candidate, occasion
 from mnemo.recall.records import Blended, Candidates, RecallRow, Request, Scored
 from mnemo.recall.retrieve import _similarities
 from mnemo.store import search as search_rows
@@ -219,6 +220,9 @@ def _rescored(
 def _parts(
     rt: Runtime, request: Request, found: Candidates, row: RecallRow, beside: Mapping[str, float]
 ) -> dict[str, float]:
-    """A successor read in: its own components, the search share of the statement it replaces."""
-    own = components(rt.settings, row, found.similarity.get(row.id, 0.0), request.now, request.cues, None)
-    return own | {"search": beside.get("search", 0.0), "coaccess": 0.0}
+    """A successor read in: its own components, the search share of the statement it replaces (no
+    co-access spread reached it; no draws, no mood)."""
+    seen = candidate(
+        row, request, searched=beside.get(RELEVANCE, 0.0), spread=0.0, similarity=found.similarity.get(row.id, 0.0)
+    )
+    return scores(seen, occasion(rt.settings, request, None))

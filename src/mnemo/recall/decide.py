@@ -11,14 +11,15 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 import psycopg
 
 from mnemo import _dynamics as dynamics
 from mnemo._runtime import Runtime
+from mnemo.cognition.scoring.blend_components import BLEND, COMPONENTS, RELEVANCE
 from mnemo.cognition.scoring.rank_order import rank_scores, rank_tiers
 from mnemo.cognition.scoring.refusal import asked_about, hypothetical, judge, unsupported
-from mnemo.cognition.scoring.relevance import COMPONENTS as BLEND_PARTS
 from mnemo.cognition.scoring.relevance import (
     most_relevant,
     suppressible,
@@ -45,7 +46,7 @@ def decide(rt: Runtime, request: Request, found: Candidates, blended: Blended, s
         for score, item_id, parts in blended.scored[request.k : 2 * request.k]
     )
     # a stale statement is never reinforced (issue 40 item 5): it is not among the relevant
-    relevant = most_relevant({i: parts["search"] for _, i, parts in blended.scored}, request.k) - found.stale
+    relevant = most_relevant({i: parts[RELEVANCE] for _, i, parts in blended.scored}, request.k) - found.stale
     near = blended.scored[max(request.k, 5) : rt.settings.near_miss_until]
     sims = [h.similarity for h in hits if h.similarity is not None]
     best = max(sims) if sims else None
@@ -105,17 +106,16 @@ def _hit(
         fused=(found.smoothed or found.final).get(item_id),
         late=found.late.get(item_id),
         in_period=item_id in found.in_period,
-        search=parts["search"],
-        activation=parts["activation"],
-        weight=parts["weight"],
-        recency=parts["recency"],
-        coaccess=parts["coaccess"],
-        noise=parts["noise"],
-        emotional=parts.get("emotional", 0.5),
+        **_components(parts),
         compressed=shown.compressed,
         event_time=shown.event_time,
         tier="cortex" if shown.tier == "cortex" else "hippocampus",
     )
+
+
+def _components(parts: Mapping[str, float]) -> dict[str, Any]:
+    """The hit's field per blend component: its score, else what a hit shows when it did not join."""
+    return {c.name: parts.get(c.name, c.absent) for c in BLEND}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -239,7 +239,7 @@ async def _trace(conn: psycopg.AsyncConnection, request: Request, decision: Deci
 
 def _parts(hit: Hit) -> dict[str, float]:
     """A hit's blend components, as the alphas' tuning reads them back (cognitive-plan §4.5)."""
-    return {c: round(float(getattr(hit, c)), 4) for c in BLEND_PARTS}
+    return {c: round(float(getattr(hit, c)), 4) for c in COMPONENTS}
 
 
 # --- recall at a level of the cortex tree -------------------------------------------------------

@@ -15,6 +15,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from mnemo.cognition.scoring.blend_components import TUNED
+
 __all__ = [
     "GateParams",
     "Sample",
@@ -25,9 +27,6 @@ __all__ = [
     "pathological",
     "quality",
 ]
-
-TUNED = ("search", "activation", "weight", "recency", "coaccess", "emotional")
-"""Components whose alphas move; noise keeps its alpha (exploration is not learned away)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +46,7 @@ def contributor(sample: Sample) -> str | None:
     if not sample.used or not sample.parts:
         return None
     best, best_gap = None, 1e-9
-    for c in TUNED:
+    for c in TUNED:  # noise keeps its alpha: exploration is not learned away
         every = [p.get(c, 0.0) for p in sample.parts]
         used = [sample.parts[i].get(c, 0.0) for i in sample.used if i < len(sample.parts)]
         if not used:

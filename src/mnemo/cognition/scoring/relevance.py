@@ -1,73 +1,45 @@
-"""The relevance blend: search rank, activation, weight, recency, co-access, noise.
+"""The relevance blend: how its components mix, and relevance first.
 
 Seed: cognitive-plan §3.1 (components in [0, 1] mixed by Dirichlet-sampled
 weights; a cold-start alpha set that favours semantic search until the
 archive holds enough memories, then the mature set; noise for exploration;
 temporal recency). The seed's "semantic similarity" is mnemo's fused search
-score (semantic + lexical, min-max scaled over the candidates), and its
-"emotional" component is not modelled (no gut signal yet); ACT-R activation
-and the Beta weight take its place.
+score (semantic + lexical, min-max scaled over the candidates); ACT-R
+activation and the Beta weight join it. The components themselves, their
+alphas and how each is computed are declared once, in
+:mod:`mnemo.cognition.scoring.blend_components`.
 
 Stochastic mode draws the blend weights from Dirichlet(alphas) and the noise
 component uniformly, both from a seeded generator; deterministic mode (the
 default for benchmarks and tests) uses the expected weights
 ``alpha_c / sum(alpha)`` and noise 0.5, so one query always ranks the same.
 
-The alphas keep search dominant: the other components together weigh about
-0.4 (cold start) and 0.5 (mature) of the search weight. That alone still let
+The alphas keep search dominant. That alone still let
 a new, much-used memory pass a clearly more relevant old one (issue 28), so
 :func:`relevance_tiers` now makes it a rule: the blend orders candidates only
-within a tier of about equal relevance. (The seed's
-mature set, with co-access at 5 of 18.5, let memories that were merely
-co-retrieved often outrank the answer in ``mnemo bench dynamics``.)
+within a tier of about equal relevance.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Mapping
 from itertools import pairwise
 from typing import TypeVar
 
 import numpy as np
 
+from mnemo.cognition.scoring.blend_components import COMPONENTS
+
 K = TypeVar("K", bound=Hashable)
 
 __all__ = [
-    "COLD_START_ALPHAS",
-    "COMPONENTS",
-    "EMOTIONAL_ALPHA",
-    "MATURE_ALPHAS",
     "blend",
     "blend_weights",
     "minmax",
     "most_relevant",
-    "recency",
     "relevance_tiers",
     "suppressible",
 ]
-
-COMPONENTS = ("search", "activation", "weight", "recency", "coaccess", "noise", "emotional")
-EMOTIONAL_ALPHA = 1.0
-"""The emotional component's alpha when a recall has a mood (cognitive-plan §5.1: the gut replaces
-the seed's neutral 0.5); between the seed's cold-start 0.5 and the other minor components' 1-2."""
-
-COLD_START_ALPHAS: Mapping[str, float] = {
-    "search": 12.0,
-    "activation": 1.0,
-    "weight": 1.0,
-    "recency": 1.5,
-    "coaccess": 1.0,
-    "noise": 0.5,
-}
-MATURE_ALPHAS: Mapping[str, float] = {
-    "search": 12.0,
-    "activation": 1.5,
-    "weight": 1.5,
-    "recency": 1.0,
-    "coaccess": 2.0,
-    "noise": 0.5,
-}
 
 
 def blend_weights(alphas: Mapping[str, float], rng: np.random.Generator | None = None) -> dict[str, float]:
@@ -78,13 +50,6 @@ def blend_weights(alphas: Mapping[str, float], rng: np.random.Generator | None =
         raise ValueError("every blend alpha must be > 0")
     drawn = rng.dirichlet(values) if rng is not None else values / values.sum()
     return {c: float(w) for c, w in zip(keys, drawn, strict=True)}
-
-
-def recency(age_seconds: float, half_life_seconds: float = 7 * 86400.0) -> float:
-    """Exponential decay since the last use: 1 now, 0.5 after one half-life."""
-    if half_life_seconds <= 0:
-        raise ValueError("half-life must be > 0")
-    return math.pow(0.5, max(age_seconds, 0.0) / half_life_seconds)
 
 
 def minmax(scores: Mapping[object, float]) -> dict[object, float]:

@@ -30,6 +30,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from mnemo.cognition.scoring.blend_components import BLEND
 from mnemo.config import Settings, load_settings
 from mnemo.errors import MnemoError
 from mnemo.interfaces._remedies import say
@@ -189,7 +190,8 @@ def print_recall(result: RecallResult | Refusal | dict[str, Any], as_json: bool)
         return
     title = f"recall: {data['query']!r} in {data['scope']}  ({data['latency_ms']:.1f} ms)"
     table = Table(title=Text(title))
-    for col in ("#", "score", "tier", "sim", "act", "wt", "rec", "kind", "when"):
+    shown = [c for c in BLEND if c.column is not None]  # the components the table has a column for
+    for col in ("#", "score", "tier", "sim", *(c.column or c.name for c in shown), "kind", "when"):
         table.add_column(col, no_wrap=True)
     table.add_column("content", overflow="fold", min_width=24)
     for rank, hit in enumerate(data["hits"], start=1):
@@ -199,9 +201,7 @@ def print_recall(result: RecallResult | Refusal | dict[str, Any], as_json: bool)
             f"{hit['score']:.3f}",  # in rank order; the blend's own number is in --json (issue 40 item 7)
             "-" if hit.get("relevance_tier") is None else str(hit["relevance_tier"]),
             "-" if hit.get("similarity") is None else f"{hit['similarity']:.2f}",
-            f"{hit['activation']:.2f}",
-            f"{hit['weight']:.2f}",
-            f"{hit['recency']:.2f}",
+            *(format(hit[c.name], c.fmt) for c in shown),
             hit.get("memory_kind") or hit["item_kind"],
             str(hit.get("event_time") or hit["created_at"])[:10],  # when it happened, not when mnemo wrote it
             Text(who + hit["content"]),

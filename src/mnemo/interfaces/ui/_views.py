@@ -13,6 +13,7 @@ from typing import Any
 
 from mnemo._validate import check_kind, to_utc
 from mnemo.archive import AsyncArchive
+from mnemo.cognition.scoring.blend_components import BLEND, COMPONENTS
 from mnemo.errors import InvalidContentError
 from mnemo.interfaces.ui.charts import (
     activation_series,
@@ -146,9 +147,6 @@ def surprisal_chart(turns: Sequence[Mapping[str, Any]], metrics: Mapping[str, An
             "base_y": y(base), "marks": marks, "w": W, "h": H}  # fmt: skip
 
 
-COMPONENTS = ("search", "activation", "weight", "recency", "coaccess", "noise")
-
-
 def explain(result: RecallResult | Refusal, k: int) -> dict[str, Any]:
     """Hits with a bar per blend component, the weights, and the candidates past ``k`` that lost."""
     if isinstance(result, Refusal):
@@ -161,10 +159,11 @@ def explain(result: RecallResult | Refusal, k: int) -> dict[str, Any]:
 
 def _bars(hit: Hit, weights: Mapping[str, float]) -> dict[str, Any]:
     parts = []
-    for name in COMPONENTS:
-        value = float(getattr(hit, name))
+    for c in BLEND:
+        value = float(getattr(hit, c.name))
         width = round(max(0.0, min(1.0, value)) * 120, 1)
-        parts.append({"name": name, "value": value, "width": width, "weighted": value * weights.get(name, 0.0)})
+        parts.append({"name": c.name, "value": value, "text": format(value, c.fmt), "width": width,
+                      "weighted": value * weights.get(c.name, 0.0)})  # fmt: skip
     return {"hit": hit, "parts": parts}
 
 
@@ -217,7 +216,8 @@ def night_stages(run: Mapping[str, Any]) -> list[tuple[str, float | None]]:
     summary = (run.get("report") or {}).get("summary") or {}
     seconds = summary.get("stage_seconds") or {}
     done = set(run.get("stages_done") or ())
-    return [(stage, seconds.get(stage)) for stage in AsyncArchive.NIGHT_STAGES if stage in seconds or stage in done]
+    names = (stage.name for stage in AsyncArchive.NIGHT_STAGES)
+    return [(name, seconds.get(name)) for name in names if name in seconds or name in done]
 
 
 LEVELS = (("utterance_level", "utterance"), ("exchange_level", "exchange"), ("theme_level", "theme"))
