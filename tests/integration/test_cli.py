@@ -163,7 +163,7 @@ def test_version(env: dict[str, str]) -> None:
 
 def test_night_stages_match_the_cycle() -> None:
     from mnemo.interfaces.cli.night import STAGES as CLI_STAGES
-    from mnemo.night.cycle import STAGES
+    from mnemo.night.stage_registry import STAGE_NAMES as STAGES
 
     assert CLI_STAGES == STAGES
 

@@ -28,7 +28,7 @@ from mnemo import AsyncArchive, RecallResult, Scope, Settings
 from mnemo.cognition.mind.readiness import MILESTONES
 from mnemo.embed import Embeddings
 from mnemo.interfaces.http import create_app
-from mnemo.night.cycle import STAGES
+from mnemo.night.stage_registry import STAGE_NAMES as STAGES
 from tests.conftest import FUTURE_NIGHTS_HOURS
 from tests.integration.test_http import serve
 from tests.night_data import START, arc_conversation, record
@@ -98,13 +98,13 @@ async def _fill(settings: Settings, embeddings: Embeddings) -> dict[str, Any]:
         peanut = await archive.remember(ME, "Maya is allergic to peanuts and carries an epipen.", kind="preference")
         script = await archive.remember(ME, SCRIPT)
         await archive.recall(ME, "What is Maya allergic to?")
-        await archive.curate(ME, apply=False)  # a staged version for the Apply button
+        await archive.knowledge.curate(ME, apply=False)  # a staged version for the Apply button
         await archive.remember(BOB, "Bob's secret: the safe code is 4471.")
         await _inner_life(archive, settings, embeddings)
-        await archive.grant(INNER, "carol")
-        alice, _ = await archive.create_token("alice")
-        bob, _ = await archive.create_token("bob")
-        carol, _ = await archive.create_token("carol")
+        await archive.access.grant(INNER, "carol")
+        alice, _ = await archive.access.create_token("alice")
+        bob, _ = await archive.access.create_token("bob")
+        carol, _ = await archive.access.create_token("carol")
         return {"alice": alice, "bob": bob, "carol": carol, "peanut": str(peanut.id), "script": str(script.id)}
     finally:
         await archive.close()
@@ -121,7 +121,7 @@ async def _inner_life(archive: AsyncArchive, settings: Settings, embeddings: Emb
             at = first + timedelta(days=day + 17 * half)
             await archive.observe(INNER, HABIT, role="user", attention=HABIT, at=at)
             await archive.flush(INNER, attention=HABIT, at=at)
-        await archive.reflect(INNER, as_of=at + timedelta(days=1))
+        await archive.inner.reflect(INNER, as_of=at + timedelta(days=1))
     await archive.remember(INNER, VALUE, kind="semantic", anchored=True)
     await archive.remember(INNER, BROKE, kind="episodic")
     for n, text in enumerate(PLANTED):
@@ -134,23 +134,23 @@ async def _inner_life(archive: AsyncArchive, settings: Settings, embeddings: Emb
                                              read_only=True)  # fmt: skip
                 assert isinstance(found, RecallResult) and found.outcome_id is not None
                 used = [h.id for h in found if h.weight > 0.9] if heavy else [list(found)[-1].id]
-                await archive.feedback(INNER, found.outcome_id, 1.0, used=used)
-            await reflecting.reflect(INNER)
+                await archive.inner.feedback(INNER, found.outcome_id, 1.0, used=used)
+            await reflecting.inner.reflect(INNER)
     finally:
         await shadow.close()
     rng = np.random.default_rng(3)
     for _ in range(12):
-        outcome = await archive.log_gut(INNER, "agent", rng.normal(size=384) * 0.1, magnitude=0.2, valence=0.1)
-        await archive.feedback(INNER, outcome, float(rng.uniform(-1, 1)))
-    await archive.reach_milestone(INNER, "first_goal_reflected", {"goal": "tell users the truth"})
+        outcome = await archive.inner.log_gut(INNER, "agent", rng.normal(size=384) * 0.1, magnitude=0.2, valence=0.1)
+        await archive.inner.feedback(INNER, outcome, float(rng.uniform(-1, 1)))
+    await archive.inner.reach_milestone(INNER, "first_goal_reflected", {"goal": "tell users the truth"})
     parent = None
     for generation in range(3):
-        attempt = await archive.record_attempt(
+        attempt = await archive.inner.record_attempt(
             INNER, TASK, lineage="booker", generation=generation, success=False, failure_mode="timeout",
             parent=parent, mutation=f"variant {generation}",
         )  # fmt: skip
         parent = attempt.mutation_id
-    await archive.reflect(INNER)
+    await archive.inner.reflect(INNER)
 
 
 @pytest.fixture(scope="module")
@@ -597,7 +597,7 @@ def _token(site: dict[str, Any], entity: str) -> tuple[str, str]:
     async def made() -> tuple[str, str]:
         archive = await AsyncArchive.open(Settings(database_url=site["db"]), embeddings=None)
         try:
-            token, token_id = await archive.create_token(entity, label="session test")
+            token, token_id = await archive.access.create_token(entity, label="session test")
             return token, str(token_id)
         finally:
             await archive.close()

@@ -12,10 +12,10 @@ import pytest
 from mnemo.cortex.block_migration import MigrationStats
 from mnemo.cortex.tree import TreeStats
 from mnemo.night.curator import CurationStats
-from mnemo.night.cycle import _restored
 from mnemo.night.decay import DecayStats
 from mnemo.night.insights import InsightStats
 from mnemo.night.retention import RetentionStats
+from mnemo.night.stage_protocol import restored as _restored
 from mnemo.store.reflexes import PruneStats
 
 RESULTS = [

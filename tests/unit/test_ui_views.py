@@ -4,7 +4,7 @@ night runs them, whatever order its record keeps them in."""
 from __future__ import annotations
 
 from mnemo.interfaces.ui._views import night_stages
-from mnemo.night.cycle import STAGES
+from mnemo.night.stage_registry import STAGE_NAMES as STAGES
 
 
 def test_a_finished_night_lists_its_timed_stages_in_pipeline_order_and_nothing_else() -> None:

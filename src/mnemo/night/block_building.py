@@ -48,7 +48,8 @@ from mnemo.cognition.consolidation.segments import Segment, segment
 from mnemo.cognition.consolidation.summaries import extractive_summary, gist_lines
 from mnemo.config import Settings
 from mnemo.embed import Embeddings, load_embedder
-from mnemo.models import Scope, uuid7
+from mnemo.models import NightReport, Scope, uuid7
+from mnemo.night.stage_protocol import NightPlan, NightRun, count_of
 from mnemo.store import blocks as block_rows
 from mnemo.store import links as link_rows
 from mnemo.store import night_runs as run_rows
@@ -58,7 +59,7 @@ from mnemo.store import vectors as vector_rows
 from mnemo.store.turn_surprisal import TurnRow
 from mnemo.write.remember import memory_row, store_memory
 
-__all__ = ["BlockStats", "build_blocks"]
+__all__ = ["STAGE", "BlockStats", "BlocksStage", "build_blocks"]
 
 _TIERS = ("normal", "meso", "elder")
 
@@ -613,3 +614,48 @@ async def _cites(
             cited.append((block_id, [str(earlier[i][0]) for i, _ in found]))
     await link_rows.insert_links(conn, scope.entity_id, scope.namespace, links)
     await block_rows.set_citations(conn, scope.entity_id, cited)
+
+
+class BlocksStage:
+    """Night stage ``blocks`` (per session; stages 1b-6 of memory-architecture §8: flux arcs,
+    segments, live and dead zones, salience, summaries, embeddings, thematic links): every session
+    with new scored turns cut into holographic blocks, a transaction per session."""
+
+    name = "blocks"
+    report_fields = ("sessions", "blocks", "arcs", "open_arcs", "continuations", "live_turns")
+
+    async def run(self, night: NightRun) -> None:
+        progress = night.tick(self.name, night.report.turns)
+        stats = await night.per_turn(
+            self.name, lambda: build_blocks(night.rt, night.scope, night.run_id, night.as_of, progress=progress)
+        )
+        if stats is None:
+            return
+        report = night.report
+        report.sessions, report.blocks, report.arcs = stats.sessions, stats.blocks, stats.arcs
+        report.open_arcs, report.continuations, report.live_turns = (
+            stats.open_arcs,
+            stats.continuations,
+            stats.live_turns,
+        )
+
+    async def plan(self, night: NightPlan) -> None:
+        e, ns = night.scope.entity_id, night.scope.namespace
+        scored_only = "surprisal" not in night.todo  # the night scores first, then cuts what was scored
+        sessions, turns = await run_rows.pending_work(
+            night.conn, e, ns, night.report.as_of, "blocks_through", scored_only=scored_only
+        )
+        night.report.plan |= {"sessions_to_cut": sessions, "turns_to_cut": turns}
+
+    def row(self, report: NightReport) -> str:
+        if report.dry_run:
+            plan = report.plan
+            return f"{count_of(plan.get('sessions_to_cut', 0), 'session')} to cut ({plan.get('turns_to_cut', 0)} turns)"
+        return (
+            f"{report.blocks} blocks from {report.sessions} sessions; {report.arcs} flux arcs, "
+            f"{report.open_arcs} open at session end, {report.continuations} continued; "
+            f"{report.live_turns} turns in live zones"
+        )
+
+
+STAGE = BlocksStage()

@@ -32,11 +32,12 @@ from mnemo._runtime import Runtime
 from mnemo.cognition.consolidation.curation import CuratorPolicy, Provenance, Signals, classify
 from mnemo.cognition.consolidation.salience import unit_vector
 from mnemo.cognition.mind.gate_rules import negation_conflict, substitution_conflict
-from mnemo.models import MemoryStatus, Scope, Verdict
+from mnemo.models import MemoryStatus, NightReport, Scope, Verdict
+from mnemo.night.stage_protocol import NightPlan, NightRun, count_of
 from mnemo.store import curation_versions as curation_rows
 from mnemo.store import vectors as vector_rows
 
-__all__ = ["PROMOTE_GAIN", "CurationStats", "Verdict", "apply", "night_stage", "plan", "stage"]
+__all__ = ["PROMOTE_GAIN", "STAGE", "CurateStage", "CurationStats", "Verdict", "apply", "night_stage", "plan", "stage"]
 
 PROMOTE_GAIN = 2.0  # cognitive-plan §4.3: a pattern seen often gets reinforce(2.0)
 _TARGET: dict[str, MemoryStatus] = {
@@ -210,3 +211,35 @@ async def night_stage(
     if rt.settings.curator_apply and version is not None:
         applied = await apply(rt, conn, scope, version) is not None
     return CurationStats(version=version, verdicts=counts(verdicts), applied=applied)
+
+
+class CurateStage:
+    """Night stage ``curate`` (scope-wide): the curator's verdicts staged as a version, applied
+    when ``curator_apply`` is set (archive-adr §9)."""
+
+    name = "curate"
+    report_fields = ("curation_version", "curation_applied", "verdicts")
+
+    async def run(self, night: NightRun) -> None:
+        c = await night.scope_wide(
+            self.name, CurationStats, lambda conn: night_stage(night.rt, conn, night.scope, night.as_of, night.run_id)
+        )
+        night.report.curation_version, night.report.verdicts = c.version, dict(c.verdicts)
+        night.report.curation_applied = bool(c.applied)
+
+    async def plan(self, night: NightPlan) -> None:
+        curated = await night_stage(night.rt, night.conn, night.scope, night.report.as_of, night.run_id)
+        night.report.verdicts = curated.verdicts
+        night.report.plan["memories_to_judge"] = sum(night.report.verdicts.values())
+
+    def row(self, report: NightReport) -> str:
+        verdicts = ", ".join(f"{k} {v}" for k, v in sorted(report.verdicts.items()))
+        if report.dry_run:
+            judged = count_of(report.plan.get("memories_to_judge", 0), "memory", "memories")
+            return f"{judged} to judge (those there are now)" + (f": {verdicts}" if verdicts else "")
+        state = "applied" if report.curation_applied else "staged"
+        version = f"version {report.curation_version} {state}: " if report.curation_version else ""
+        return version + (verdicts or "nothing to judge")
+
+
+STAGE = CurateStage()

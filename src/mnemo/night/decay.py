@@ -19,10 +19,11 @@ import psycopg
 from mnemo import _dynamics as dynamics
 from mnemo._runtime import Runtime
 from mnemo.cognition.consolidation.curation import DecayPolicy, decay_amount
-from mnemo.models import Scope
+from mnemo.models import NightReport, Scope
+from mnemo.night.stage_protocol import NightPlan, NightRun
 from mnemo.store import decay_marks as decay_rows
 
-__all__ = ["DecayStats", "decay"]
+__all__ = ["STAGE", "DecayStage", "DecayStats", "decay"]
 
 
 @dataclass(slots=True)
@@ -66,3 +67,24 @@ async def decay(
         await dynamics.change_weights(conn, rt.settings, scope, requests, at=now)
         await decay_rows.mark_deep_decayed(conn, scope.entity_id, deep_ids, now)
     return stats
+
+
+class DecayStage:
+    """Night stage ``decay`` (scope-wide): what went unused fades (cognitive-plan §4.1)."""
+
+    name = "decay"
+    report_fields = ("decayed_light", "decayed_deep")
+
+    async def run(self, night: NightRun) -> None:
+        d = await night.scope_wide(self.name, DecayStats, lambda conn: decay(night.rt, conn, night.scope, night.as_of))
+        night.report.decayed_light, night.report.decayed_deep = d.light, d.deep
+
+    async def plan(self, night: NightPlan) -> None:
+        d = await decay(night.rt, night.conn, night.scope, night.report.as_of, dry_run=True)
+        night.report.decayed_light, night.report.decayed_deep = d.light, d.deep
+
+    def row(self, report: NightReport) -> str:
+        return f"{report.decayed_light} light, {report.decayed_deep} deep"
+
+
+STAGE = DecayStage()

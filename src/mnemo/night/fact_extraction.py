@@ -52,7 +52,8 @@ from mnemo.cognition.consolidation.extraction import (
 from mnemo.cognition.consolidation.facts import sentence
 from mnemo.cognition.consolidation.slots import ANY, ONE_VALUE, slot_of, value_matches
 from mnemo.cognition.scoring.claims import functional_attribute
-from mnemo.models import Scope, uuid7
+from mnemo.models import NightReport, Scope, uuid7
+from mnemo.night.stage_protocol import NightPlan, NightRun, count_of
 from mnemo.store import knowledge as knowledge_rows
 from mnemo.store import links as link_rows
 from mnemo.store import night_runs as run_rows
@@ -60,7 +61,7 @@ from mnemo.store import turn_surprisal as surprisal_rows
 from mnemo.store.turn_surprisal import TurnRow
 from mnemo.write.remember import memory_row, store_memory, supersede
 
-__all__ = ["KnowledgeStats", "extract_knowledge", "fact_text"]
+__all__ = ["STAGE", "KnowledgeStage", "KnowledgeStats", "extract_knowledge", "fact_text"]
 
 
 @dataclass(slots=True)
@@ -496,3 +497,43 @@ async def _close(
             ],
             missing_ok=True,
         )
+
+
+class KnowledgeStage:
+    """Night stage ``knowledge`` (per session): facts and triples mined from the new scored turns,
+    a transaction per session."""
+
+    name = "knowledge"
+    report_fields = ("facts_new", "facts_repeated", "facts_closed", "triples_new", "llm_fallbacks")
+
+    async def run(self, night: NightRun) -> None:
+        progress = night.tick(self.name, night.report.turns)
+        k = await night.per_turn(
+            self.name, lambda: extract_knowledge(night.rt, night.scope, night.as_of, progress=progress)
+        )
+        if k is None:
+            return
+        report = night.report
+        report.facts_new, report.facts_repeated, report.facts_closed = k.facts_new, k.facts_repeated, k.facts_closed
+        report.triples_new, report.llm_fallbacks = k.triples_new, k.llm_fallbacks
+
+    async def plan(self, night: NightPlan) -> None:
+        e, ns = night.scope.entity_id, night.scope.namespace
+        scored_only = "surprisal" not in night.todo  # the night scores first, then mines what was scored
+        sessions, turns = await run_rows.pending_work(
+            night.conn, e, ns, night.report.as_of, "facts_through", scored_only=scored_only
+        )
+        night.report.plan |= {"sessions_to_mine": sessions, "turns_to_mine": turns}
+
+    def row(self, report: NightReport) -> str:
+        if report.dry_run:
+            plan = report.plan
+            sessions = count_of(plan.get("sessions_to_mine", 0), "session")
+            return f"{plan.get('turns_to_mine', 0)} turns in {sessions} to mine for facts"
+        return (
+            f"{report.facts_new} new facts, {report.facts_repeated} repeats, {report.facts_closed} closed; "
+            f"{report.triples_new} new triples"
+        )
+
+
+STAGE = KnowledgeStage()

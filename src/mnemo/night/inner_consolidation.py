@@ -24,17 +24,18 @@ import psycopg
 from mnemo._runtime import Runtime
 from mnemo.cognition.mind import tensions as tension_rules
 from mnemo.cognition.scoring import safety
-from mnemo.models import Scope
+from mnemo.models import NightReport, Scope
 from mnemo.night.frustration import frustration
 from mnemo.night.guard import Guard
 from mnemo.night.gut_axes import gut_axes
 from mnemo.night.promote import promote
+from mnemo.night.stage_protocol import NightPlan, NightRun
 from mnemo.night.tension_review import tensions
 from mnemo.night.tune import tune
 from mnemo.store import inner_life as inner_rows
 from mnemo.store.dynamics import MemoryState
 
-__all__ = ["InnerStats", "inner_stage", "record_milestones"]
+__all__ = ["STAGE", "InnerStage", "InnerStats", "inner_stage", "record_milestones"]
 
 STRONG = 0.6
 """Memories above this centre count for coherence's epistemic axis (the goal range's floor)."""
@@ -167,3 +168,38 @@ async def record_milestones(conn: psycopg.AsyncConnection, scope: Scope, at: dat
         if name not in held and await inner_rows.reach(conn, e, ns, name, when, evidence):
             reached.append(name)
     return reached
+
+
+class InnerStage:
+    """Night stage ``inner`` (scope-wide; issue 31): promotion, tensions, tuning, gut axes,
+    persistent failures, the safety monitors and milestones, in one transaction
+    (:func:`inner_stage`; each part in its own module of ``mnemo.night``)."""
+
+    name = "inner"
+    report_fields = ("inner",)
+
+    async def run(self, night: NightRun) -> None:
+        inner = await night.scope_wide(
+            self.name, InnerStats, lambda conn: inner_stage(night.rt, conn, night.scope, night.as_of)
+        )
+        night.report.inner = asdict(inner)
+
+    async def plan(self, night: NightPlan) -> None:
+        night.report.inner = asdict(await inner_stage(night.rt, night.conn, night.scope, night.report.as_of))
+
+    def row(self, report: NightReport) -> str:
+        """The inner-life stage in one line."""
+        inner = report.inner
+        if not inner:
+            return "nothing to do"
+        p, t, tu = inner.get("promotion", {}), inner.get("tensions", {}), inner.get("tuning", {})
+        events = ", ".join(f"{k} {v}" for k, v in sorted(inner.get("safety", {}).items())) or "no safety events"
+        return (
+            f"{p.get('goal', 0)} goal and {p.get('identity', 0)} identity promotions, {p.get('awaiting_approval', 0)} "
+            f"awaiting approval; {t.get('found', 0)} new tensions, {t.get('resolved', 0)} resolved; alphas "
+            f"{'tuned' if tu.get('alphas_applied') else 'unchanged'}; {inner.get('gut', {}).get('axes', 0)} gut axes; "
+            f"{inner.get('frustration', {}).get('surfaced', 0)} failures surfaced; {events}"
+        )
+
+
+STAGE = InnerStage()

@@ -28,13 +28,14 @@ from mnemo import llm
 from mnemo._runtime import Runtime
 from mnemo.cognition.consolidation.summaries import Claim, claim_of, offline_insight, offline_narrative, same_claim
 from mnemo.cognition.mind.gate_rules import negation_conflict
-from mnemo.models import Scope, uuid7
+from mnemo.models import NightReport, Scope, uuid7
+from mnemo.night.stage_protocol import NightPlan, NightRun
 from mnemo.store import links as link_rows
 from mnemo.store import vectors as vector_rows
 from mnemo.store.links import InsightCandidate
 from mnemo.write.remember import memory_row, store_memory
 
-__all__ = ["InsightStats", "clusters", "derive_insights", "plan_insights"]
+__all__ = ["STAGE", "InsightStats", "InsightsStage", "clusters", "derive_insights", "plan_insights"]
 
 _RECENT = 200
 
@@ -238,3 +239,27 @@ async def _narrative(
         story_vec,
     )
     return story_id
+
+
+class InsightsStage:
+    """Night stage ``insights`` (scope-wide): insights and narratives over clusters of memories."""
+
+    name = "insights"
+    report_fields = ("insights", "narratives")
+
+    async def run(self, night: NightRun) -> None:
+        i = await night.scope_wide(
+            self.name, InsightStats, lambda conn: derive_insights(night.rt, conn, night.scope, night.run_id)
+        )
+        night.report.insights, night.report.narratives = i.insights, i.narratives
+
+    async def plan(self, night: NightPlan) -> None:
+        i = await plan_insights(night.rt, night.conn, night.scope)
+        night.report.insights, night.report.narratives = i.insights, i.narratives
+
+    def row(self, report: NightReport) -> str:
+        text = f"{report.insights} insights, {report.narratives} narratives"
+        return text + " (from the memories there are now)" if report.dry_run else text
+
+
+STAGE = InsightsStage()

@@ -29,10 +29,11 @@ import psycopg
 from mnemo.cognition.consolidation.curation import TIERS, block_cutoff, raw_keep
 from mnemo.config import Settings
 from mnemo.models import NightReport, Scope
+from mnemo.night.stage_protocol import NightPlan, NightRun, count_of
 from mnemo.store import blocks as block_rows
 from mnemo.store import forget_rows, tiers
 
-__all__ = ["RetentionStats", "describe", "retain"]
+__all__ = ["STAGE", "RetentionStage", "RetentionStats", "describe", "retain"]
 
 
 @dataclass(slots=True)
@@ -87,3 +88,60 @@ async def retain(
         conn, scope.entity_id, scope.namespace, blocks, run_id, dry_run=dry_run
     )
     return stats
+
+
+class RetentionStage:
+    """Night stage ``retention`` (scope-wide, stage 9): covered raw turns removed, cold blocks
+    archived; the report also says what a later night removes and under which rule."""
+
+    name = "retention"
+    report_fields = (
+        "turns_removed", "blocks_archived", "turns_kept", "retention_next", "retention_enabled", "raw_cycles",
+        "cycle_hours",
+    )  # fmt: skip
+
+    async def run(self, night: NightRun) -> None:
+        rt, scope, as_of = night.rt, night.scope, night.as_of
+        r = await night.scope_wide(
+            self.name, RetentionStats, lambda conn: retain(conn, rt.settings, scope, as_of, night.run_id)
+        )
+        _fill(night.report, r)
+
+    async def plan(self, night: NightPlan) -> None:
+        kept = await retain(night.conn, night.rt.settings, night.scope, night.report.as_of, night.run_id, dry_run=True)
+        _fill(night.report, kept)
+
+    def row(self, report: NightReport) -> str:
+        """What was (or would be) removed now, and what a later night will remove."""
+        if not report.retention_enabled:
+            return "off (MNEMO_RETENTION=false): raw turns and blocks are kept"
+        removed, archived = ("would be removed", "would be archived") if report.dry_run else ("removed", "archived")
+        text = (
+            f"{report.turns_removed} raw turns {removed} ({_rule(report)}), "
+            f"{report.blocks_archived} blocks {archived} (cold: not recalled)"
+        )
+        if report.turns_kept:
+            when = f"{report.retention_next:%Y-%m-%d %H:%M} UTC" if report.retention_next else "the next night"
+            text += (
+                f"; {report.turns_kept} covered raw turns kept: a night from {when} on removes them "
+                "(MNEMO_RETENTION=false keeps them)"
+            )
+        return text
+
+
+def _fill(report: NightReport, stats: RetentionStats) -> None:
+    report.turns_removed, report.blocks_archived = stats.turns_removed, stats.blocks_archived
+    report.turns_kept = stats.turns_kept
+    report.retention_next = datetime.fromisoformat(stats.next_due) if stats.next_due else None
+
+
+def _rule(report: NightReport) -> str:
+    """When a covered raw turn may go: ``arrived over 1 cycle (24h) ago``."""
+    normal, meso, elder = report.raw_cycles
+    cycles = (
+        count_of(normal, "cycle") if normal == meso == elder else f"{normal}/{meso}/{elder} cycles (normal/meso/elder)"
+    )
+    return f"covered by blocks of an earlier night, arrived over {cycles} of {report.cycle_hours:g}h ago"
+
+
+STAGE = RetentionStage()

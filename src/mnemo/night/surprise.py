@@ -19,11 +19,13 @@ from datetime import datetime
 
 from mnemo._runtime import Runtime
 from mnemo.cognition.consolidation.surprisal import LogprobSurprise, NGramModel, SurpriseModel, score_stream
-from mnemo.models import Scope
+from mnemo.models import NightReport, Scope
+from mnemo.night.logprobs import surprise_factory
+from mnemo.night.stage_protocol import NightPlan, NightRun
 from mnemo.store import night_runs as run_rows
 from mnemo.store import turn_surprisal as surprisal_rows
 
-__all__ = ["STATE_KEY", "score_turns"]
+__all__ = ["STAGE", "STATE_KEY", "SurprisalStage", "score_turns"]
 
 STATE_KEY = "surprisal.ngram"
 BATCH = 500
@@ -82,3 +84,42 @@ async def score_turns(
             last_error,
         )
     return done
+
+
+async def _score_with_endpoint(night: NightRun, progress: Callable[[int], None]) -> int:
+    """Stage 1a; with a surprisal endpoint, one HTTP client serves the whole stage and is closed after it."""
+    factory = surprise_factory(night.rt.settings)
+    try:
+        return await score_turns(night.rt, night.scope, night.as_of, model_factory=factory, progress=progress)
+    finally:
+        if factory is not None:
+            factory.close()
+
+
+class SurprisalStage:
+    """Night stage ``surprisal`` (per turn): every new turn's surprisal, a batch per transaction."""
+
+    name = "surprisal"
+    report_fields = ("turns_scored",)
+
+    async def run(self, night: NightRun) -> None:
+        scope = night.scope
+        async with night.rt.store.connection() as conn:
+            pending = await surprisal_rows.count_unscored(conn, scope.entity_id, scope.namespace, night.as_of)
+        scored = await night.per_turn(self.name, lambda: _score_with_endpoint(night, night.tick(self.name, pending)))
+        if scored is not None:
+            night.report.turns_scored = scored
+
+    async def plan(self, night: NightPlan) -> None:
+        scope = night.scope
+        night.report.turns_scored = await surprisal_rows.count_unscored(
+            night.conn, scope.entity_id, scope.namespace, night.report.as_of
+        )
+
+    def row(self, report: NightReport) -> str:
+        if report.dry_run:
+            return f"{report.turns_scored} turns to score"
+        return f"{report.turns_scored} turns scored (n-gram, bits/token)"
+
+
+STAGE = SurprisalStage()

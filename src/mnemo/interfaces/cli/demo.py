@@ -79,7 +79,7 @@ class SampleRun:
 
 def _import_sample(archive: Archive, scope: Scope) -> ImportReport | None:
     """Import the sample conversation and two memories into ``scope``, unless it is there already."""
-    if scope in archive.night_scopes():
+    if scope in archive.maintenance.night_scopes():
         return None
     sample = resources.files("mnemo").joinpath("data/sample_conversation.jsonl")
     with resources.as_file(sample) as path, progress("embedding") as update:
@@ -96,7 +96,7 @@ def run_sample(archive: Archive, scope: Scope = SAMPLE_SCOPE) -> SampleRun:
     turns_before = archive.status().counts["turns"]
     imported = _import_sample(archive, scope)
     # The night cycle (raw turns kept for the demo: no retention stage): blocks, facts, curation.
-    night = archive.night_cycle(scope, stages=tuple(s for s in AsyncArchive.NIGHT_STAGES if s != "retention"))
+    night = archive.night_cycle(scope, stages=tuple(s.name for s in AsyncArchive.NIGHT_STAGES if s.name != "retention"))
     recalls = [archive.recall(scope, q, 3) for q in DEMO_QUERIES]
     block = archive.context(scope, DEMO_CONTEXT, 160, seed=0)
     return SampleRun(turns_before, imported, night, recalls, block)
@@ -189,11 +189,11 @@ def _finish(home: Path, keep: bool) -> None:
     """Stop the embedded PostgreSQL this process started under ``home``; delete ``home`` unless kept."""
     from mnemo.archive import AsyncArchive
 
-    AsyncArchive.release_embedded()
+    AsyncArchive.maintenance.release_embedded()
     if keep:
         _say(f"the data stays in {home}: mnemo --home {home} recall -e demo -n sample 'QUESTION'")
         return
-    if AsyncArchive.embedded_running(home):  # another process attached to it: not ours to delete under it
+    if AsyncArchive.maintenance.embedded_running(home):  # another process attached to it: not ours to delete under it
         _say(f"the embedded PostgreSQL in {home} is still in use by another process: {home} is left")
         return
     _delete(home)

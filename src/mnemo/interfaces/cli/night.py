@@ -25,9 +25,10 @@ from mnemo.interfaces.cli._common import (
 from mnemo.interfaces.shapes import BelieveOut, CurationAppliedOut, dump
 from mnemo.models import Curation, NightReport, Scope, to_jsonable
 
-# The night cycle's stages, as in mnemo.night.cycle.STAGES (tests/integration/test_cli.py keeps
-# them equal): importing the cycle here would load the store and every stage before any command
-# has even parsed its arguments.
+# The night cycle's stage names, as declared by mnemo.night.stage_registry (tests/integration/
+# test_cli.py keeps them equal), for --stages' help and check: importing the registry here would load
+# the store and every stage before any command has even parsed its arguments (and a face reaches the
+# night through the archive only). The table's rows come from the registry (report_table).
 STAGES = (
     "surprisal", "blocks", "knowledge", "insights", "curate", "decay", "inner", "migrate", "cluster", "retention",
     "reflexes",
@@ -44,93 +45,11 @@ def register(app: typer.Typer) -> None:
     app.command()(believe)
 
 
-def _n(count: int, noun: str, plural: str | None = None) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {plural or noun + 's'}"
-
-
-def _retention_rule(report: NightReport) -> str:
-    """When a covered raw turn may go: ``arrived over 1 cycle (24h) ago``."""
-    normal, meso, elder = report.raw_cycles
-    cycles = _n(normal, "cycle") if normal == meso == elder else f"{normal}/{meso}/{elder} cycles (normal/meso/elder)"
-    return f"covered by blocks of an earlier night, arrived over {cycles} of {report.cycle_hours:g}h ago"
-
-
-def _retention_text(report: NightReport) -> str:
-    """The retention row: what was (or would be) removed now, and what a later night will remove."""
-    if not report.retention_enabled:
-        return "off (MNEMO_RETENTION=false): raw turns and blocks are kept"
-    removed, archived = ("would be removed", "would be archived") if report.dry_run else ("removed", "archived")
-    text = (
-        f"{report.turns_removed} raw turns {removed} ({_retention_rule(report)}), "
-        f"{report.blocks_archived} blocks {archived} (cold: not recalled)"
-    )
-    if report.turns_kept:
-        when = f"{report.retention_next:%Y-%m-%d %H:%M} UTC" if report.retention_next else "the next night"
-        text += (
-            f"; {report.turns_kept} covered raw turns kept: a night from {when} on removes them "
-            "(MNEMO_RETENTION=false keeps them)"
-        )
-    return text
-
-
-def _plan_rows(report: NightReport) -> dict[str, str]:
-    """What each stage would do (``--dry-run``)."""
-    plan = report.plan
-    verdicts = ", ".join(f"{k} {v}" for k, v in sorted(report.verdicts.items()))
-    judged = _n(plan.get("memories_to_judge", 0), "memory", "memories")
-    return {
-        "surprisal": f"{report.turns_scored} turns to score",
-        "blocks": f"{_n(plan.get('sessions_to_cut', 0), 'session')} to cut ({plan.get('turns_to_cut', 0)} turns)",
-        "knowledge": f"{plan.get('turns_to_mine', 0)} turns in {_n(plan.get('sessions_to_mine', 0), 'session')} "
-        "to mine for facts",
-        "insights": f"{report.insights} insights, {report.narratives} narratives (from the memories there are now)",
-        "curate": f"{judged} to judge (those there are now)" + (f": {verdicts}" if verdicts else ""),
-        "decay": f"{report.decayed_light} light, {report.decayed_deep} deep",
-        "inner": _inner_text(report.inner),
-        "migrate": f"{_n(plan.get('blocks_to_migrate', 0), 'block')} to move to the cortex (long-term tier)",
-        "cluster": "the cortex's tree rebuilt over its blocks",
-        "retention": _retention_text(report),
-    }
-
-
-def _result_rows(report: NightReport) -> dict[str, str]:
-    """What each stage did."""
-    verdicts = ", ".join(f"{k} {v}" for k, v in sorted(report.verdicts.items())) or "nothing to judge"
-    state = "applied" if report.curation_applied else "staged"
-    version = f"version {report.curation_version} {state}: " if report.curation_version else ""
-    return {
-        "surprisal": f"{report.turns_scored} turns scored (n-gram, bits/token)",
-        "blocks": f"{report.blocks} blocks from {report.sessions} sessions; {report.arcs} flux arcs, "
-        f"{report.open_arcs} open at session end, {report.continuations} continued; "
-        f"{report.live_turns} turns in live zones",
-        "knowledge": f"{report.facts_new} new facts, {report.facts_repeated} repeats, {report.facts_closed} closed; "
-        f"{report.triples_new} new triples",
-        "insights": f"{report.insights} insights, {report.narratives} narratives",
-        "curate": version + verdicts,
-        "decay": f"{report.decayed_light} light, {report.decayed_deep} deep",
-        "inner": _inner_text(report.inner),
-        "migrate": f"{_n(report.blocks_migrated, 'block')} ({report.lines_migrated} verbatim lines) moved to the "
-        "cortex (long-term tier)",
-        "cluster": f"cortex tree: {_n(report.tree_nodes, 'node')}",
-        "retention": _retention_text(report),
-    }
-
-
-def _inner_text(inner: dict[str, Any]) -> str:
-    """The inner-life stage in one line (issue 31)."""
-    if not inner:
-        return "nothing to do"
-    p, t, tu = inner.get("promotion", {}), inner.get("tensions", {}), inner.get("tuning", {})
-    events = ", ".join(f"{k} {v}" for k, v in sorted(inner.get("safety", {}).items())) or "no safety events"
-    return (
-        f"{p.get('goal', 0)} goal and {p.get('identity', 0)} identity promotions, {p.get('awaiting_approval', 0)} "
-        f"awaiting approval; {t.get('found', 0)} new tensions, {t.get('resolved', 0)} resolved; alphas "
-        f"{'tuned' if tu.get('alphas_applied') else 'unchanged'}; {inner.get('gut', {}).get('axes', 0)} gut axes; "
-        f"{inner.get('frustration', {}).get('surfaced', 0)} failures surfaced; {events}"
-    )
-
-
 def report_table(report: NightReport) -> Table:
+    """A night's report as a table: one row per stage, as the stage shows it
+    (:meth:`mnemo.night.stage_protocol.Stage.row`; the archive is loaded once a night has run)."""
+    from mnemo.archive import AsyncArchive
+
     if report.dry_run:
         resumes = " (would resume an unfinished run)" if report.resumed else ""
         title = f"night cycle plan — {report.scope}{resumes} (dry run, nothing written)"
@@ -141,11 +60,13 @@ def report_table(report: NightReport) -> Table:
     table.add_column("would do" if report.dry_run else "result")
     table.add_column("seconds", justify="right")
     secs = report.stage_seconds
-    rows = _plan_rows(report) if report.dry_run else _result_rows(report)
-    for stage, text in rows.items():
-        if stage in report.skipped:
+    for stage in AsyncArchive.NIGHT_STAGES:
+        text = stage.row(report)
+        if text is None:
+            continue
+        if stage.name in report.skipped:
             text = "skipped"
-        table.add_row(stage, text, f"{secs[stage]:.1f}" if stage in secs else "-")
+        table.add_row(stage.name, text, f"{secs[stage.name]:.1f}" if stage.name in secs else "-")
     if report.dry_run:
         table.caption = (
             f"{report.turns} turns to consolidate, as of {report.as_of:%Y-%m-%d %H:%M} UTC; nothing written "
@@ -202,7 +123,7 @@ def night(
 
     reports: list[NightReport] = []
     with open_archive() as archive, bar:
-        for target in archive.night_scopes() if every else [scope]:
+        for target in archive.maintenance.night_scopes() if every else [scope]:
             tasks.clear()
             reports.append(archive.night_cycle(target, as_of=when, progress=progress, stages=chosen, dry_run=dry_run))
     if as_json:
@@ -252,13 +173,13 @@ def curate(
     scope = Scope(entity, namespace)
     with open_archive() as archive:
         if apply is not None:
-            changed = archive.apply_curation(scope, apply)
+            changed = archive.knowledge.apply_curation(scope, apply)
             if as_json:
                 print_json(dump(CurationAppliedOut(version=apply, changed=changed)))
             else:
                 out.print(f"applied curation version {apply} of {scope}: {changed} memories changed status")
             return
-        result = archive.curate(scope, dry_run=dry_run, apply=not stage_only)
+        result = archive.knowledge.curate(scope, dry_run=dry_run, apply=not stage_only)
     if as_json:
         print_json(to_jsonable(result))
     else:
@@ -274,7 +195,7 @@ def facts(
 ) -> None:
     """Current and past facts about an entity, with validity intervals."""
     with open_archive() as archive:
-        found = archive.facts(Scope(entity, namespace), name)
+        found = archive.knowledge.facts(Scope(entity, namespace), name)
     if as_json:
         print_json(to_jsonable(found))
         return
@@ -301,7 +222,7 @@ def believe(
     """Why do I believe this? The chain a memory was derived from (--json: its id and the chain)."""
     wanted = check_id(memory_id, label="memory id")
     with open_archive() as archive:
-        chain = archive.why_do_i_believe(Scope(entity, namespace), wanted)
+        chain = archive.knowledge.why_do_i_believe(Scope(entity, namespace), wanted)
     if as_json:
         print_json(dump(BelieveOut(id=wanted, chain=list(chain))))
         return
