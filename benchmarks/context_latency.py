@@ -41,8 +41,8 @@ async def run(path: Path, memories: int, queries: int, budget: int) -> dict[str,
         try:
             for turn in turns:
                 await archive.remember(scope, turn.content)
-            await archive.probes().settle()
-            await archive.warm(scope)
+            await archive.inspect.probes().settle()
+            await archive.maintenance.warm(scope)
             asked = (questions * (queries // len(questions) + 1))[: queries + 50]
             for q in asked[:50]:  # use histories and links, as an agent's recalls leave them
                 await archive.recall(scope, q, 10)

@@ -44,7 +44,7 @@ async def _build_memories(locomo: Path, size: int, home: Path) -> tuple[str, lis
     async with await AsyncArchive.open(Settings(home=home), embeddings=load_embedder()) as archive:
         for turn in turns:
             await archive.remember(Scope("load"), f"{turn.speaker}: {turn.content}")
-        token, _ = await archive.create_token("load")
+        token, _ = await archive.access.create_token("load")
     return token, questions
 
 
@@ -64,7 +64,7 @@ async def _build(locomo: Path, size: int, home: Path) -> tuple[str, list[str]]:
                 vectors=vectors[start:end],
                 token_vectors=tokens[start:end],
             )
-        token, _ = await archive.create_token("load")
+        token, _ = await archive.access.create_token("load")
     finally:
         await archive.close()
     return token, questions

@@ -9,10 +9,10 @@ kinds of items from the first ``--conversations`` LoCoMo conversations: the turn
 (short, "Speaker: text"), and each session cut into items of about ``--tokens`` tokens (as
 ``benchmarks/long_items.py`` cuts them: longer than the model reads, so they are embedded as
 passages too). Each round times the raw embedder on exactly what the write path embeds (the
-write path's own embedding, ``AsyncArchive.probes().embed``: vectors with token embeddings, and the passages), then the
-import of the same items into a fresh scope, then the raw embedder again; the ratio is the
-write rate over the mean of the two raw rates (the machine's load drifts between runs). Prints
-every round's ratio and the medians.
+write path's own embedding, ``AsyncArchive.inspect.probes().embed``: vectors with token
+embeddings, and the passages), then the import of the same items into a fresh scope, then the
+raw embedder again; the ratio is the write rate over the mean of the two raw rates (the
+machine's load drifts between runs). Prints every round's ratio and the medians.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from mnemo.write.formats import TurnInput
 async def _round(archive: AsyncArchive, parts: list[list[TurnInput]], name: str) -> dict[str, float]:
     """One round: the raw embedder, the write path (each conversation into its own fresh scope:
     their session ids and turn numbers overlap), the raw embedder again."""
-    probes = archive.probes()
+    probes = archive.inspect.probes()
     items = [t for part in parts for t in part]
     texts = [(t.content, f"{t.speaker}: " if t.speaker else "") for t in items]
 
@@ -67,7 +67,7 @@ async def run(path: Path, conversations: int, rounds: int, tokens: int) -> dict[
     with tempfile.TemporaryDirectory(prefix="mnemo-ingest-") as home:
         archive = await AsyncArchive.open(Settings(home=Path(home)), embeddings=embeddings)
         try:
-            await archive.probes().embed([("warm-up", "")] * 64)
+            await archive.inspect.probes().embed([("warm-up", "")] * 64)
             for name, parts in kinds.items():
                 runs = [await _round(archive, parts, f"{name[:4]}{n}") for n in range(rounds)]
                 out[name] = {

@@ -37,7 +37,7 @@ async def prepare(home: Path, source: str) -> dict[str, Any]:
 
     archive = await AsyncArchive.open(Settings(home=home))
     try:
-        probes, origin = archive.probes(), Scope.parse(source)
+        probes, origin = archive.inspect.probes(), Scope.parse(source)
         entity, target = origin.entity_id, Scope(origin.entity_id, TARGET)
         if await probes.memory_count(target) == 0:
             print(f"copying the turns of {source} into {target} ...", flush=True)
@@ -46,7 +46,7 @@ async def prepare(home: Path, source: str) -> dict[str, Any]:
         deep = await probes.memory_at(target, 10_000)
         total = await probes.memory_count(target)
         assert deep is not None
-        token, _ = await archive.create_token(entity, label="inspector benchmark")
+        token, _ = await archive.access.create_token(entity, label="inspector benchmark")
         return {"entity": entity, "token": token, "deep": f"{deep[0].isoformat()}|{deep[1]}", "memory": str(deep[1]),
                 "count": total}  # fmt: skip
     finally:

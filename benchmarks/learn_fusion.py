@@ -64,7 +64,7 @@ async def dump(path: Path, limit: int | None, k: int) -> dict[str, list]:
                 turns = await archive.import_turns(scope, conv.turns)
                 dia = {t.id: str(t.metadata.get("dia_id")) for t in turns}
                 for q in conv.questions:
-                    with archive.probes().capturing() as capture:
+                    with archive.inspect.probes().capturing() as capture:
                         result = await archive.recall(scope, q.text, k, read_only=True, kinds=("turn",))
                     if not capture.pools:
                         continue

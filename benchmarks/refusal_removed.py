@@ -4,7 +4,7 @@
 
 Built from the dev data without new data: every conversation goes into a scope through the real
 write path; ``--per`` questions per conversation (categories 1-4 with evidence; drawn with a fixed
-seed) are asked twice, on the scope as it is and on a fork of it (``AsyncArchive.fork``) from which
+seed) are asked twice, on the scope as it is and on a fork of it (``AsyncArchive.portability.fork``) from which
 the question's evidence turns were forgotten (``AsyncArchive.forget``); the fork is then discarded.
 The first must be answered, the second refused. Every recall is read-only and captures, for each
 of the question's content words, how many items of the scope hold it and how well the hits' tokens
@@ -39,7 +39,7 @@ SEED = 32
 
 
 async def _ask(archive: AsyncArchive, scope: Scope, text: str) -> dict[str, Any]:
-    with archive.probes().capturing() as capture:
+    with archive.inspect.probes().capturing() as capture:
         result = await archive.recall(scope, text, 10, read_only=True, kinds=("turn",))
     return {
         "refused": isinstance(result, Refusal),
@@ -50,10 +50,10 @@ async def _ask(archive: AsyncArchive, scope: Scope, text: str) -> dict[str, Any]
 
 
 async def _forked(archive: AsyncArchive, scope: Scope, name: str, evidence: Sequence[str]) -> Scope:
-    fork = await archive.fork(scope, name)
+    fork = await archive.portability.fork(scope, name)
     doomed = [
         p["packet_id"]
-        async for p in archive.packets(fork)
+        async for p in archive.portability.packets(fork)
         if p["packet_type"] == "turn" and (p["metadata"].get("metadata") or {}).get("dia_id") in evidence
     ]
     for item in doomed:
@@ -78,7 +78,7 @@ async def dump(path: Path, per: int, limit: int | None) -> list[dict[str, Any]]:
                     try:
                         removed = await _ask(archive, fork, q.text)
                     finally:
-                        await archive.discard(fork)
+                        await archive.portability.discard(fork)
                     rows.append({"conv": conv.sample_id, "question": q.text, "category": q.category,
                                  "kept": kept, "removed": removed})  # fmt: skip
                 print(f"{conv.sample_id}: {len(rows)} questions", file=sys.stderr)

@@ -80,7 +80,7 @@ async def _train(archive: AsyncArchive, scope: Scope, rounds: int, seed: int, li
             continue
         used = [h.id for h in found if h.weight > 0.9]
         if used:
-            await archive.feedback(scope, found.outcome_id, 1.0, used=used)
+            await archive.inner.feedback(scope, found.outcome_id, 1.0, used=used)
             told += 1
     return told
 
@@ -110,10 +110,10 @@ async def tuning(home: Path, seed: int, train: int, test: int, lived: bool) -> d
             pinned = await _scope(archive, scope, notes)
             told = await _train(archive, scope, train, seed, lived)
             if mode == "tuned":
-                done = await archive.reflect(scope)
+                done = await archive.inner.reflect(scope)
                 result["tuning"] = {k: done["tuning"][k] for k in ("samples", "alphas_applied", "quality_before",
                                                                    "quality_after")}  # fmt: skip
-                result["alphas"] = (await archive.inner_life(scope)).alphas
+                result["alphas"] = (await archive.inner.life(scope)).alphas
             result[mode] = await _test(archive, scope, pinned, test, seed, lived)
             result[f"{mode}_feedback"] = told
         return result
@@ -134,11 +134,11 @@ async def runaway(home: Path, seed: int, nights: int, enforced: bool) -> dict[st
         for night in range(nights):
             for n in range(3):
                 await archive.recall(scope, f"When does Maya water the seedlings? ({n})", 1, seed=seed * 100 + night)
-            await archive.reflect(scope)
-            history = await archive.why(scope, target.id)
+            await archive.inner.reflect(scope)
+            history = await archive.inspect.why(scope, target.id)
             centres.append(round(history.center, 4))
-        events = [e for e in (await archive.inner_life(scope)).safety if e.check == "circuit_breaker"]
-        blocked = sum(1 for c in (await archive.why(scope, target.id)).changes if c.blocked)
+        events = [e for e in (await archive.inner.life(scope)).safety if e.check == "circuit_breaker"]
+        blocked = sum(1 for c in (await archive.inspect.why(scope, target.id)).changes if c.blocked)
         return {
             "mode": "enforced" if enforced else "shadow", "centres": centres, "breaker_events": len(events),
             "enforced_events": sum(e.enforced for e in events), "blocked_changes": blocked,

@@ -71,7 +71,7 @@ async def measure(
                 later = await archive.night_cycle(scope, as_of=first.as_of + LATER)
                 seconds += first.stage_seconds.get("cluster", 0.0) + later.stage_seconds.get("cluster", 0.0)
                 block_of = await _blocks_of_dia(archive, scope, {str(t.metadata["dia_id"]): str(t.id) for t in turns})
-                tree = await archive.cortex_tree(scope)
+                tree = await archive.inspect.cortex_tree(scope)
                 branch_of = {b: n.id for n in tree if n.level == 1 for b in n.member_ids}
                 branches.append(sum(1 for n in tree if n.level == 1))
                 total_blocks += len(branch_of)
@@ -106,7 +106,7 @@ async def measure(
 
 async def _blocks_of_dia(archive: AsyncArchive, scope: Scope, turn_of: Mapping[str, str]) -> dict[str, str]:
     """dia_id -> the id of the block holding that turn."""
-    blocks = await archive.probes().block_turns(scope)
+    blocks = await archive.inspect.probes().block_turns(scope)
     block_of_turn = {str(t): str(block) for block, turn_ids in blocks.items() for t in turn_ids}
     return {dia: block_of_turn[t] for dia, t in turn_of.items() if t in block_of_turn}
 

@@ -72,7 +72,7 @@ def share(alphas: dict[str, float], name: str = "weight") -> float:
 
 
 async def week_line(archive: AsyncArchive, week: int) -> str:
-    life = await archive.inner_life(SCOPE)
+    life = await archive.inner.life(SCOPE)
     states = [t.status for t in life.tensions]
     weight = share(life.alphas)
     promoted = [s for s in life.history if s.name == "blend" and s.applied]
@@ -108,16 +108,17 @@ async def simulate_day(archive: AsyncArchive, day: int, rng: random.Random, hope
         if isinstance(found, RecallResult) and found.outcome_id is not None:
             used = [h.id for h in found if h.weight > 0.9]
             if used:
-                await archive.feedback(SCOPE, found.outcome_id, 1.0, used=used)
+                await archive.inner.feedback(SCOPE, found.outcome_id, 1.0, used=used)
     for _ in range(2):  # gut deltas: toward the garden's hope, or away from it, and how it went
         a = rng.gauss(0.0, 1.0)
         delta = 0.2 * (a * hope + 0.3 * np.asarray([rng.gauss(0, 1) for _ in range(len(hope))]) / np.sqrt(len(hope)))
-        outcome = await archive.log_gut(SCOPE, "mira", delta, magnitude=min(1.0, float(np.linalg.norm(delta)) / 2),
-                                        valence=float(np.tanh(a)), context=f"day {day}")  # fmt: skip
-        await archive.feedback(SCOPE, outcome, float(np.tanh(2 * a)), kind="task")
+        outcome = await archive.inner.log_gut(SCOPE, "mira", delta,
+                                              magnitude=min(1.0, float(np.linalg.norm(delta)) / 2),
+                                              valence=float(np.tanh(a)), context=f"day {day}")  # fmt: skip
+        await archive.inner.feedback(SCOPE, outcome, float(np.tanh(2 * a)), kind="task")
     if day % 7 == 5:  # a booking sub-agent tries again, a new generation, and fails again
         generation = day // 7
-        await archive.record_attempt(
+        await archive.inner.record_attempt(
             SCOPE, "Book the cheapest train to Lyon", lineage="booker", generation=generation, success=False,
             failure_mode="timeout", mutation=f"variant {generation}",
         )  # fmt: skip
@@ -128,10 +129,10 @@ async def night(archive: AsyncArchive, day: int) -> dict[str, Any]:
     end = START + timedelta(days=day, hours=23)
     if day % 7 == 6:
         await archive.night_cycle(SCOPE, as_of=end, stages=("insights",))
-    done = await archive.reflect(SCOPE, as_of=end)
-    life = await archive.inner_life(SCOPE)
+    done = await archive.inner.reflect(SCOPE, as_of=end)
+    life = await archive.inner.life(SCOPE)
     for memory_id in life.awaiting_approval:  # the operator reads the promotion and approves it
-        await archive.approve_promotion(SCOPE, memory_id, at=end)
+        await archive.inner.approve_promotion(SCOPE, memory_id, at=end)
         print(f"  day {day}: the operator approved an identity-level promotion")
     if done["promotion"]["goal"] or done["promotion"]["identity"]:
         print(f"  day {day}: promoted {done['promotion']['goal']} to goal, {done['promotion']['identity']} to identity")
@@ -175,7 +176,7 @@ async def agent_part(archive: AsyncArchive, home: Path, seed: int, day: int) -> 
             print(f"  cycle: attended to {reply.tag.source}; actions {[a.kind for a in reply.actions if a.allowed]}")
     await agent.achieve_goal("Help Maya grow vegetables in her garden", "Watering early was what made the difference.",
                              now=at + timedelta(hours=2))  # fmt: skip
-    await archive.reflect(SCOPE, as_of=at + timedelta(hours=23))  # that day's night
+    await archive.inner.reflect(SCOPE, as_of=at + timedelta(hours=23))  # that day's night
     print(await agent.command("/readiness"))
 
 
@@ -184,7 +185,7 @@ async def main(seed: int, weeks: int) -> None:
     home = Path(os.environ.get("MNEMO_HOME") or tempfile.mkdtemp(prefix="mnemo-inner-"))
     archive = await AsyncArchive.open(home=home, tuning_min_outcomes=12)
     try:
-        if any(s.scope == SCOPE for s in await archive.scopes(SCOPE.entity_id)):
+        if any(s.scope == SCOPE for s in await archive.access.scopes(SCOPE.entity_id)):
             await archive.purge(SCOPE)  # a fresh run
         await archive.remember(SCOPE, VALUE, kind="semantic", anchored=True, event_time=START)
         for n, text in enumerate(NOTES):
@@ -199,19 +200,19 @@ async def main(seed: int, weeks: int) -> None:
                 await simulate_day(archive, day, rng, hope)
                 await night(archive, day)
             print(await week_line(archive, week + 1))
-        life = await archive.inner_life(SCOPE)
+        life = await archive.inner.life(SCOPE)
         print("gut axes: " + "; ".join(f"{a.name} ({a.variance:.0%} of variance)" for a in life.axes))
         for failure in life.failures:
             print(f"persistent failure: {failure.reflection}")
         blend = [s for s in life.history if s.name == "blend" and s.applied]
         print("the weight's share of the blend over time: " + " -> ".join(
             f"{s.at:%m-%d} {share(s.params['alphas']):.3f}" for s in blend))  # fmt: skip
-        for memory in (await archive.memories(SCOPE, limit=200)).items:
+        for memory in (await archive.inspect.memories(SCOPE, limit=200)).items:
             if memory.kind == "narrative":
                 print(f"narrative: {memory.content}")
                 break
         await agent_part(archive, home, seed, weeks * 7)
-        ready = await archive.readiness(SCOPE)
+        ready = await archive.inner.readiness(SCOPE)
         print(f"readiness: {ready.reached} of {len(ready.milestones)} milestones")
         for m in ready.milestones:
             print(f"  {'x' if m.reached else ' '} {m.name}" + (f" ({m.reached_at:%Y-%m-%d})" if m.reached_at else ""))

@@ -75,7 +75,7 @@ from mnemo.models import (
 
 if TYPE_CHECKING:
     from mnemo._sync import Archive
-    from mnemo.archive import AsyncArchive
+    from mnemo.archive import AsyncArchive, as_process
     from mnemo.store.extensions import Extension
 
 __version__ = "0.1.0"
@@ -137,12 +137,13 @@ __all__ = [
     "Verdict",
     "WeightChange",
     "WorkerError",
+    "as_process",
     "to_jsonable",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    """``Archive``, ``AsyncArchive`` and ``Extension``, imported on first use (PEP 562)."""
+    """``Archive``, ``AsyncArchive``, ``as_process`` and ``Extension``, imported on first use (PEP 562)."""
     if name == "Archive":
         from mnemo._sync import Archive
 
@@ -151,6 +152,10 @@ def __getattr__(name: str) -> Any:
         from mnemo.archive import AsyncArchive
 
         return AsyncArchive
+    if name == "as_process":
+        from mnemo.archive import as_process
+
+        return as_process
     if name == "Extension":
         from mnemo.store.extensions import Extension
 

@@ -31,13 +31,13 @@ before anything is written, so a failed call leaves the archive unchanged.
     └── AccessDeniedError           a cross-entity read without a grant
 
 An error a user can fix with one call carries that call as data, a :class:`Remedy` (``exc.remedy``):
-``str(exc)`` says it in Python (the library's words: ``grant(Scope('alice', 'default'), 'bob')``),
+``str(exc)`` says it in Python (the library's words: ``access.grant(Scope('alice', 'default'), 'bob')``),
 and each interface says it in its own (:mod:`mnemo.interfaces._remedies`: ``mnemo grant bob -e alice
 -n default`` on the command line, ``POST /v1/grants ...`` over HTTP). ``exc.problem`` is the message
 without it. For example::
 
     raise AccessDeniedError(f"{reader!r} may not read scope {scope}",
-                            remedy=Remedy("its owner can grant access with", "grant", (scope, reader)))
+                            remedy=Remedy("its owner can grant access with", "access.grant", (scope, reader)))
 
 ``DatabaseError`` is also what any unexpected driver error becomes: the store
 converts every ``psycopg`` error in the one place it hands out connections
@@ -83,7 +83,8 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class Remedy:
     """What a user can do about an error, as data: ``lead`` (the words before the call: "its owner
-    can grant access with"), then ``action``, a method of :class:`~mnemo.AsyncArchive`, called with
+    can grant access with"), then ``action``, a method of :class:`~mnemo.AsyncArchive` or of one of its
+    features (``access.grant``), called with
     ``args`` and ``options`` (keyword arguments). ``str()`` is the lead and the call in Python."""
 
     lead: str

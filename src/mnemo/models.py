@@ -358,7 +358,7 @@ class RecallResult:
     weights: Mapping[str, float] = field(default_factory=dict)  # the blend weights this recall used
     refused: Literal[False] = False
     outcome_id: uuid.UUID | None = None
-    """The recall's forward-linkable id (its trace): :meth:`AsyncArchive.feedback` links an outcome
+    """The recall's forward-linkable id (its trace): :meth:`AsyncArchive.inner.feedback` links an outcome
     (the hits used, how it went) back to it, and the blend's alphas tune on those. None: not traced."""
 
     def __iter__(self) -> Iterator[Hit]:
@@ -623,10 +623,10 @@ class Reflex:
     last_success: Timestamp | None
     created_at: Timestamp
     similarity: float | None = None
-    """How close its context is to the one asked about (``reflexes_for``)."""
+    """How close its context is to the one asked about (``archive.reflexes.matching``)."""
     score: float | None = None
     """``similarity`` times the smoothed success rate ((successes + 1) / (outcomes + 2)): the order
-    ``reflexes_for`` returns."""
+    ``archive.reflexes.matching`` returns."""
     next: tuple[CausalEdge, ...] = ()
     """What tended to follow it, strongest first."""
 
@@ -713,7 +713,7 @@ class GateOutcome:
     contradiction: str | None = None  # the layer that found it: negation, substitution, embedding, llm
     memory_id: uuid.UUID | None = None  # the memory persisted, reinforced or flagged
     outcome_id: uuid.UUID | None = None
-    """The decision's forward-linkable id: :meth:`AsyncArchive.feedback` links an outcome back to it."""
+    """The decision's forward-linkable id: :meth:`AsyncArchive.inner.feedback` links an outcome back to it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1054,7 +1054,7 @@ class TurnInput:
 @dataclass(frozen=True, slots=True)
 class Principal:
     """Who a bearer token speaks for (archive-adr §7 "Sigil Scope";
-    :meth:`mnemo.AsyncArchive.verify_token`)."""
+    :meth:`mnemo.AsyncArchive.access.verify_token`)."""
 
     entity_id: str
     namespace: str | None  # None: every namespace of the entity
@@ -1063,7 +1063,7 @@ class Principal:
 
 @dataclass(frozen=True, slots=True)
 class ListedMemory:
-    """One memory of a page of :meth:`mnemo.AsyncArchive.memories` (``GET /v1/memories``)."""
+    """One memory of a page of :meth:`mnemo.AsyncArchive.inspect.memories` (``GET /v1/memories``)."""
 
     id: uuid.UUID
     kind: MemoryKind
@@ -1087,7 +1087,7 @@ class MemoryPage:
 @dataclass(frozen=True, slots=True)
 class Item:
     """A turn (``session``, ``turn``, ``role``, ``speaker``) or a memory (``kind`` ... ``beta``) of a
-    scope (:meth:`mnemo.AsyncArchive.item`)."""
+    scope (:meth:`mnemo.AsyncArchive.inspect.item`)."""
 
     type: Literal["turn", "memory"]
     id: uuid.UUID
@@ -1107,7 +1107,7 @@ class Item:
 
 @dataclass(frozen=True, slots=True)
 class Database:
-    """The database an archive uses (:attr:`mnemo.AsyncArchive.database`): ``url`` holds the
+    """The database an archive uses (:attr:`mnemo.AsyncArchive.inspect.database`): ``url`` holds the
     password (for a process joining the same database, the worker's queue); show ``redacted``."""
 
     url: str
@@ -1118,7 +1118,7 @@ class Database:
 @dataclass(frozen=True, slots=True)
 class JobCatalogue:
     """The background queues and the task names stored with each job (archive-adr §2, §4;
-    :attr:`mnemo.AsyncArchive.JOBS`): both sides of the queue must agree on them."""
+    :attr:`mnemo.AsyncArchive.maintenance.JOBS`): both sides of the queue must agree on them."""
 
     queues: tuple[str, ...]
     ingest: str

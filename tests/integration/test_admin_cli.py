@@ -56,9 +56,9 @@ async def test_scopes_counts_each_chamber_and_filters_by_entity(archive: AsyncAr
     await archive.remember(ALICE, "Alice's bike is green")
     await archive.record_turn(ALICE, "s1", "user", "I bought a new bike")
     await archive.record_turn(Scope("alice", "work"), "s1", "user", "Standup is at ten")
-    await archive.create_scope(Scope("bob"))
+    await archive.access.create_scope(Scope("bob"))
 
-    every = await archive.scopes()
+    every = await archive.access.scopes()
     by_scope = {s.scope: s for s in every}
     assert [s.scope for s in every] == [Scope("alice", "private"), Scope("alice", "work"), Scope("bob")]
     private = by_scope[ALICE]
@@ -70,36 +70,36 @@ async def test_scopes_counts_each_chamber_and_filters_by_entity(archive: AsyncAr
     assert isinstance(private.last_write, datetime) and private.last_write.tzinfo is not None
     assert empty.last_write >= private.last_write  # an empty scope's last write is its creation
 
-    assert [s.scope for s in await archive.scopes("alice")] == [ALICE, Scope("alice", "work")]
-    assert await archive.scopes("nobody") == []
+    assert [s.scope for s in await archive.access.scopes("alice")] == [ALICE, Scope("alice", "work")]
+    assert await archive.access.scopes("nobody") == []
     with pytest.raises(InvalidScopeError):
-        await archive.scopes("bad entity")
+        await archive.access.scopes("bad entity")
 
 
 async def test_grants_lists_grantees_and_refuses_unknown_scopes(archive: AsyncArchive, database_url: str) -> None:
     await archive.remember(ALICE, "Alice's diary")
-    assert await archive.grants(ALICE) == []
-    assert await archive.grant(ALICE, "carol") is True
-    assert await archive.grant(ALICE, "bob") is True
-    assert await archive.grants(ALICE) == ["bob", "carol"]
-    assert await archive.revoke(ALICE, "carol") is True
-    assert await archive.grants(ALICE) == ["bob"]
+    assert await archive.access.grants(ALICE) == []
+    assert await archive.access.grant(ALICE, "carol") is True
+    assert await archive.access.grant(ALICE, "bob") is True
+    assert await archive.access.grants(ALICE) == ["bob", "carol"]
+    assert await archive.access.revoke(ALICE, "carol") is True
+    assert await archive.access.grants(ALICE) == ["bob"]
     with pytest.raises(UnknownScopeError, match="alice/nowhere"):
-        await archive.grants(Scope("alice", "nowhere"))
+        await archive.access.grants(Scope("alice", "nowhere"))
     before = snapshot(database_url)
     with pytest.raises(InvalidContentError, match="owns scope"):
-        await archive.grant(ALICE, "alice")
+        await archive.access.grant(ALICE, "alice")
     assert snapshot(database_url) == before
 
 
 def test_tokens_lists_without_secrets(sync_archive: Archive) -> None:
-    assert sync_archive.tokens("dave") == []
-    token, first = sync_archive.create_token("dave", label="laptop")
-    _, second = sync_archive.create_token("dave", namespace="work")
-    sync_archive.create_token("erin")
-    assert sync_archive.revoke_token("dave", first)
+    assert sync_archive.access.tokens("dave") == []
+    token, first = sync_archive.access.create_token("dave", label="laptop")
+    _, second = sync_archive.access.create_token("dave", namespace="work")
+    sync_archive.access.create_token("erin")
+    assert sync_archive.access.revoke_token("dave", first)
 
-    listed = sync_archive.tokens("dave")
+    listed = sync_archive.access.tokens("dave")
     assert [t.id for t in listed] == [first, second]
     assert all(isinstance(t, TokenInfo) for t in listed)
     assert (listed[0].label, listed[0].namespace) == ("laptop", None)
@@ -107,7 +107,7 @@ def test_tokens_lists_without_secrets(sync_archive: Archive) -> None:
     assert (listed[1].namespace, listed[1].revoked_at) == ("work", None)
     assert token not in repr(listed)
     with pytest.raises(InvalidScopeError):
-        sync_archive.tokens("bad entity")
+        sync_archive.access.tokens("bad entity")
 
 
 # --- the command line -------------------------------------------------------------------
@@ -116,7 +116,7 @@ def test_tokens_lists_without_secrets(sync_archive: Archive) -> None:
 def test_cli_scopes_table_and_json(env: dict[str, str], sync_archive: Archive) -> None:
     sync_archive.remember(Scope("alice", "home"), "Alice waters the ferns on Sundays")
     sync_archive.record_turn(Scope("alice", "home"), "s1", "user", "ferns again")
-    sync_archive.create_scope(Scope("bob", "lab"))
+    sync_archive.access.create_scope(Scope("bob", "lab"))
 
     code, out, _ = run(env, "scopes", "--json")
     data = json.loads(out)
@@ -151,11 +151,11 @@ def test_cli_grant_grants_revoke(env: dict[str, str], sync_archive: Archive, dat
     assert code == 0 and out.splitlines() == ["a.b+c@d", "bob"]
     code, out, _ = run(env, "grants", "-e", "alice", "-n", "private", "--json")
     assert code == 0 and json.loads(out) == {"scope": "alice/private", "grantees": ["a.b+c@d", "bob"]}
-    assert sync_archive.grants(ALICE) == ["a.b+c@d", "bob"]
+    assert sync_archive.access.grants(ALICE) == ["a.b+c@d", "bob"]
 
     code, out, _ = run(env, "revoke", "bob", "-e", "alice", "-n", "private")
     assert code == 0 and "revoked bob's read access to alice/private" in out
-    assert sync_archive.grants(ALICE) == ["a.b+c@d"]
+    assert sync_archive.access.grants(ALICE) == ["a.b+c@d"]
     code, _, err = run(env, "revoke", "bob", "-e", "alice", "-n", "private")
     assert code == 1 and "bob has no grant on alice/private" in err
 
@@ -198,7 +198,7 @@ def test_cli_errors_name_the_command_that_fixes_them_and_that_command_works(
 
 
 def test_cli_grants_of_a_scope_without_any(env: dict[str, str], sync_archive: Archive) -> None:
-    sync_archive.create_scope(Scope("cli"))
+    sync_archive.access.create_scope(Scope("cli"))
     code, out, err = run(env, "grants")  # scope from MNEMO_ENTITY and the default namespace
     assert code == 0 and out == "" and "no grants on cli/default" in err
     code, out, _ = run(env, "grants", "--json")
@@ -262,26 +262,26 @@ class _Ready:
 
 async def test_an_expired_token_is_refused_like_an_unknown_one(archive: AsyncArchive, database_url: str) -> None:
     soon = datetime.now(UTC) + timedelta(hours=1)
-    token, token_id = await archive.create_token("dave", label="ci", expires_at=soon)
-    lasting, _ = await archive.create_token("dave")
-    who = await archive.verify_token(token)
+    token, token_id = await archive.access.create_token("dave", label="ci", expires_at=soon)
+    lasting, _ = await archive.access.create_token("dave")
+    who = await archive.access.verify_token(token)
     assert (who.entity_id, who.namespace, who.token_id) == ("dave", None, token_id)
     verifier = _TokenVerifier(cast(_Opening, _Ready(archive)))
     granted = await verifier.verify_token(token)
     assert granted is not None and granted.client_id == "dave"
-    [listed, forever] = await archive.tokens("dave")
+    [listed, forever] = await archive.access.tokens("dave")
     assert listed.expires_at == soon and listed.expired is False
     assert (forever.expires_at, forever.expired) == (None, False)
 
     expire_now(database_url, token_id)
     with pytest.raises(AuthenticationError) as expired:
-        await archive.verify_token(token)
+        await archive.access.verify_token(token)
     with pytest.raises(AuthenticationError) as unknown:
-        await archive.verify_token(forged("dave"))
+        await archive.access.verify_token(forged("dave"))
     assert str(expired.value) == str(unknown.value) == "unknown or expired bearer token"
     assert await verifier.verify_token(token) is None  # MCP refuses it too
-    assert (await archive.verify_token(lasting)).entity_id == "dave"  # the other token still works
-    [listed, forever] = await archive.tokens("dave")
+    assert (await archive.access.verify_token(lasting)).entity_id == "dave"  # the other token still works
+    [listed, forever] = await archive.access.tokens("dave")
     assert listed.expired is True and listed.expires_at is not None and listed.expires_at < datetime.now(UTC)
     assert forever.expired is False
 
@@ -290,20 +290,20 @@ async def test_an_expiry_in_the_past_is_refused_at_create(archive: AsyncArchive,
     before = snapshot(database_url)
     for when in (datetime.now(UTC) - timedelta(seconds=1), datetime(2001, 1, 1)):  # naive: taken as UTC
         with pytest.raises(InvalidContentError, match="is not in the future"):
-            await archive.create_token("dave", expires_at=when)
+            await archive.access.create_token("dave", expires_at=when)
     with pytest.raises(InvalidContentError, match="expires_at must be a datetime"):
-        await archive.create_token("dave", expires_at=cast(Any, 30))
+        await archive.access.create_token("dave", expires_at=cast(Any, 30))
     assert snapshot(database_url) == before
     # naive future times are UTC, as every time mnemo takes
-    _, token_id = await archive.create_token("dave", expires_at=datetime(2999, 1, 1, 12))
-    [info] = await archive.tokens("dave")
+    _, token_id = await archive.access.create_token("dave", expires_at=datetime(2999, 1, 1, 12))
+    [info] = await archive.access.tokens("dave")
     assert info.id == token_id and info.expires_at == datetime(2999, 1, 1, 12, tzinfo=UTC)
 
 
 def test_http_answers_an_expired_token_exactly_as_an_unknown_one(
     settings: Settings, embeddings: Embeddings, sync_archive: Archive, database_url: str
 ) -> None:
-    live, _ = sync_archive.create_token("erin", expires_at=datetime.now(UTC) + timedelta(minutes=5))
+    live, _ = sync_archive.access.create_token("erin", expires_at=datetime.now(UTC) + timedelta(minutes=5))
     stale = forged("erin")  # issued through the store layer with an expiry already past
 
     async def store_expired() -> None:

@@ -75,7 +75,7 @@ async def test_every_cycle_logs_a_gut_delta_and_recall_follows_the_mood(
         rows = conn.execute("SELECT magnitude, valence, context FROM mnemo.gut_deltas ORDER BY at").fetchall()
     assert len(rows) == 2 and all(0 < m <= 1 and -1 <= v <= 1 for m, v, _ in rows)
     assert "stock market" in rows[0][2]
-    await archive.feedback(ME, first.gut_outcome, -0.5)  # an outcome links back to the feeling
+    await archive.inner.feedback(ME, first.gut_outcome, -0.5)  # an outcome links back to the feeling
 
 
 async def test_the_idle_loop_keeps_quiet_during_conversation(archive: AsyncArchive) -> None:
@@ -107,11 +107,11 @@ async def test_the_idle_loop_answers_on_its_three_channels(
     assert channels["self_prompt"] >= 1 and any("Help Maya grow vegetables" in t for _, t in report.inputs)
     assert report.insights  # the train and the garden have nothing in common: a creative association
     assert [c.source for c in agent.pending].count("internal_dmn") == len(report.inputs)
-    ready = await archive.readiness(ME)
+    ready = await archive.inner.readiness(ME)
     assert next(m for m in ready.milestones if m.name == "first_creative_association").reached
     thought = await agent.cycle()  # an idle thought wins attention and is acted on
     assert thought is not None and thought.tag is not None and thought.tag.source == "internal_dmn"
-    ready = await archive.readiness(ME)
+    ready = await archive.inner.readiness(ME)
     assert next(m for m in ready.milestones if m.name == "first_idle_thought_acted").reached
 
 
@@ -121,7 +121,7 @@ async def test_the_entropy_guard_broadens_when_one_topic_keeps_returning(archive
     agent = Agent(archive, ME, name="mira")
     await agent.start()
     idle = IdleLoop(agent, n=1)
-    stuck = (await archive.wander(ME, 1, seed=0))[0].id
+    stuck = (await archive.inner.wander(ME, 1, seed=0))[0].id
     idle.topics = [stuck] * 8
     report = await idle.think(seed=0)
     assert report.avoided == (stuck,) and report.sampled[0].id != stuck
@@ -137,12 +137,12 @@ async def test_wandering_favours_neglected_important_memories_over_many_draws(
         conn.execute("UPDATE mnemo.memories SET last_accessed = now() - interval '30 days' WHERE anchored")
     drawn = Counter()
     for seed in range(300):
-        (w,) = await archive.wander(ME, 1, seed=seed)
+        (w,) = await archive.inner.wander(ME, 1, seed=seed)
         drawn["promise" if "promised" in w.content else "trivia"] += 1
         if "promised" in w.content:
             assert w.biases["neglected"] > 1.0 and w.biases["self"] > 1.0
     assert drawn["promise"] / 300 > 3 * (1 / 10)  # far above its uniform share of one in ten
-    again = [[w.id for w in await archive.wander(ME, 2, seed=5)] for _ in range(2)]
+    again = [[w.id for w in await archive.inner.wander(ME, 2, seed=5)] for _ in range(2)]
     assert again[0] == again[1]  # seeded: the same draws
 
 
@@ -157,7 +157,7 @@ async def test_a_goal_reflected_upon_and_a_self_formed_value_acted_on(
             at = start + timedelta(days=day)
             await archive.observe(ME, value, attention=value, at=at)
             await archive.flush(ME, attention=value, at=at)
-        await archive.reflect(ME, as_of=start + timedelta(days=16))
+        await archive.inner.reflect(ME, as_of=start + timedelta(days=16))
 
         def think(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
             if any(isinstance(p, TextPart) or p.part_kind == "tool-return" for m in messages for p in m.parts):
@@ -171,7 +171,7 @@ async def test_a_goal_reflected_upon_and_a_self_formed_value_acted_on(
         await agent.submit("Maya's seed swap might be next Saturday.", "internal_dmn")
         await agent.cycle()
         memory = await agent.achieve_goal("Help Maya plan the garden", "Planning early left room for mistakes.")
-        ready = await archive.readiness(ME)
+        ready = await archive.inner.readiness(ME)
         reached = {m.name: m for m in ready.milestones if m.reached}
         assert "first_aligned_decision" in reached and "first_goal_reflected" in reached
         assert reached["first_goal_reflected"].evidence["memory"] == str(memory)
@@ -239,9 +239,11 @@ async def test_forgetting_a_turn_blanks_the_gut_deltas_and_held_inputs_that_quot
 ) -> None:
     said = "My bank password hint is the name of my first cat."
     turn = await archive.record_turn(ME, "s1", "user", said)
-    await archive.log_gut(ME, "mira", [0.01] * 384, magnitude=0.1, valence=0.0, context=said, action="noted")
-    await archive.log_gut(ME, "mira", [0.01] * 384, magnitude=0.1, valence=0.0, context="the weather", action="none")
-    await archive.hold_input(ME, "mira", said, source="external_user")
+    await archive.inner.log_gut(ME, "mira", [0.01] * 384, magnitude=0.1, valence=0.0, context=said, action="noted")
+    await archive.inner.log_gut(
+        ME, "mira", [0.01] * 384, magnitude=0.1, valence=0.0, context="the weather", action="none"
+    )
+    await archive.agents.hold_input(ME, "mira", said, source="external_user")
     await archive.forget(ME, turn.id)
     with psycopg.connect(database_url) as conn:
         contexts = sorted(r[0] for r in conn.execute("SELECT context FROM mnemo.gut_deltas").fetchall())

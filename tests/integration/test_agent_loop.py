@@ -140,7 +140,7 @@ async def test_with_a_model_the_prompt_carries_identity_cost_and_memory_and_call
     (prompt,) = seen
     assert "Never guess about allergies." in prompt and "Keep Maya safe" in prompt
     assert "peanuts" in prompt and "Cost: $" in prompt and "start #1" in prompt
-    lifetime = await archive.model_costs(ME.entity_id, "agent", agent.started.replace(year=2000))
+    lifetime = await archive.agents.model_costs(ME.entity_id, "agent", agent.started.replace(year=2000))
     assert lifetime["calls"] == 1 and lifetime["input_tokens"] > 0 and lifetime["output_tokens"] > 0
     assert lifetime["unpriced"] == 1  # a FunctionModel has no price: logged, counted, not invented
     cost = await agent.respond("/cost")
@@ -319,7 +319,7 @@ async def test_unsure_and_novel_answers_retry_once_then_escalate_to_system2(
         kept = conn.execute("SELECT metadata->>'correction' FROM mnemo.memories WHERE kind = 'correction'").fetchall()
     assert purposes == ["system1", "system1-retry", "system2"]
     assert kept == [(SECOND["correction"],)]  # the reflection bank learnt from it
-    (reflex,) = await archive.reflexes_for(ME, "When is my dentist appointment?", 1)
+    (reflex,) = await archive.reflexes.matching(ME, "When is my dentist appointment?", 1)
     assert (reflex.action, reflex.action_type, reflex.success_count) == ("escalate_to_system2", "delegation", 1)
 
 
@@ -343,9 +343,9 @@ async def test_the_cost_log_refuses_bad_entries_with_a_clear_error(archive: Asyn
     for bad in ({"input_tokens": -1}, {"output_tokens": 1.5}, {"cost": float("nan")}, {"seconds": -2.0},
                 {"model": ""}):  # fmt: skip
         with pytest.raises(InvalidContentError):
-            await archive.log_model_call("maya", "agent", **(good | bad))
+            await archive.agents.log_model_call("maya", "agent", **(good | bad))
     with pytest.raises(InvalidContentError):
-        await archive.model_costs("maya", "agent", "not a time")  # type: ignore[arg-type]
-    await archive.log_model_call("maya", "agent", **good)
-    totals = await archive.model_costs("maya", "agent", datetime(2000, 1, 1, tzinfo=UTC))
+        await archive.agents.model_costs("maya", "agent", "not a time")  # type: ignore[arg-type]
+    await archive.agents.log_model_call("maya", "agent", **good)
+    totals = await archive.agents.model_costs("maya", "agent", datetime(2000, 1, 1, tzinfo=UTC))
     assert (totals["calls"], totals["input_tokens"], totals["unpriced"]) == (1, 10, 1)  # only the good one

@@ -212,7 +212,7 @@ async def test_system1_may_consult_system2_as_a_tool_and_the_delegation_becomes_
     assert reply.escalated == ("system1_request",) and "It contradicts memory." in returns[0]
     corrections = await agent.corrections_for("approve a wire transfer to a new supplier")
     assert any(SECOND["correction"] in c for c in corrections)
-    (reflex,) = await quiet.reflexes_for(ME, "approve the wire transfer to the new supplier", 1)
+    (reflex,) = await quiet.reflexes.matching(ME, "approve the wire transfer to the new supplier", 1)
     assert reflex.action == "consult_system2" and reflex.action_type == "delegation" and reflex.success_count == 1
     # the next time in a similar context, the loop brings the reflex into System 1's prompt
     prompts: list[str] = []
@@ -225,15 +225,15 @@ async def test_system1_may_consult_system2_as_a_tool_and_the_delegation_becomes_
 
 async def test_the_threshold_falls_as_memory_and_strong_beliefs_grow(quiet: AsyncArchive, database_url: str) -> None:
     agent = Agent(quiet, ME)
-    assert (await quiet.maturity(ME)).memories == 0 and await agent.threshold() == pytest.approx(0.8)
+    assert (await quiet.inspect.maturity(ME)).memories == 0 and await agent.threshold() == pytest.approx(0.8)
     for n in range(4):
         await quiet.remember(ME, f"Fact number {n} about Maya's garden: the {['roses', 'tulips', 'figs', 'mint'][n]}.")
-    young = await quiet.maturity(ME)
+    young = await quiet.inspect.maturity(ME)
     assert young.memories == 4 and young.identity_density == 0.0  # fresh beliefs sit at 0.5
     with psycopg.connect(database_url) as conn:  # two beliefs grown strong (alpha 9, beta 1: centre 0.9)
         conn.execute("UPDATE mnemo.memories SET alpha = 9, beta = 1 WHERE id IN "
                      "(SELECT id FROM mnemo.memories WHERE namespace = 'mind' ORDER BY id LIMIT 2)")  # fmt: skip
-    grown = await quiet.maturity(ME)
+    grown = await quiet.inspect.maturity(ME)
     assert grown.identity_density == pytest.approx(0.9 * 2 / 4)
     assert await agent.threshold() == pytest.approx(0.8 - 0.5 * (4 / 1000 + 0.45) / 2)
 

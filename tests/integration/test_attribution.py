@@ -9,7 +9,7 @@ import httpx
 import psycopg
 import pytest
 
-from mnemo import AsyncArchive, InvalidInputError, RecallResult, Scope
+from mnemo import AsyncArchive, InvalidInputError, RecallResult, Scope, as_process
 from tests.conftest import snapshot
 from tests.integration.test_http import auth, server, tokens  # noqa: F401  (fixtures)
 from tests.night_data import START, arc_conversation, record
@@ -29,7 +29,7 @@ async def test_every_write_path_records_its_process(archive: AsyncArchive, datab
     await archive.remember(ME, "In the simulation Maya is allergic to shellfish.", process=SIM)
     await archive.record_turn(ME, "s1", "user", "A turn the core wrote.")
     await archive.record_turn(ME, "s1", "assistant", "A turn the simulation wrote.", process=SIM)
-    with archive.as_process("extension:diary"):
+    with as_process("extension:diary"):
         await archive.remember(ME, "A diary entry the extension wrote.")
         await archive.remember(ME, "The call's own process wins.", process=SIM)
     await archive.remember(ME, "Back to the core after the block.")
@@ -61,7 +61,7 @@ async def test_forgetting_a_process_removes_what_it_wrote_and_what_the_night_mad
     archive: AsyncArchive, database_url: str
 ) -> None:
     kept = await archive.remember(ME, "The real Maya is allergic to peanuts.")
-    with archive.as_process(SIM):
+    with as_process(SIM):
         await record(archive, ME, "dream", arc_conversation(), START)
         await archive.remember(ME, "In the simulation Maya is allergic to shellfish.")
     report = await archive.night_cycle(ME)

@@ -56,10 +56,10 @@ async def busy(archive: AsyncArchive) -> None:
     for note in NOTES:
         await archive.remember(ME, note)
     await archive.record_turn(ME, "today", "user", "My sister Lena moved to Porto last spring.")
-    await archive.create_token("alice", label="laptop")
-    await archive.grant(ME, "bob")
+    await archive.access.create_token("alice", label="laptop")
+    await archive.access.grant(ME, "bob")
     await archive.recall(ME, QUESTION)
-    assert await archive.defer_reembed() is not None
+    assert await archive.maintenance.defer_reembed() is not None
 
 
 def partials(directory: Path) -> list[Path]:
@@ -148,7 +148,7 @@ async def test_a_busy_archive_round_trips_to_identical_rows_vectors_and_cortex(
 ) -> None:
     await busy(archive)
     file = tmp_path / "mind.backup"
-    manifest = await archive.backup(file)
+    manifest = await archive.portability.backup(file)
     assert file.is_file() and not partials(tmp_path)
     assert manifest.cortex_rows and all(manifest.cortex_rows.values())
     assert manifest.active_slug == str(embeddings.slug)
@@ -166,10 +166,10 @@ async def test_a_busy_archive_round_trips_to_identical_rows_vectors_and_cortex(
         "queue.procrastinate_jobs",
     ):
         assert manifest.counts[table] > 0, f"{table} should hold rows in a busy archive"  # fmt: skip
-    assert AsyncArchive.verify_backup(file) == manifest
+    assert AsyncArchive.portability.verify_backup(file) == manifest
 
     target = Settings(database_url=empty_database_url)
-    restored = await AsyncArchive.restore(file, target)
+    restored = await AsyncArchive.portability.restore(file, target)
     assert restored == manifest
     assert rows_of(empty_database_url) == rows_of(database_url)
     assert vectors_of(empty_database_url) == vectors_of(database_url)
@@ -204,11 +204,11 @@ async def test_a_backup_taken_while_writes_go_on_is_one_consistent_snapshot(
 
     task = asyncio.create_task(writer())
     await asyncio.sleep(0.5)
-    manifest = await archive.backup(tmp_path / "live.backup")
+    manifest = await archive.portability.backup(tmp_path / "live.backup")
     await asyncio.sleep(0.3)
     stop.set()
     await task
-    await AsyncArchive.restore(tmp_path / "live.backup", Settings(database_url=empty_database_url))
+    await AsyncArchive.portability.restore(tmp_path / "live.backup", Settings(database_url=empty_database_url))
     restored = rows_of(empty_database_url)
     assert 0 < manifest.counts["mnemo.memories"] < len(written) + 1  # writes went on before and after
     # every memory in the snapshot came whole: its vector, its postings, its token embeddings
@@ -229,7 +229,7 @@ async def test_a_backup_waits_for_a_cortex_writer_to_commit_and_then_sees_its_ro
     async with await psycopg.AsyncConnection.connect(database_url) as writer:
         await backup_rows.share_cortex(writer)  # as the night's migrate stage does, mid-transaction
         await writer.execute("INSERT INTO mnemo.meta (key, value) VALUES ('written-with-the-cortex', '1')")
-        backup = asyncio.create_task(archive.backup(tmp_path / "waited.backup"))
+        backup = asyncio.create_task(archive.portability.backup(tmp_path / "waited.backup"))
         await asyncio.sleep(1.0)
         assert not backup.done()  # no snapshot while a cortex write is half done
         await writer.commit()
@@ -244,7 +244,7 @@ async def test_damaged_or_foreign_files_are_refused_before_anything_is_written(
 ) -> None:
     await archive.remember(ME, NOTES[0])
     good = tmp_path / "good.backup"
-    await archive.backup(good)
+    await archive.portability.backup(good)
     data = bytearray(good.read_bytes())
     flipped = tmp_path / "flipped.backup"
     at = data.index(b"PGDMP") + 200  # inside the database dump
@@ -269,9 +269,9 @@ async def test_damaged_or_foreign_files_are_refused_before_anything_is_written(
         (tmp_path / "missing.backup", "no backup file"),
     ]:
         with pytest.raises(BackupError, match=says):
-            AsyncArchive.verify_backup(bad)
+            AsyncArchive.portability.verify_backup(bad)
         with pytest.raises(BackupError, match=says):
-            await AsyncArchive.restore(bad, Settings(database_url=empty_database_url))
+            await AsyncArchive.portability.restore(bad, Settings(database_url=empty_database_url))
     assert snapshot(empty_database_url) == before == {}
 
 
@@ -280,14 +280,14 @@ async def test_a_non_empty_target_is_refused_unless_forced(
 ) -> None:
     await archive.remember(ME, NOTES[0])
     file = tmp_path / "one.backup"
-    manifest = await archive.backup(file)
+    manifest = await archive.portability.backup(file)
     memory = (await archive.remember(ME, NOTES[1])).id  # after the backup
     before = rows_of(database_url)
     with pytest.raises(BackupError, match="already holds") as refused:
-        await AsyncArchive.restore(file, Settings(database_url=database_url))
+        await AsyncArchive.portability.restore(file, Settings(database_url=database_url))
     assert "force=True" in str(refused.value) and "--force" not in str(refused.value)  # the library's words
     assert rows_of(database_url) == before
-    await AsyncArchive.restore(file, Settings(database_url=database_url), force=True)
+    await AsyncArchive.portability.restore(file, Settings(database_url=database_url), force=True)
     with psycopg.connect(database_url) as conn:
         assert conn.execute("SELECT count(*) FROM mnemo.memories").fetchone() == (manifest.counts["mnemo.memories"],)
         assert conn.execute("SELECT count(*) FROM mnemo.memories WHERE id = %s", (memory,)).fetchone() == (0,)
@@ -332,7 +332,7 @@ async def test_a_restore_killed_half_way_leaves_the_target_empty_and_a_rerun_suc
 ) -> None:
     await busy(archive)
     file = tmp_path / "mind.backup"
-    manifest = await archive.backup(file)
+    manifest = await archive.portability.backup(file)
     env = _env(empty_database_url, tmp_path / "home")
     await asyncio.to_thread(_kill_half_way, file, env, empty_database_url)
     with psycopg.connect(empty_database_url) as conn:
@@ -370,7 +370,7 @@ async def test_a_bad_compression_level_is_refused_before_anything_is_written(
     archive: AsyncArchive, tmp_path: Path, level: object
 ) -> None:
     with pytest.raises(InvalidInputError, match="compression"):
-        await archive.backup(tmp_path / "x.backup", compression=level)  # type: ignore[arg-type]
+        await archive.portability.backup(tmp_path / "x.backup", compression=level)  # type: ignore[arg-type]
     assert not partials(tmp_path) and not (tmp_path / "x.backup").exists()
 
 
@@ -394,17 +394,17 @@ async def test_any_edit_of_the_manifest_fails_verify_and_restore_before_anything
 ) -> None:
     await archive.remember(ME, NOTES[0])
     good = tmp_path / "good.backup"
-    await archive.backup(good)
+    await archive.portability.backup(good)
     edit, seal = MANIFEST_EDITS[what]
     edited = rewritten(good, tmp_path / "edited.backup", edit, seal=seal)
     says = f"{MANIFEST} was edited or damaged"
     with pytest.raises(BackupError, match=says):
-        AsyncArchive.verify_backup(edited)
+        AsyncArchive.portability.verify_backup(edited)
     home = tmp_path / "home"
     with pytest.raises(BackupError, match=says):
-        await AsyncArchive.restore(edited, Settings(database_url=empty_database_url, home=home))
+        await AsyncArchive.portability.restore(edited, Settings(database_url=empty_database_url, home=home))
     assert snapshot(empty_database_url) == {} and files_under(home) == []
-    assert AsyncArchive.verify_backup(good).format == 2
+    assert AsyncArchive.portability.verify_backup(good).format == 2
 
 
 async def test_a_backup_made_before_manifests_were_sealed_is_still_read(
@@ -412,12 +412,12 @@ async def test_a_backup_made_before_manifests_were_sealed_is_still_read(
 ) -> None:
     await archive.remember(ME, NOTES[0])
     good = tmp_path / "good.backup"
-    manifest = await archive.backup(good)
+    manifest = await archive.portability.backup(good)
     older = rewritten(good, tmp_path / "older.backup", lambda m: m | {"format": 1}, seal="drop")
-    assert AsyncArchive.verify_backup(older).format == 1
+    assert AsyncArchive.portability.verify_backup(older).format == 1
     checked = await asyncio.to_thread(_cli, _env(empty_database_url, tmp_path / "home"), "backup", "verify", str(older))
     assert checked.returncode == 0 and "verified" in checked.stdout and "no seal" in checked.stderr
-    await AsyncArchive.restore(older, Settings(database_url=empty_database_url))
+    await AsyncArchive.portability.restore(older, Settings(database_url=empty_database_url))
     assert snapshot(empty_database_url)["mnemo.memories"] == manifest.counts["mnemo.memories"] == 1
 
 
@@ -427,16 +427,16 @@ async def test_a_restore_whose_check_fails_leaves_the_target_empty_and_a_retry_s
 ) -> None:
     await busy(archive)
     good = tmp_path / "mind.backup"
-    await archive.backup(good)
+    await archive.portability.backup(good)
     forged = rewritten(good, tmp_path / "forged.backup", FORGED[what], seal="reseal")
-    assert AsyncArchive.verify_backup(forged)  # a whole file: only the restore's own check can tell
+    assert AsyncArchive.portability.verify_backup(forged)  # a whole file: only the restore's own check can tell
     home = tmp_path / "home"
     target = Settings(database_url=empty_database_url, home=home)
     with pytest.raises(BackupError, match=f"does not match its manifest: {what} differ"):
-        await AsyncArchive.restore(forged, target)
+        await AsyncArchive.portability.restore(forged, target)
     assert snapshot(empty_database_url) == {}
     assert files_under(home / "cortex") == []
-    await AsyncArchive.restore(good, target)
+    await AsyncArchive.portability.restore(good, target)
     assert rows_of(empty_database_url) == rows_of(database_url)
     assert names_in(home / "cortex") == [cortex_id(empty_database_url)]
 
@@ -446,7 +446,7 @@ async def test_a_forced_restore_whose_check_fails_leaves_the_target_and_its_cort
 ) -> None:
     await busy(archive)
     good = tmp_path / "mind.backup"
-    await archive.backup(good)
+    await archive.portability.backup(good)
     await archive.remember(ME, "Written after the backup: the boiler is serviced in October.")
     forged = rewritten(good, tmp_path / "forged.backup", FORGED["row counts"], seal="reseal")
     cortex = cortex_dir(archive)
@@ -457,7 +457,7 @@ async def test_a_forced_restore_whose_check_fails_leaves_the_target_and_its_cort
         files_under(cortex.parent),
     )
     with pytest.raises(BackupError, match="does not match its manifest"):
-        await AsyncArchive.restore(forged, Settings(database_url=database_url), force=True)
+        await AsyncArchive.portability.restore(forged, Settings(database_url=database_url), force=True)
     assert rows_of(database_url) == rows and cortex_id(database_url) == own
     assert lance_tables(cortex) == tables and files_under(cortex.parent) == beside
 
@@ -467,17 +467,17 @@ async def test_a_failed_restore_into_a_cortex_directory_puts_what_was_there_back
 ) -> None:
     await busy(archive)
     good = tmp_path / "mind.backup"
-    await archive.backup(good)
+    await archive.portability.backup(good)
     forged = rewritten(good, tmp_path / "forged.backup", FORGED["row counts"], seal="reseal")
     lance = tmp_path / "lance"
     lance.mkdir()
     (lance / "keep.txt").write_text("what the target held")
     target = Settings(database_url=empty_database_url, cortex_uri=str(lance))
     with pytest.raises(BackupError, match="does not match its manifest"):
-        await AsyncArchive.restore(forged, target)
+        await AsyncArchive.portability.restore(forged, target)
     assert files_under(tmp_path) == ["forged.backup", "lance", "lance/keep.txt", "mind.backup"]
     assert snapshot(empty_database_url) == {}
-    await AsyncArchive.restore(good, target)
+    await AsyncArchive.portability.restore(good, target)
     assert lance_tables(lance) == lance_tables(cortex_dir(archive))
     assert names_in(tmp_path) == ["forged.backup", "lance", "mind.backup"]  # no leftovers
 
@@ -487,10 +487,10 @@ async def test_the_next_restore_finishes_or_undoes_what_an_interrupted_one_left_
 ) -> None:
     await busy(archive)
     good = tmp_path / "mind.backup"
-    await archive.backup(good)
+    await archive.portability.backup(good)
     lance = tmp_path / "lance"
     target = Settings(database_url=empty_database_url, cortex_uri=str(lance))
-    await AsyncArchive.restore(good, target)
+    await AsyncArchive.portability.restore(good, target)
     restored = lance_tables(lance)
     plan = journal(target, empty_database_url)
     # killed after its database part committed: what it had set aside goes, its cortex stays
@@ -498,14 +498,14 @@ async def test_the_next_restore_finishes_or_undoes_what_an_interrupted_one_left_
     aside.mkdir()
     Swap(plan, cortex_id(empty_database_url), lance, aside, None).write()
     with pytest.raises(BackupError, match="already holds"):
-        await AsyncArchive.restore(good, target)
+        await AsyncArchive.portability.restore(good, target)
     assert lance_tables(lance) == restored and not aside.exists() and not plan.exists()
     # killed before it committed: what was at the cortex directory comes back
     aside.mkdir()
     (aside / "keep.txt").write_text("what the target held")
     Swap(plan, "0190b7c4-0000-7000-8000-000000000000", lance, aside, None).write()
     with pytest.raises(BackupError, match="already holds"):
-        await AsyncArchive.restore(good, target)
+        await AsyncArchive.portability.restore(good, target)
     assert files_under(lance) == ["keep.txt"] and not aside.exists() and not plan.exists()
 
 

@@ -135,7 +135,7 @@ def test_concurrent_mutating_recalls_over_http(settings: Settings, embeddings: E
     async def setup() -> str:
         async with await AsyncArchive.open(settings, embeddings=embeddings) as archive:
             await _fill(archive)
-            token, _ = await archive.create_token(SCOPE.entity_id, label="clients")
+            token, _ = await archive.access.create_token(SCOPE.entity_id, label="clients")
             return token
 
     token = asyncio.run(setup())
@@ -200,7 +200,7 @@ def test_a_database_failure_is_logged_with_its_traceback(
     async def setup() -> str:
         async with await AsyncArchive.open(settings, embeddings=embeddings) as archive:
             await _fill(archive)
-            token, _ = await archive.create_token(SCOPE.entity_id)
+            token, _ = await archive.access.create_token(SCOPE.entity_id)
             return token
 
     token = asyncio.run(setup())

@@ -97,7 +97,7 @@ async def test_concurrent_record_turn_is_gapless_in_commit_order(
     settings = Settings(database_url=database_url, seed=SEED, pool_max_size=8, ingest_mode=ingest_mode)
     rng = np.random.default_rng(7)
     async with await AsyncArchive.open(settings, embeddings=embeddings) as archive:
-        await archive.create_scope(SCOPE)
+        await archive.access.create_scope(SCOPE)
 
         async def writer(w: int) -> list[tuple[str, int]]:
             done = []
@@ -159,7 +159,7 @@ async def test_concurrent_imports_and_turns_into_shared_sessions(
         path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
         files.append(path)
     async with await AsyncArchive.open(settings, embeddings=embeddings) as archive:
-        await archive.create_scope(SCOPE)
+        await archive.access.create_scope(SCOPE)
 
         async def single(w: int) -> None:
             for i in range(6):
@@ -183,7 +183,7 @@ async def test_concurrent_imports_and_turns_into_shared_sessions(
 @pytest.fixture
 def token(settings: Settings, embeddings: Embeddings) -> str:
     with Archive(settings, embeddings=embeddings) as archive:
-        secret, _ = archive.create_token("crowd")
+        secret, _ = archive.access.create_token("crowd")
     return secret
 
 

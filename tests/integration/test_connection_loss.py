@@ -93,7 +93,7 @@ async def test_a_write_killed_halfway_leaves_no_row_and_the_next_write_succeeds(
 ) -> None:
     await archive.remember(ME, "Maya lives in Munich")
     before = snapshot(database_url)
-    vectors = f"vectors.{archive.runtime.table}"
+    vectors = f"vectors.{archive._rt.table}"
 
     # The memory row and its postings are written before the vector: the kill lands after them.
     error = await killed_while_blocked(database_url, vectors, archive.remember(ME, "Maya's beagle is called Pixel"))

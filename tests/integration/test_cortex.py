@@ -44,7 +44,7 @@ async def a_week_of(archive: AsyncArchive, scope: Scope, texts: list[str] | None
 
 
 def cortex_dir(archive: AsyncArchive) -> Path:
-    cortex = archive.runtime.cortex
+    cortex = archive._rt.cortex
     assert cortex is not None
     return Path(cortex.uri)
 
@@ -65,7 +65,7 @@ async def test_a_week_later_blocks_live_in_the_cortex_and_recall_quotes_them(
     assert one(database_url, "SELECT count(*) FROM mnemo.blocks WHERE migrated_at IS NULL") == 0
     lines = one(database_url, "SELECT count(*) FROM mnemo.block_lines")
     assert isinstance(lines, int) and lines > 0  # the verbatim lines outlive their raw turns ...
-    cold = await archive.runtime.cortex.count("lines", archive.runtime.embeddings.dim, ME)  # type: ignore[union-attr]
+    cold = await archive._rt.cortex.count("lines", archive._rt.embeddings.dim, ME)  # type: ignore[union-attr]
     assert cold == lines  # ... and their vectors moved to the cortex with their blocks
     line_vectors = one(database_url, "SELECT count(*) FROM vectors.universal_384 WHERE item_kind = 'line'")
     assert line_vectors == 0
@@ -91,7 +91,7 @@ async def test_a_week_later_blocks_live_in_the_cortex_and_recall_quotes_them(
     assert any("evict" in line.content.lower() for line in hit.excerpt)  # the lines that match the question
     assert all(line.content in hit.content for line in hit.excerpt)
     whole = str(one(database_url, "SELECT content FROM mnemo.memories WHERE id = %s", hit.id))
-    assert hit.token_count < archive.runtime.embeddings.count_tokens([whole])[0]
+    assert hit.token_count < archive._rt.embeddings.count_tokens([whole])[0]
 
     said = await archive.recall(ME, QUESTION, 5, read_only=True, kinds=("turn",))  # the raw turns are gone ...
     assert isinstance(said, RecallResult) and said.hits
@@ -156,9 +156,9 @@ async def test_a_migration_stopped_between_the_two_stores_converges(
     later = first.as_of + timedelta(days=8)
     with pytest.raises(RuntimeError, match="killed"):
         await archive.night_cycle(ME, as_of=later)
-    cortex = archive.runtime.cortex
+    cortex = archive._rt.cortex
     assert cortex is not None
-    dim = archive.runtime.embeddings.dim
+    dim = archive._rt.embeddings.dim
     assert await cortex.count("blocks", dim, ME) == first.blocks  # the cortex got the rows ...
     assert one(database_url, "SELECT count(*) FROM mnemo.blocks WHERE migrated_at IS NULL") > 0  # ... PG did not
 
@@ -172,7 +172,7 @@ async def test_a_migration_stopped_between_the_two_stores_converges(
 
 
 async def _block_ids(archive: AsyncArchive) -> list[uuid.UUID]:
-    async with archive.runtime.store.connection() as conn:
+    async with archive._rt.store.connection() as conn:
         cur = await conn.execute("SELECT id FROM mnemo.blocks WHERE entity_id = %s", (ME.entity_id,))
         return [r[0] for r in await cur.fetchall()]
 
@@ -194,9 +194,9 @@ async def test_forgetting_a_cortex_block_leaves_no_trace_in_the_cortex_files(arc
     assert files_containing(directory, SECRET) == []  # old LanceDB versions cleaned up too
 
     await archive.purge(ME)
-    cortex = archive.runtime.cortex
+    cortex = archive._rt.cortex
     assert cortex is not None
-    assert await cortex.count("blocks", archive.runtime.embeddings.dim, ME) == 0
+    assert await cortex.count("blocks", archive._rt.embeddings.dim, ME) == 0
     assert files_containing(directory, "WAL archive") == []
 
 
@@ -212,7 +212,7 @@ async def test_the_cortex_keeps_scopes_apart(archive: AsyncArchive) -> None:
     assert {h.id for h in mine.hits}.isdisjoint({h.id for h in theirs.hits})
     with pytest.raises(AccessDeniedError):
         await archive.recall(ME, QUESTION, 3, as_entity=OTHER.entity_id)
-    await archive.grant(ME, OTHER.entity_id)
+    await archive.access.grant(ME, OTHER.entity_id)
     granted = await archive.recall(ME, QUESTION, 3, as_entity=OTHER.entity_id, read_only=True)
     assert isinstance(granted, RecallResult) and any(h.tier == "cortex" for h in granted.hits)
 
@@ -235,7 +235,7 @@ async def test_the_tree_covers_every_cortex_block_once(archive: AsyncArchive) ->
     await record(archive, ME, "s3", arc_conversation(), LONG_AGO + timedelta(days=6))
     first = await archive.night_cycle(ME)
     later = await archive.night_cycle(ME, as_of=first.as_of + timedelta(days=8))
-    nodes = await archive.cortex_tree(ME)
+    nodes = await archive.inspect.cortex_tree(ME)
     assert nodes and later.tree_nodes == len(nodes)
     by_id = {n.id: n for n in nodes}
     branches = [n for n in nodes if n.level == 1]
@@ -260,7 +260,7 @@ async def test_recall_at_a_level_returns_tree_nodes(archive: AsyncArchive) -> No
     await archive.night_cycle(ME, as_of=first.as_of + timedelta(days=8))
     result = await archive.recall(ME, "tomatoes in the garden", 3, level=1, threshold=-1.0)
     assert isinstance(result, RecallResult) and result.hits
-    nodes = {n.id: n for n in await archive.cortex_tree(ME)}
+    nodes = {n.id: n for n in await archive.inspect.cortex_tree(ME)}
     for hit in result.hits:
         assert hit.item_kind == "node" and hit.level == 1 and hit.tier == "cortex"
         assert hit.content == nodes[str(hit.id)].summary
@@ -322,10 +322,10 @@ async def test_recall_sees_every_write_to_the_cortex(archive: AsyncArchive) -> N
 
     await record(archive, ME, "s1", arc_conversation(), LONG_AGO)
     first = await archive.night_cycle(ME)
-    vector = await archive.runtime.embeddings.embed_query(QUESTION)
-    blocks, _ = await cortex_neighbours(archive.runtime, ME, vector, 1000)
+    vector = await archive._rt.embeddings.embed_query(QUESTION)
+    blocks, _ = await cortex_neighbours(archive._rt, ME, vector, 1000)
     assert 0 < len(blocks) == first.blocks_migrated < first.blocks  # loaded, with more to come
     later = await archive.night_cycle(ME, as_of=first.as_of + timedelta(days=8))
-    blocks, lines = await cortex_neighbours(archive.runtime, ME, vector, 1000)
+    blocks, lines = await cortex_neighbours(archive._rt, ME, vector, 1000)
     assert len(blocks) == first.blocks_migrated + later.blocks_migrated == first.blocks
     assert lines and all(-1.0 <= sim <= 1.0 for _, sim in lines)

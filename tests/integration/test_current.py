@@ -84,7 +84,7 @@ async def test_use_never_reinforces_a_stale_fact(archive: AsyncArchive, stage: b
     finally:
         if owner is not archive:
             await owner.close()
-    alpha = {m.id: m.alpha for m in (await archive.memories(ME)).items}
+    alpha = {m.id: m.alpha for m in (await archive.inspect.memories(ME)).items}
     assert (alpha[stale.id] == stale.alpha) is stage
 
 

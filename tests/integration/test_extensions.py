@@ -107,10 +107,10 @@ async def test_backups_carry_the_extensions_schema(
     try:
         with psycopg.connect(database_url) as conn:
             conn.execute("INSERT INTO diary.entries (day, mood) VALUES ('2026-11-25', 'curious')")
-        manifest = await archive.backup(tmp_path / "with-diary.backup")
+        manifest = await archive.portability.backup(tmp_path / "with-diary.backup")
     finally:
         await archive.close()
     assert "diary" in manifest.schemas and manifest.counts["diary.entries"] == 1
-    await AsyncArchive.restore(tmp_path / "with-diary.backup", Settings(database_url=empty_database_url))
+    await AsyncArchive.portability.restore(tmp_path / "with-diary.backup", Settings(database_url=empty_database_url))
     assert rows(empty_database_url, "SELECT day::text, mood FROM diary.entries") == [("2026-11-25", "curious")]
     assert rows(empty_database_url, "SELECT count(*) FROM mnemo.extension_migrations") == [(2,)]

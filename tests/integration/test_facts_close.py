@@ -38,7 +38,7 @@ async def _live(archive: AsyncArchive) -> None:
 
 async def test_a_night_over_a_life_lists_only_current_values_as_current(archive: AsyncArchive) -> None:
     await _live(archive)
-    jose = await archive.facts(ME, "jose")  # case and accents folded
+    jose = await archive.knowledge.facts(ME, "jose")  # case and accents folded
     assert jose.name == "José"
     now = {(f.attribute, f.value) for f in jose.current}
     past = {(f.attribute, f.value) for f in jose.past}
@@ -52,6 +52,6 @@ async def test_a_night_over_a_life_lists_only_current_values_as_current(archive:
     assert not [f for f in jose.facts if f.kind == "event" and f.current]  # a dinner out is dated, not "→ now"
     assert ("dog", "Luna") not in {(p, o) for p, o, _ in jose.triples}  # the relation ended with the fact
 
-    mother = await archive.facts(ME, "José's mother")
+    mother = await archive.knowledge.facts(ME, "José's mother")
     assert {(f.attribute, f.value) for f in mother.current} == {("lives in", "Valencia")}
     assert ("lives in", "Seville") in {(f.attribute, f.value) for f in mother.past}

@@ -79,7 +79,7 @@ async def test_forget_a_memory_leaves_no_trace(settings: Settings, embeddings: E
         assert after["mnemo.memories"] == before["mnemo.memories"] - 1
         result = await archive.recall(ME, "where is the vault?", k=5, read_only=True)
         assert keep.id in [h.id for h in result] and secret.id not in [h.id for h in result]
-        meta = (await archive.why(ME, update.id)).id == update.id
+        meta = (await archive.inspect.why(ME, update.id)).id == update.id
         assert meta
         with psycopg.connect(database_url) as conn:
             row = conn.execute("SELECT metadata FROM mnemo.memories WHERE id = %s", (update.id,)).fetchone()
@@ -111,7 +111,7 @@ async def test_purge_removes_a_scope_everywhere_and_nothing_else(archive: AsyncA
         await archive.record_turn(scope, "s1", "user", f"{scope.entity_id} says hello")
         await archive.recall(scope, "diary", k=2)
         await archive.observe(scope, f"{scope.entity_id} mentioned the attic again")
-    await archive.grant(ME, "helper")
+    await archive.access.grant(ME, "helper")
     bystander = scope_rows(database_url, OTHER)
     assert len(scope_rows(database_url, ME)) >= 6
     removed = await archive.purge(ME)

@@ -75,8 +75,8 @@ async def test_flush_every_n_exchanges_and_matrix_actions(
         assert third.flushed is not None and len(third.flushed.outcomes) == 3
         lone = await archive.observe(ME, "The Wi-Fi password is printed under the router")
         confirm = await archive.flush(ME)
-        history = await archive.why(ME, meat.id)
-        wifi_history = await archive.why(ME, wifi.id)
+        history = await archive.inspect.why(ME, meat.id)
+        wifi_history = await archive.inspect.why(ME, wifi.id)
     finally:
         await archive.close()
     by_item = {o.item_id: o for o in third.flushed.outcomes}
@@ -97,7 +97,7 @@ async def test_flush_every_n_exchanges_and_matrix_actions(
 
 
 async def test_irrelevant_items_drop_and_expired_items_are_discarded(archive: AsyncArchive, database_url: str) -> None:
-    rt = archive.runtime
+    rt = archive._rt
     now = datetime.now(UTC)
     await observe(rt, ME, "Btree indexes in Postgres speed up range scans", now=now)
     await observe(rt, ME, "Aunt Rosa's garden is full of climbing roses", now=now)

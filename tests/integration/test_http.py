@@ -57,11 +57,11 @@ def server(settings: Settings, embeddings: Embeddings) -> Iterator[str]:
 @pytest.fixture
 def tokens(settings: Settings, embeddings: Embeddings) -> dict[str, Any]:
     with Archive(settings, embeddings=embeddings) as archive:
-        alice, alice_id = archive.create_token("alice")
-        bob, _ = archive.create_token("bob")
-        alice_work, _ = archive.create_token("alice", namespace="work")
-        revoked, revoked_id = archive.create_token("alice", label="old laptop")
-        assert archive.revoke_token("alice", revoked_id) and not archive.revoke_token("alice", revoked_id)
+        alice, alice_id = archive.access.create_token("alice")
+        bob, _ = archive.access.create_token("bob")
+        alice_work, _ = archive.access.create_token("alice", namespace="work")
+        revoked, revoked_id = archive.access.create_token("alice", label="old laptop")
+        assert archive.access.revoke_token("alice", revoked_id) and not archive.access.revoke_token("alice", revoked_id)
     return {"alice": alice, "bob": bob, "alice_work": alice_work, "revoked": revoked, "alice_id": alice_id}
 
 

@@ -83,7 +83,7 @@ def test_admitted_requests_never_wait_for_a_connection_and_one_more_is_told_busy
     # a pool of one, as small as it gets: the service sizes its pool from what it admits
     cfg = _settings(settings, pool_max_size=1, http_concurrency=3, http_queue_seconds=0.3)
     with Archive(cfg, embeddings=embeddings) as archive:
-        token, _ = archive.create_token("alice")
+        token, _ = archive.access.create_token("alice")
     url = str(cfg.database_url)
     with serve(create_app(cfg, embeddings=embeddings)) as base, ThreadPoolExecutor(4) as pool:
         c = httpx.Client(base_url=base, headers=auth(token), timeout=120)
@@ -118,14 +118,14 @@ def test_the_read_index_is_built_while_requests_hold_every_connection(
     write holds the other: every request connection is taken, and the build still gets one."""
     cfg = _settings(settings, pool_max_size=1, http_concurrency=2, http_queue_seconds=0.3)
     with Archive(cfg, embeddings=embeddings) as archive:
-        alice, _ = archive.create_token("alice")
-        bob, _ = archive.create_token("bob")
+        alice, _ = archive.access.create_token("alice")
+        bob, _ = archive.access.create_token("bob")
         for fact in FACTS:
             archive.remember(Scope("bob", "default"), fact)
     url = str(cfg.database_url)
     app = create_app(cfg, embeddings=embeddings)
     with serve(app) as base, ThreadPoolExecutor(2) as pool:
-        runtime = app.state.archive.runtime
+        runtime = app.state.archive._rt
         key = ("bob", "default", runtime.slug)
         assert _turn(base, alice, 0).status_code == 201
         with _session_held(url, "alice"), psycopg.connect(url) as rows:
@@ -174,7 +174,7 @@ async def test_a_read_index_build_never_waits_behind_the_callers_connections(
                 for n in (1, 2)
             ]
             await asyncio.to_thread(_until, "two writes hold the pool", lambda: _waiting(url, "advisory") == 2)
-            size = await asyncio.wait_for(archive.warm(scope), 60)
+            size = await asyncio.wait_for(archive.maintenance.warm(scope), 60)
             assert size == len(FACTS)
         await asyncio.gather(*writes)
     finally:

@@ -63,7 +63,7 @@ async def _post(app: Any, path: str, stream: Stream, headers: dict[str, str]) ->
 async def app(settings: Settings, embeddings: Embeddings) -> Any:
     made = create_app(settings, embeddings=embeddings)
     made.state.archive = archive = await AsyncArchive.open(settings, embeddings=embeddings)
-    token, _ = await archive.create_token("alice")
+    token, _ = await archive.access.create_token("alice")
     made.state.token = token
     yield made
     await archive.close()

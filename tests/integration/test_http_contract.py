@@ -57,7 +57,7 @@ def rigged(settings: Settings, embeddings: Embeddings) -> Iterator[str]:
 
 def test_every_error_has_the_one_shape(rigged: str, settings: Settings, embeddings: Embeddings) -> None:
     with Archive(settings, embeddings=embeddings) as archive:
-        token, _ = archive.create_token("alice")
+        token, _ = archive.access.create_token("alice")
     with httpx.Client(base_url=rigged, timeout=30) as c:
         _is_error(c.get("/no/such/route"), 404, "not_found")
         _is_error(c.get("/v1/recall"), 405, "method_not_allowed")
@@ -254,7 +254,7 @@ def test_foreign_scopes_look_the_same_whether_or_not_they_exist(
 
 def test_a_new_tokens_first_reads_are_refusals(server: str, settings: Settings, embeddings: Embeddings) -> None:  # noqa: F811
     with Archive(settings, embeddings=embeddings) as archive:
-        token, _ = archive.create_token("newcomer")
+        token, _ = archive.access.create_token("newcomer")
     with httpx.Client(base_url=server, headers=auth(token), timeout=30) as c:
         recalled = c.post("/v1/recall", json={"query": "what do you know about me?"})
         assert recalled.status_code == 200, recalled.text
@@ -272,7 +272,7 @@ def test_k_is_limited_by_the_servers_max_k(settings: Settings, embeddings: Embed
     """One k limit everywhere: the HTTP service follows ``settings.max_k`` like the CLI, MCP and tools."""
     with Archive(settings, embeddings=embeddings) as archive:
         archive.remember(Scope("alice"), "Alice's favourite tea is oolong")
-        token, _ = archive.create_token("alice")
+        token, _ = archive.access.create_token("alice")
     narrow = settings.model_copy(update={"max_k": 7})
     with serve(create_app(narrow, embeddings=embeddings)) as url, httpx.Client(base_url=url, timeout=60) as c:
         k = _resolve(c.get("/openapi.json").json(), {"$ref": "#/components/schemas/RecallIn"})["properties"]["k"]

@@ -221,7 +221,7 @@ async def test_a_long_import_does_not_block_a_concurrent_record(
 async def test_precomputed_vectors_are_used(
     archive: AsyncArchive, tmp_path: Path, database_url: str, embeddings: Embeddings
 ) -> None:
-    slug, dim = archive.runtime.slug, archive.embeddings.dim
+    slug, dim = archive._rt.slug, archive.embeddings.dim
     rng = np.random.default_rng(7)
     given = rng.normal(size=dim)
     path = write_lines(
@@ -266,7 +266,7 @@ async def test_precomputed_vectors_are_used(
 async def test_unusable_precomputed_vectors_are_refused_or_skipped(
     archive: AsyncArchive, tmp_path: Path, database_url: str, fields: dict[str, Any], message: str
 ) -> None:
-    slug = archive.runtime.slug
+    slug = archive._rt.slug
     line = {"session": "v", "content": "a turn with a vector", "embedding": [0.05] * 384, "embedding_model": slug}
     line.update(fields)
     line = {k: v for k, v in line.items() if v is not None}
@@ -288,7 +288,7 @@ async def test_async_ingest_writes_precomputed_vectors_and_defers_the_rest(
         path = write_lines(
             tmp_path / "async.jsonl",
             [
-                {"content": "with a vector", "embedding": given.tolist(), "embedding_model": archive.runtime.slug},
+                {"content": "with a vector", "embedding": given.tolist(), "embedding_model": archive._rt.slug},
                 {"content": "without a vector"},
             ],
         )

@@ -41,21 +41,21 @@ async def test_feedback_links_back_to_a_recall_and_bad_input_changes_nothing(
     await archive.remember(ME, GARDEN[0])
     found = await archive.recall(ME, "What did Maya plant by the fence?", read_only=True)
     assert isinstance(found, RecallResult) and found.outcome_id is not None
-    outcome = await archive.feedback(ME, found.outcome_id, 1.0, used=[found[0].id])
+    outcome = await archive.inner.feedback(ME, found.outcome_id, 1.0, used=[found[0].id])
     assert outcome != found.outcome_id
     before = snapshot(database_url)
     for bad in (
-        lambda: archive.feedback(ME, found.outcome_id, 1.5),  # type: ignore[union-attr]
-        lambda: archive.feedback(ME, found.outcome_id, float("nan")),  # type: ignore[union-attr]
-        lambda: archive.feedback(ME, found.outcome_id, 1.0, kind="rumour"),  # type: ignore[union-attr]
-        lambda: archive.feedback(ME, "not-an-id", 1.0),
+        lambda: archive.inner.feedback(ME, found.outcome_id, 1.5),  # type: ignore[union-attr]
+        lambda: archive.inner.feedback(ME, found.outcome_id, float("nan")),  # type: ignore[union-attr]
+        lambda: archive.inner.feedback(ME, found.outcome_id, 1.0, kind="rumour"),  # type: ignore[union-attr]
+        lambda: archive.inner.feedback(ME, "not-an-id", 1.0),
     ):
         with pytest.raises(InvalidInputError):
             await bad()
     with pytest.raises(UnknownItemError):
-        await archive.feedback(Scope("someone", "else"), found.outcome_id, 1.0)
+        await archive.inner.feedback(Scope("someone", "else"), found.outcome_id, 1.0)
     with pytest.raises(UnknownItemError):
-        await archive.feedback(ME, "0190f000-0000-7000-8000-000000000000", 1.0)
+        await archive.inner.feedback(ME, "0190f000-0000-7000-8000-000000000000", 1.0)
     assert snapshot(database_url) == before
 
 
@@ -75,7 +75,7 @@ async def _ask_and_use(archive: AsyncArchive, rounds: int, pick: str) -> None:
         hits = list(found)
         late = pick == "reversal" and n >= rounds * 3 // 4
         used = [hits[-1]] if late else [h for h in hits if h.weight > 0.9]
-        await archive.feedback(ME, found.outcome_id, 1.0, used=[h.id for h in used])  # type: ignore[arg-type]
+        await archive.inner.feedback(ME, found.outcome_id, 1.0, used=[h.id for h in used])  # type: ignore[arg-type]
 
 
 async def test_the_alphas_move_toward_the_component_that_predicts_use(
@@ -84,10 +84,10 @@ async def test_the_alphas_move_toward_the_component_that_predicts_use(
     archive = await _open(settings, embeddings, tuning_min_outcomes=12)
     try:
         await _planted(archive)
-        start = (await archive.inner_life(ME)).alphas
+        start = (await archive.inner.life(ME)).alphas
         await _ask_and_use(archive, 16, "weight")
-        done = await archive.reflect(ME)
-        tuned = await archive.inner_life(ME)
+        done = await archive.inner.reflect(ME)
+        tuned = await archive.inner.life(ME)
         assert done["tuning"]["alphas_applied"] and tuned.tuned
         assert done["tuning"]["quality_after"] > done["tuning"]["quality_before"]
         share = {c: a / sum(tuned.alphas.values()) for c, a in tuned.alphas.items()}
@@ -112,8 +112,8 @@ async def test_the_two_gate_guardrail_holds_back_an_unvalidated_change(
     try:
         await _planted(archive)
         await _ask_and_use(archive, 16, "reversal")  # what was learned no longer holds on the newest outcomes
-        done = await archive.reflect(ME)
-        life = await archive.inner_life(ME)
+        done = await archive.inner.reflect(ME)
+        life = await archive.inner.life(ME)
         gate = [e for e in life.safety if e.check == "two_gate"]
         assert done["tuning"]["quality_after"] <= done["tuning"]["quality_before"]
         assert gate and gate[0].enforced is enforced and gate[0].subject == "blend alphas"
@@ -152,15 +152,15 @@ async def test_a_pattern_seen_over_two_weeks_is_promoted_to_goal_weight(
     archive: AsyncArchive, database_url: str
 ) -> None:
     end = await _seen(archive, 7)  # one persist, six confirmations over six days: too short a span
-    await archive.reflect(ME, as_of=end)
+    await archive.inner.reflect(ME, as_of=end)
     assert (await _weight(database_url, FACT))[1].get("promotion") is None
     end = await _seen(archive, 10, start=end + timedelta(days=4))
     before, _ = await _weight(database_url, FACT)
-    done = await archive.reflect(ME, as_of=end)
+    done = await archive.inner.reflect(ME, as_of=end)
     after, meta = await _weight(database_url, FACT)
     assert done["promotion"]["goal"] == 1 and meta["promotion"] == "goal" and after > before
     assert "first_goal_promotion" in done["milestones"]
-    assert (await archive.readiness(ME)).milestones[3].reached
+    assert (await archive.inner.readiness(ME)).milestones[3].reached
 
 
 @pytest.mark.parametrize("role", ["assistant", "user"])
@@ -169,7 +169,7 @@ async def test_the_agents_own_statements_count_half_toward_promotion(
 ) -> None:
     end = await _seen(archive, 1)  # the user said it once
     end = await _seen(archive, 16, role=role, start=end, every=2)  # then 8 times over two weeks
-    done = await archive.reflect(ME, as_of=end)
+    done = await archive.inner.reflect(ME, as_of=end)
     _, meta = await _weight(database_url, FACT)
     if role == "user":
         assert done["promotion"]["goal"] == 1 and meta["promotion"] == "goal"
@@ -189,20 +189,20 @@ async def test_identity_promotion_past_085_waits_for_the_operator_at_low_trust(
     archive = await _open(settings, embeddings, operator_trust=trust)
     try:
         end = await _seen(archive, 16)
-        await archive.reflect(ME, as_of=end)
+        await archive.inner.reflect(ME, as_of=end)
         end = await _seen(archive, 16, start=end + timedelta(days=1))
-        done = await archive.reflect(ME, as_of=end)
+        done = await archive.inner.reflect(ME, as_of=end)
         centre, meta = await _weight(database_url, FACT)
         if trust == 3:
             assert done["promotion"]["identity"] == 1 and meta["promotion"] == "identity" and centre > 0.85
             return
         assert done["promotion"]["awaiting_approval"] == 1 and meta["promotion"] == "goal" and centre < 0.85
-        (waiting,) = (await archive.inner_life(ME)).awaiting_approval
-        assert await archive.approve_promotion(ME, waiting)
+        (waiting,) = (await archive.inner.life(ME)).awaiting_approval
+        assert await archive.inner.approve_promotion(ME, waiting)
         centre, meta = await _weight(database_url, FACT)
         assert meta["promotion"] == "identity" and "approval" not in meta and centre > 0.85
-        assert not await archive.approve_promotion(ME, waiting)
-        assert (await archive.readiness(ME)).milestones[5].reached  # first identity-level promotion
+        assert not await archive.inner.approve_promotion(ME, waiting)
+        assert (await archive.inner.readiness(ME)).milestones[5].reached  # first identity-level promotion
     finally:
         await archive.close()
 
@@ -217,20 +217,20 @@ async def test_a_tension_is_found_acknowledged_and_resolved(archive: AsyncArchiv
     await archive.remember(ME, VALUE, kind="semantic", anchored=True)
     await archive.remember(ME, BROKE, kind="episodic")
     await archive.remember(ME, "Maya planted basil beside the tomatoes.", kind="episodic")
-    done = await archive.reflect(ME)
-    (tension,) = (await archive.inner_life(ME)).tensions
+    done = await archive.inner.reflect(ME)
+    (tension,) = (await archive.inner.life(ME)).tensions
     assert done["tensions"]["found"] == 1 and tension.status == "open"
     assert tension.content.startswith("Internal contradiction: I hold that I always tell users the truth")
-    again = await archive.reflect(ME)
+    again = await archive.inner.reflect(ME)
     assert again["tensions"]["found"] == 0  # the same pair makes one tension
     for n in range(6):  # surfaced by recalls, unresolved
         await archive.recall(ME, f"internal contradiction about telling users the truth ({n})", k=3)
-    await archive.reflect(ME)
-    (tension,) = (await archive.inner_life(ME)).tensions
+    await archive.inner.reflect(ME)
+    (tension,) = (await archive.inner.life(ME)).tensions
     assert tension.status == "acknowledged" and tension.surfaced > 5
     await archive.remember(ME, KEPT, kind="episodic")
-    done = await archive.reflect(ME)
-    (tension,) = (await archive.inner_life(ME)).tensions
+    done = await archive.inner.reflect(ME)
+    (tension,) = (await archive.inner.life(ME)).tensions
     assert tension.status == "resolved" and done["tensions"]["resolved"] == 1
     assert "first_conflict_resolution" in done["milestones"]
 
@@ -238,7 +238,7 @@ async def test_a_tension_is_found_acknowledged_and_resolved(archive: AsyncArchiv
 async def test_a_tension_has_no_salience_bonus(archive: AsyncArchive, database_url: str) -> None:
     await archive.remember(ME, VALUE, kind="semantic", anchored=True)
     await archive.remember(ME, BROKE, kind="episodic")
-    await archive.reflect(ME)
+    await archive.inner.reflect(ME)
     with psycopg.connect(database_url) as conn:
         alpha, beta = conn.execute("SELECT alpha, beta FROM mnemo.memories WHERE kind = 'tension'").fetchone()  # type: ignore[misc]
     assert (alpha, beta) == (1.0, 4.0)
@@ -255,10 +255,10 @@ async def test_gut_axes_are_recovered_from_planted_structure(archive: AsyncArchi
     for _ in range(60):
         a, b = rng.normal(), 2.0 * rng.normal()  # the unrelated axis carries more variance
         delta = 0.1 * (a * hope + b * other + 0.05 * rng.normal(size=384))
-        outcome = await archive.log_gut(ME, "mira", delta, magnitude=0.2, valence=0.0, context="planted")
-        await archive.feedback(ME, outcome, float(np.tanh(a)))
-    done = await archive.reflect(ME)
-    axes = (await archive.inner_life(ME)).axes
+        outcome = await archive.inner.log_gut(ME, "mira", delta, magnitude=0.2, valence=0.0, context="planted")
+        await archive.inner.feedback(ME, outcome, float(np.tanh(a)))
+    done = await archive.inner.reflect(ME)
+    axes = (await archive.inner.life(ME)).axes
     assert done["gut"]["axes"] >= 2 and axes[0].variance > axes[1].variance
     named = next(a for a in axes if a.name.startswith("hope"))
     assert (
@@ -266,7 +266,7 @@ async def test_gut_axes_are_recovered_from_planted_structure(archive: AsyncArchi
     )
     assert abs(float(np.asarray(axes[0].axis) @ other)) > 0.95 and axes[0] is not named
     with pytest.raises(InvalidInputError):
-        await archive.log_gut(ME, "mira", [0.1] * 10, magnitude=0.2, valence=0.0)
+        await archive.inner.log_gut(ME, "mira", [0.1] * 10, magnitude=0.2, valence=0.0)
 
 
 # --- the frustration ledger (memory-architecture §10.6.3) --------------------------------------------------
@@ -275,28 +275,28 @@ async def test_failures_that_persist_across_generations_surface_for_reflection(
 ) -> None:
     parent = None
     for generation in range(3):
-        attempt = await archive.record_attempt(
+        attempt = await archive.inner.record_attempt(
             ME, "Book the cheapest train to Lyon", lineage="booker", generation=generation, success=False,
             failure_mode="timeout", parent=parent, mutation=f"variant {generation}",
         )  # fmt: skip
         parent = attempt.mutation_id
-    await archive.record_attempt(ME, "Summarise the inbox", lineage="reader", generation=0, success=False,
+    await archive.inner.record_attempt(ME, "Summarise the inbox", lineage="reader", generation=0, success=False,
                                  failure_mode="error")  # fmt: skip
-    await archive.record_attempt(ME, "Summarise the inbox", lineage="reader", generation=1, success=True)
-    (pattern,) = await archive.failure_patterns(ME)
+    await archive.inner.record_attempt(ME, "Summarise the inbox", lineage="reader", generation=1, success=True)
+    (pattern,) = await archive.inner.failure_patterns(ME)
     assert pattern.generations == (0, 1, 2) and pattern.modes == {"timeout": 3}
-    done = await archive.reflect(ME)
+    done = await archive.inner.reflect(ME)
     assert done["frustration"]["surfaced"] == 1
-    await archive.reflect(ME)
+    await archive.inner.reflect(ME)
     with psycopg.connect(database_url) as conn:
         rows = conn.execute(
             "SELECT kind, status, content FROM mnemo.memories WHERE metadata ? 'failure_pattern'"
         ).fetchall()
     assert len(rows) == 1 and rows[0][:2] == ("reflection", "candidate") and "Lyon" in rows[0][2]
     with pytest.raises(InvalidInputError):
-        await archive.record_attempt(ME, "x y z", lineage="a", generation=-1, success=False)
+        await archive.inner.record_attempt(ME, "x y z", lineage="a", generation=-1, success=False)
     with pytest.raises(InvalidInputError):
-        await archive.record_attempt(ME, "x y z", lineage="a", generation=0, success=True, failure_mode="error")
+        await archive.inner.record_attempt(ME, "x y z", lineage="a", generation=0, success=True, failure_mode="error")
 
 
 # --- phase C: the circuit breaker and the entropy monitor (cognitive-plan §3.9) -------------------------------
@@ -311,9 +311,9 @@ async def test_the_circuit_breaker_stops_a_runaway_reinforcement_loop(
         for _night in range(6):  # every cycle the same memory is recalled again, no new evidence
             for n in range(3):
                 await archive.recall(ME, f"When does Maya water the seedlings? ({n})", k=1)
-            await archive.reflect(ME)
+            await archive.inner.reflect(ME)
             centres.append((await _weight(database_url, FACT))[0])
-        events = [e for e in (await archive.inner_life(ME)).safety if e.check == "circuit_breaker"]
+        events = [e for e in (await archive.inner.life(ME)).safety if e.check == "circuit_breaker"]
         assert events and all(e.enforced is enforced for e in events)
         if enforced:
             assert centres[-1] == pytest.approx(centres[2]) and centres[2] > centres[0]
@@ -329,11 +329,11 @@ async def test_the_entropy_monitor_broadens_sampling_when_enforced(settings: Set
     try:
         for text in GARDEN:
             await archive.remember(ME, text)
-        await archive.reflect(ME)
+        await archive.inner.reflect(ME)
         for n in range(5):
             await archive.remember(ME, f"A strong belief number {n}: the garden needs water daily.", anchored=True)
-        await archive.reflect(ME)
-        life = await archive.inner_life(ME)
+        await archive.inner.reflect(ME)
+        life = await archive.inner.life(ME)
         (event,) = [e for e in life.safety if e.check == "entropy"]
         assert event.enforced and any(s.name == "sampling" and s.params["temperature"] == 2.0 for s in life.history)
     finally:
@@ -342,19 +342,19 @@ async def test_the_entropy_monitor_broadens_sampling_when_enforced(settings: Set
 
 # --- readiness (cognitive-plan §5.2) -------------------------------------------------------------------
 async def test_milestones_are_reached_by_real_events_only(archive: AsyncArchive) -> None:
-    assert (await archive.readiness(ME)).reached == 0
+    assert (await archive.inner.readiness(ME)).reached == 0
     await archive.recall(ME, "anything at all?")  # a refusal is no successful retrieval
-    assert (await archive.readiness(ME)).reached == 0
+    assert (await archive.inner.readiness(ME)).reached == 0
     await archive.observe(ME, FACT, attention=FACT)
     await archive.flush(ME, attention=FACT)
     await archive.recall(ME, "When does Maya water the seedlings?")
-    ready = await archive.readiness(ME)
+    ready = await archive.inner.readiness(ME)
     assert [m.name for m in ready.milestones if m.reached] == ["first_memory", "first_retrieval"]
-    assert await archive.reach_milestone(ME, "first_goal_reflected", {"goal": "water the garden"})
-    assert not await archive.reach_milestone(ME, "first_goal_reflected")
+    assert await archive.inner.reach_milestone(ME, "first_goal_reflected", {"goal": "water the garden"})
+    assert not await archive.inner.reach_milestone(ME, "first_goal_reflected")
     with pytest.raises(InvalidInputError):
-        await archive.reach_milestone(ME, "first_flight")
-    assert (await archive.readiness(Scope("someone", "else"))).reached == 0
+        await archive.inner.reach_milestone(ME, "first_flight")
+    assert (await archive.inner.readiness(Scope("someone", "else"))).reached == 0
 
 
 # --- the agent's own word (issue 31 item 9) ---------------------------------------------------------------
@@ -381,9 +381,9 @@ async def test_a_gate_decision_has_an_outcome_id_feedback_links_to(archive: Asyn
     report = await archive.flush(ME, attention=FACT)
     (decision,) = report.outcomes
     assert decision.action == "persist" and decision.outcome_id is not None
-    await archive.feedback(ME, decision.outcome_id, 1.0, kind="task")
+    await archive.inner.feedback(ME, decision.outcome_id, 1.0, kind="task")
     with pytest.raises(InvalidInputError):  # a gate decision's outcome names no recalled items
-        await archive.feedback(ME, decision.outcome_id, 1.0, used=[decision.memory_id])  # type: ignore[list-item]
+        await archive.inner.feedback(ME, decision.outcome_id, 1.0, used=[decision.memory_id])  # type: ignore[list-item]
 
 
 async def test_the_gut_in_the_gate_keeps_what_the_self_cares_about(settings: Settings, embeddings: Embeddings) -> None:
@@ -407,11 +407,11 @@ async def test_the_per_cycle_rate_limit_enforced_spreads_a_promotion_over_nights
     try:
         end = await _seen(archive, 17)
         before, _ = await _weight(database_url, FACT)
-        done = await archive.reflect(ME, as_of=end)
+        done = await archive.inner.reflect(ME, as_of=end)
         after, meta = await _weight(database_url, FACT)
         assert done["promotion"]["goal"] == 1 and meta["promotion"] == "goal"
         assert after == pytest.approx(before * 1.10, rel=1e-3)  # 10% in one cycle, not the rung's 0.65
-        events = [e for e in (await archive.inner_life(ME)).safety if e.check == "cycle_rate"]
+        events = [e for e in (await archive.inner.life(ME)).safety if e.check == "cycle_rate"]
         assert events and events[0].enforced
     finally:
         await archive.close()

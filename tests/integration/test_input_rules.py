@@ -38,7 +38,7 @@ async def test_a_night_or_reflection_far_ahead_of_the_clock_is_refused_and_write
     for run_it in (
         lambda: archive.night_cycle(ME, as_of=FAR),
         lambda: archive.night_cycle(ME, as_of=FAR, dry_run=True),
-        lambda: archive.reflect(ME, as_of=FAR),
+        lambda: archive.inner.reflect(ME, as_of=FAR),
     ):
         with pytest.raises(InvalidContentError, match="ahead of this machine's clock"):
             await run_it()
@@ -52,8 +52,8 @@ async def test_reflecting_on_a_scope_that_does_not_exist_is_refused_and_creates_
 ) -> None:
     typo = Scope("mayaa", "notse")
     with pytest.raises(UnknownScopeError, match="does not exist"):
-        await archive.reflect(typo)
-    assert typo not in {s.scope for s in await archive.scopes("mayaa")}
+        await archive.inner.reflect(typo)
+    assert typo not in {s.scope for s in await archive.access.scopes("mayaa")}
 
 
 def test_the_command_line_refuses_a_far_night_and_an_unknown_reflection(env: dict[str, str]) -> None:  # noqa: F811
@@ -183,8 +183,8 @@ async def test_inner_life_writes_dated_far_ahead_are_refused(archive: AsyncArchi
     assert isinstance(found, RecallResult) and found.outcome_id is not None
     before = snapshot(database_url)
     for write in (
-        lambda: archive.reach_milestone(ME, "first_goal_reflected", {}, at=FAR),
-        lambda: archive.approve_promotion(ME, found.hits[0].id, at=FAR),
+        lambda: archive.inner.reach_milestone(ME, "first_goal_reflected", {}, at=FAR),
+        lambda: archive.inner.approve_promotion(ME, found.hits[0].id, at=FAR),
     ):
         with pytest.raises(InvalidContentError, match="ahead of this machine's clock"):
             await write()

@@ -88,7 +88,7 @@ def seeded(shape_settings: Settings, embeddings: Embeddings) -> dict[str, str]:
             for tail in ("over", "rather than", "to")
         ]
         archive.night_cycle(SCOPE, as_of=START + timedelta(hours=1), stages=("surprisal", "knowledge", "insights"))
-        token, _ = archive.create_token(ENTITY)
+        token, _ = archive.access.create_token(ENTITY)
     with psycopg.connect(str(shape_settings.database_url)) as conn:
         row = conn.execute("SELECT id FROM mnemo.memories WHERE kind = 'insight' LIMIT 1").fetchone()
     assert row is not None, "the night made no insight to ask 'why do I believe' about"

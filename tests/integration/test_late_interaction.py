@@ -79,24 +79,24 @@ async def test_token_rows_are_written_with_a_memory_or_after_first_recall_and_fo
     assert isinstance(first, RecallResult)
     assert {h.id for h in first.hits} == {memory.id, other.id}
     assert all(h.late is None for h in first.hits)  # one of the two has tokens: nothing to re-rank yet
-    await archive.runtime.backfill.wait()
+    await archive._rt.backfill.wait()
     assert set(_rows(database_url)) == {str(memory.id), str(other.id)}
-    assert archive.runtime.backfill.read == 1
+    assert archive._rt.backfill.read == 1
     cached = _rows(database_url)
     again = await archive.recall(SCOPE, "where does Ana's sister live", k=2, read_only=True)
     assert isinstance(again, RecallResult)
     assert all(h.late is not None for h in again.hits)
-    await archive.runtime.backfill.wait()
-    assert _rows(database_url) == cached and archive.runtime.backfill.read == 1  # not read again
+    await archive._rt.backfill.wait()
+    assert _rows(database_url) == cached and archive._rt.backfill.read == 1  # not read again
 
-    cache = archive.runtime.tokens()
+    cache = archive._rt.tokens()
     slug = str(embeddings.slug)
     key = (SCOPE.entity_id, SCOPE.namespace, memory.id, slug)
     other_key = (SCOPE.entity_id, SCOPE.namespace, other.id, slug)
 
     def in_memory() -> set[uuid.UUID]:
         """Whose token embeddings this process holds: in its token cache or the scope's read index."""
-        index = archive.runtime.indexes.held((SCOPE.entity_id, SCOPE.namespace, slug))
+        index = archive._rt.indexes.held((SCOPE.entity_id, SCOPE.namespace, slug))
         held = set() if index is None else set(index.late.token_ids)
         return held | {k[2] for k in cache.get([key, other_key])}
 
@@ -132,7 +132,7 @@ async def _scan_best(archive: AsyncArchive, embeddings: Embeddings, database_url
     from mnemo.cognition.scoring.late import late_scores
     from mnemo.store.token_vectors import fetch
 
-    async with archive.runtime.store.connection() as conn:
+    async with archive._rt.store.connection() as conn:
         cur = await conn.execute(
             "SELECT id, content FROM mnemo.turns WHERE entity_id = %s AND namespace = %s",
             (SCOPE.entity_id, SCOPE.namespace),
@@ -147,8 +147,8 @@ async def _scan_best(archive: AsyncArchive, embeddings: Embeddings, database_url
 
 async def _candidates(archive: AsyncArchive, query: str, vector: object = None) -> stages.Candidates:
     """What the first stage found for ``query`` (depth 1: one candidate per retriever)."""
-    rt = archive.runtime
-    request = stages.check(
+    rt = archive._rt
+    request = check(
         rt, SCOPE, query, 1, as_entity=None, read_only=True, threshold=None, kinds=("turn", "memory"), trace=False,
         query_vector=vector, cues=None, now=None, seed=None, hops=None,  # type: ignore[arg-type]
     )  # fmt: skip
@@ -184,7 +184,7 @@ async def test_the_scan_scores_every_turn_and_brings_in_the_best_late_match(
 async def _texts(archive: AsyncArchive, ids: list) -> dict:  # type: ignore[type-arg]
     from mnemo.store.search import item_texts
 
-    async with archive.runtime.store.connection() as conn:
+    async with archive._rt.store.connection() as conn:
         return await item_texts(conn, SCOPE.entity_id, SCOPE.namespace, ids)
 
 
@@ -232,7 +232,7 @@ async def test_the_scan_leaves_out_items_without_token_embeddings_until_the_back
         before = await _candidates(archive, "who grows vegetables")
         assert set(before.scanned) == {mine.id}  # the others wait for their tokens, out of the scan
         assert set(before.kind_of) >= {*ids, mine.id}  # still found by the other retrievers
-        await archive.runtime.backfill.wait()
+        await archive._rt.backfill.wait()
         assert set(_rows(database_url)) == {str(i) for i in (*ids, mine.id)}
         after = await _candidates(archive, "who grows vegetables")
     finally:

@@ -51,7 +51,7 @@ async def test_the_model_sees_each_candidates_speaker_session_and_scores(
     archive = await _open(database_url, embeddings)
     try:
         await _fill(archive)
-        with archive.probes().capturing() as capture:
+        with archive.inspect.probes().capturing() as capture:
             result = await archive.recall(ME, QUESTION, 6, read_only=True, kinds=("turn",))
         texts = {h.id: (h.speaker, h.session_id) for h in result.hits}
     finally:

@@ -23,7 +23,7 @@ async def test_bm25_matches_a_hand_computation(archive: AsyncArchive) -> None:
     one = await archive.record_turn(SCOPE, "s", "user", "apple apple banana")
     two = await archive.record_turn(SCOPE, "s", "user", "banana cherry")
     three = await archive.record_turn(SCOPE, "s", "user", "cherry cherry cherry date")
-    async with archive.runtime.store.connection() as conn:
+    async with archive._rt.store.connection() as conn:
         found = await lexicon.bm25(conn, SCOPE.entity_id, SCOPE.namespace, "apples and cherries?", 10)
         only = await lexicon.bm25(
             conn, SCOPE.entity_id, SCOPE.namespace, "apples and cherries?", 0, ids=[two.id, one.id]
@@ -40,7 +40,7 @@ async def test_bm25_matches_a_hand_computation(archive: AsyncArchive) -> None:
 async def test_bm25_is_scoped_and_ignores_stop_words(archive: AsyncArchive) -> None:
     await archive.record_turn(SCOPE, "s", "user", "the zebra crossing near the school")
     await archive.record_turn(Scope("other"), "s", "user", "zebra zebra zebra")
-    async with archive.runtime.store.connection() as conn:
+    async with archive._rt.store.connection() as conn:
         found = await lexicon.bm25(conn, SCOPE.entity_id, SCOPE.namespace, "zebra", 10)
         nothing = await lexicon.bm25(conn, SCOPE.entity_id, SCOPE.namespace, "the and of", 10)
     assert len(found) == 1 and nothing == []

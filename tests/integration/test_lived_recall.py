@@ -110,7 +110,7 @@ async def test_where_maya_lives_stays_first_through_nights_retention_and_use(
         await archive.recall(ME, question, 5)
     assert "Munich" in await first_hit(archive)
 
-    maya = await archive.facts(ME, "Maya")
+    maya = await archive.knowledge.facts(ME, "Maya")
     lives = {f.value: f for f in maya.facts if f.attribute == "lives in"}
     munich = next(f for value, f in lives.items() if "Munich" in value)
     assert munich.current, "the turn that says Maya moved never closes the fact it states"
@@ -125,7 +125,7 @@ async def test_after_retention_late_interaction_still_reads_every_line(archive: 
     tonight = await archive.night_cycle(ME)
     later = await archive.night_cycle(ME, as_of=tonight.as_of + timedelta(days=8))
     assert later.turns_removed > 0 and tonight.blocks_migrated + later.blocks_migrated > 0
-    rt = archive.runtime
+    rt = archive._rt
     async with rt.store.connection() as conn:
         cur = await conn.execute(
             """SELECT DISTINCT l.turn_id FROM mnemo.block_lines l
@@ -153,7 +153,7 @@ async def test_after_retention_a_fact_still_leads_to_the_line_it_was_read_from(
     await archive.import_file(ME, conversation(tmp_path / "maya.jsonl"))
     tonight = await archive.night_cycle(ME)
     await archive.night_cycle(ME, as_of=tonight.as_of + timedelta(days=8))
-    rt = archive.runtime
+    rt = archive._rt
     async with rt.store.connection() as conn:
         cur = await conn.execute(
             """SELECT m.id, m.provenance[1]::uuid FROM mnemo.memories m

@@ -76,7 +76,7 @@ async def _night(settings: Settings, embeddings: Embeddings, model: FunctionMode
         for n, texts in enumerate(sessions):
             await record(archive, ME, f"s{n}", texts, START + timedelta(days=60 * n))
         report = await archive.night_cycle(ME, as_of=LATER, stages=("surprisal", "knowledge"))
-        return report, await archive.facts(ME, "Alice")
+        return report, await archive.knowledge.facts(ME, "Alice")
     finally:
         await archive.close()
 

@@ -127,8 +127,8 @@ async def test_mcp_over_http_takes_the_scope_from_the_token(
 
     archive = await AsyncArchive.open(settings, embeddings=embeddings)
     try:
-        maya, _ = await archive.create_token("maya", namespace="mcp")
-        rex, rex_id = await archive.create_token("rex")
+        maya, _ = await archive.access.create_token("maya", namespace="mcp")
+        rex, rex_id = await archive.access.create_token("rex")
     finally:
         await archive.close()
     port = _free_port()
@@ -175,7 +175,7 @@ async def test_mcp_over_http_takes_the_scope_from_the_token(
 
         archive = await AsyncArchive.open(settings, embeddings=embeddings)
         try:
-            assert await archive.revoke_token("rex", rex_id)
+            assert await archive.access.revoke_token("rex", rex_id)
         finally:
             await archive.close()
         async with httpx2.AsyncClient() as http:

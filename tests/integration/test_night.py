@@ -196,7 +196,7 @@ async def test_facts_dedup_and_a_new_value_closes_the_old_one(archive: AsyncArch
     report = await archive.night_cycle(ME, as_of=START + timedelta(days=40, hours=1), stages=("surprisal", "knowledge"))
     assert report.facts_new >= 4 and report.facts_repeated >= 1 and report.facts_closed >= 2
 
-    alice = await archive.facts(ME, "alice")  # entity names are matched normalised
+    alice = await archive.knowledge.facts(ME, "alice")  # entity names are matched normalised
     now = {(f.attribute, f.value) for f in alice.current}
     past = {(f.attribute, f.value) for f in alice.past}
     assert ("lives in", "Porto") in now and ("lives in", "Lisbon") in past
@@ -216,7 +216,7 @@ async def test_facts_dedup_and_a_new_value_closes_the_old_one(archive: AsyncArch
     assert sorted(triples) == [("Lisbon", False), ("Porto", True)]  # type: ignore[type-var]
 
     with pytest.raises(UnknownItemError):
-        await archive.facts(ME, "Nobody Atall")
+        await archive.knowledge.facts(ME, "Nobody Atall")
 
 
 async def test_curation_is_staged_inspectable_and_applied_once(archive: AsyncArchive, database_url: str) -> None:
@@ -225,24 +225,24 @@ async def test_curation_is_staged_inspectable_and_applied_once(archive: AsyncArc
     fresh = await archive.remember(ME, "Alice plays the cello on Sundays", status="candidate")
     before = snapshot(database_url)
 
-    dry = await archive.curate(ME, dry_run=True)
+    dry = await archive.knowledge.curate(ME, dry_run=True)
     assert dry.version is None and snapshot(database_url) == before  # nothing written
     verdicts = {v.memory_id: v.classification.verdict for v in dry.changes}
     assert verdicts[clash.id] == "quarantine"
     assert verdicts[fresh.id] == "keep"  # candidate -> active
     assert anchor.id not in verdicts  # anchored, already active: kept, no change
 
-    staged = await archive.curate(ME, apply=False)
+    staged = await archive.knowledge.curate(ME, apply=False)
     assert staged.version == 1 and not staged.applied
     status = dict(rows(database_url, "SELECT id, status FROM mnemo.memories"))
     assert status[clash.id] == "candidate"  # staged, not applied
-    assert await archive.apply_curation(ME, 1) >= 2  # clash quarantined, fresh kept (candidate -> active)
+    assert await archive.knowledge.apply_curation(ME, 1) >= 2  # clash quarantined, fresh kept (candidate -> active)
     status = dict(rows(database_url, "SELECT id, status FROM mnemo.memories"))
     assert status[clash.id] == "quarantined" and status[fresh.id] == "active" and status[anchor.id] == "active"
     with pytest.raises(InvalidContentError, match="already applied"):
-        await archive.apply_curation(ME, 1)
+        await archive.knowledge.apply_curation(ME, 1)
     with pytest.raises(UnknownItemError):
-        await archive.apply_curation(ME, 7)
+        await archive.knowledge.apply_curation(ME, 7)
     result = await archive.recall(ME, "is Alice vegetarian?", k=5, read_only=True)
     assert clash.id not in [h.id for h in result.hits]  # quarantined memories are not recalled
 
@@ -260,7 +260,7 @@ async def test_decay_is_audited_spares_anchors_and_halves_once(archive: AsyncArc
     )
     assert [(m, g) for m, g, _ in changes] == [(old.id, 1.0), (old.id, 0.01)]
     assert anchor.id not in {m for m, _, _ in changes}
-    history = await archive.why(ME, old.id)
+    history = await archive.inspect.why(ME, old.id)
     assert history.center < 0.2  # Beta(1, 4) -> Beta(1, 5) and a little more
 
 
@@ -278,14 +278,14 @@ async def test_insights_lower_their_sources_and_trace_back(archive: AsyncArchive
     assert report.insights == 1 and report.narratives == 1
     ((insight_id, content),) = rows(database_url, "SELECT id, content FROM mnemo.memories WHERE kind = 'insight'")
     assert str(content).startswith("Insight: ")
-    chain = await archive.why_do_i_believe(ME, insight_id)  # type: ignore[arg-type]
+    chain = await archive.knowledge.why_do_i_believe(ME, insight_id)  # type: ignore[arg-type]
     assert {b.id for b in chain} == {s.id for s in sources}
     for source in sources:
-        history = await archive.why(ME, source.id)
+        history = await archive.inspect.why(ME, source.id)
         assert history.changes[-1].reason == "insight"
         assert history.center < 0.2  # lowered, not deleted
     (story_id,) = rows(database_url, "SELECT id FROM mnemo.memories WHERE kind = 'narrative'")[0]
-    story_chain = await archive.why_do_i_believe(ME, story_id)  # type: ignore[arg-type]
+    story_chain = await archive.knowledge.why_do_i_believe(ME, story_id)  # type: ignore[arg-type]
     assert [b.depth for b in story_chain][:1] == [1] and {b.id for b in story_chain} >= {s.id for s in sources}
 
 
@@ -430,7 +430,7 @@ async def test_curator_asks_the_llm_when_the_heuristics_see_no_contradiction(
         await archive.remember(ME, "Alice follows a strict vegan diet", kind="preference", anchored=True)
         fish = await archive.remember(ME, "Alice eats grilled fish with her diet every day", status="candidate")
         tea = await archive.remember(ME, "Alice drinks green tea with her diet every morning", status="candidate")
-        result = await archive.curate(ME, dry_run=True)
+        result = await archive.knowledge.curate(ME, dry_run=True)
     finally:
         await archive.close()
     verdicts = {v.memory_id: v.classification.verdict for v in result.changes}
@@ -454,7 +454,7 @@ async def test_a_negation_without_a_value_ends_the_open_fact(archive: AsyncArchi
     await record(archive, ME, "s1", ["I work at the bank.", "Nice."], START)
     await record(archive, ME, "s2", ["I quit my job yesterday.", "Oh no."], START + timedelta(days=10))
     report = await archive.night_cycle(ME, as_of=START + timedelta(days=11), stages=("surprisal", "knowledge"))
-    alice = await archive.facts(ME, "Alice")
+    alice = await archive.knowledge.facts(ME, "Alice")
     assert report.facts_closed == 1 and not alice.current
     (bank,) = alice.past
     assert (bank.attribute, bank.value) == ("works at", "bank")
@@ -470,7 +470,7 @@ async def test_a_move_opens_the_new_place_and_closes_only_the_old_one(archive: A
     moved = ["I moved from Freising to Munich city centre last week.", "Congratulations!"]
     await record(archive, ME, "s2", moved, said)
     await archive.night_cycle(ME, as_of=said + timedelta(hours=1), stages=("surprisal", "knowledge"))
-    alice = await archive.facts(ME, "Alice")
+    alice = await archive.knowledge.facts(ME, "Alice")
     now = {(f.attribute, f.value): f for f in alice.current}
     past = {(f.attribute, f.value): f for f in alice.past}
     munich = now[("lives in", "Munich city centre")]

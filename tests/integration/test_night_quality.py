@@ -30,7 +30,7 @@ async def test_an_insight_merges_one_event_only_and_says_all_of_it(archive: Asyn
     ((insight_id, content),) = rows(
         database_url, "SELECT id, content FROM mnemo.memories WHERE entity_id = %s AND kind = 'insight'", ME.entity_id
     )
-    chain = await archive.why_do_i_believe(ME, insight_id)  # type: ignore[arg-type]
+    chain = await archive.knowledge.why_do_i_believe(ME, insight_id)  # type: ignore[arg-type]
     assert {b.id for b in chain} == {m.id for m in lisbon}  # another date and city: another event
     assert porto.id not in {b.id for b in chain}
     assert "Sam" in str(content) and "Lisbon" in str(content)  # every source is represented
@@ -66,10 +66,10 @@ async def test_a_pattern_said_weekly_is_promoted_on_its_first_night(archive: Asy
         )
     await archive.remember(ME, "Dana parked the car on level two.")  # said once: kept
     await archive.night_cycle(ME, as_of=START + timedelta(days=43), stages=("surprisal", "knowledge"))
-    facts = await archive.facts(ME, "Dana")
+    facts = await archive.knowledge.facts(ME, "Dana")
     (hiking,) = [f for f in facts.facts if "hiking" in f.value]
     assert hiking.mention_count == 6
-    plan = await archive.curate(ME, dry_run=True)
+    plan = await archive.knowledge.curate(ME, dry_run=True)
     promoted = [v for v in plan.changes if v.classification.verdict == "promote"]
     assert [v.content for v in promoted] == [f"Dana {hiking.attribute} {hiking.value}"]
     assert "pattern" in promoted[0].classification.reasons[-1]

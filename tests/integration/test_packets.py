@@ -159,7 +159,7 @@ def trace_of(url: str, archive: AsyncArchive, scope: Scope) -> dict[str, int]:
 
 async def no_trace(url: str, archive: AsyncArchive, scope: Scope) -> None:
     assert trace_of(url, archive, scope) == {}
-    assert scope not in [s.scope for s in await archive.scopes()]
+    assert scope not in [s.scope for s in await archive.access.scopes()]
 
 
 async def test_packets_round_trip_prose_vectors_weights_and_are_idempotent(
@@ -167,7 +167,7 @@ async def test_packets_round_trip_prose_vectors_weights_and_are_idempotent(
 ) -> None:
     await filled(archive)
     file = tmp_path / "home.jsonl"
-    count = await archive.export_packets(ME, file)
+    count = await archive.portability.export_packets(ME, file)
     packets = lines_of(file)
     types = Counter(str(p["packet_type"]) for p in packets)
     assert count == len(packets) and {"turn", "memory", "block", "line", "night"} <= set(types)
@@ -177,7 +177,7 @@ async def test_packets_round_trip_prose_vectors_weights_and_are_idempotent(
     assert vector["model"] == str(embeddings.slug) and vector["dimensions"] == embeddings.dim
     assert len(base64.b64decode(vector["data"])) == 4 * embeddings.dim
 
-    report = await archive.import_packets(COPY, file)
+    report = await archive.portability.import_packets(COPY, file)
     turns, memories = types["turn"], types["memory"]
     assert (report.turns, report.memories, report.already_there, report.reembedded) == (turns, memories, 0, 0)
     with psycopg.connect(database_url) as conn:
@@ -197,7 +197,7 @@ async def test_packets_round_trip_prose_vectors_weights_and_are_idempotent(
     for old, new in hot:
         assert vectors[f"universal_384/{old}"] == vectors[f"universal_384/{new}"]  # the same halfvec bits
     before = snapshot(database_url)
-    again = await archive.import_packets(COPY, file)
+    again = await archive.portability.import_packets(COPY, file)
     assert (again.turns, again.memories, again.already_there) == (0, 0, count)
     assert snapshot(database_url) == before
     hit = await archive.recall(COPY, "What is Maya allergic to?", read_only=True)
@@ -211,7 +211,7 @@ async def test_the_dimension_lock_holds_for_packets_of_another_model(
     await archive.remember(ME, NOTES[1])
     foreign = tmp_path / "foreign.jsonl"
     with foreign.open("w") as out:
-        async for packet in archive.packets(ME):
+        async for packet in archive.portability.packets(ME):
             packet["vectors"] = {
                 "native_8": {"model": "other:model:8", "dimensions": 8, "encoding": "base64",
                              "data": base64.b64encode(np.ones(8, dtype=np.float32).tobytes()).decode()}
@@ -219,9 +219,9 @@ async def test_the_dimension_lock_holds_for_packets_of_another_model(
             out.write(json.dumps(packet) + "\n")
     before = snapshot(database_url)
     with pytest.raises(DimensionMismatchError, match="other:model:8"):
-        await archive.import_packets(COPY, foreign, strict=True)
+        await archive.portability.import_packets(COPY, foreign, strict=True)
     assert snapshot(database_url) == before
-    report = await archive.import_packets(COPY, foreign)
+    report = await archive.portability.import_packets(COPY, foreign)
     assert report.memories == 2 and report.reembedded == 2
     with psycopg.connect(database_url) as conn:
         slugs = conn.execute("SELECT DISTINCT slug FROM vectors.universal_384 WHERE namespace = 'copy'").fetchall()
@@ -252,23 +252,23 @@ async def test_a_malformed_packet_is_refused_with_its_line_and_nothing_is_writte
     file.write_text(json.dumps(good) + "\n" + line + "\n")
     before = snapshot(database_url)
     with pytest.raises(MalformedImportError, match=says):
-        await archive.import_packets(COPY, file)
+        await archive.portability.import_packets(COPY, file)
     assert snapshot(database_url) == before
 
 
 async def test_exporting_needs_the_owner_or_an_export_grant(archive: AsyncArchive, tmp_path: Path) -> None:
     await archive.remember(ME, NOTES[0])
     with pytest.raises(AccessDeniedError) as refused:
-        await archive.export_packets(ME, tmp_path / "x.jsonl", as_entity="bob")
+        await archive.portability.export_packets(ME, tmp_path / "x.jsonl", as_entity="bob")
     with pytest.raises(AccessDeniedError) as absent:
-        await archive.export_packets(Scope("alice", "nothing-here"), tmp_path / "y.jsonl", as_entity="bob")
+        await archive.portability.export_packets(Scope("alice", "nothing-here"), tmp_path / "y.jsonl", as_entity="bob")
     assert str(refused.value).replace("home", "?") == str(absent.value).replace("nothing-here", "?")
-    await archive.grant(ME, "bob")  # reading is not exporting
+    await archive.access.grant(ME, "bob")  # reading is not exporting
     assert isinstance(await archive.recall(ME, "Maya", as_entity="bob", read_only=True), RecallResult)
     with pytest.raises(AccessDeniedError, match="export=True"):
-        await archive.export_packets(ME, tmp_path / "x.jsonl", as_entity="bob")
-    assert await archive.grant(ME, "bob", export=True)
-    assert await archive.export_packets(ME, tmp_path / "x.jsonl", as_entity="bob") == 1
+        await archive.portability.export_packets(ME, tmp_path / "x.jsonl", as_entity="bob")
+    assert await archive.access.grant(ME, "bob", export=True)
+    assert await archive.portability.export_packets(ME, tmp_path / "x.jsonl", as_entity="bob") == 1
 
 
 async def test_a_fork_diverges_without_touching_its_parent_and_merges_back_with_provenance(
@@ -276,7 +276,7 @@ async def test_a_fork_diverges_without_touching_its_parent_and_merges_back_with_
 ) -> None:
     await filled(archive)
     parent_before = scope_rows(database_url, ME)
-    branch = await archive.fork(ME, "what-if")
+    branch = await archive.portability.fork(ME, "what-if")
     assert branch == Scope("alice", "what-if")
     found = await archive.recall(branch, "What is Maya allergic to?")  # a mutating recall, in the fork
     assert isinstance(found, RecallResult) and "peanuts" in found.hits[0].content
@@ -290,7 +290,7 @@ async def test_a_fork_diverges_without_touching_its_parent_and_merges_back_with_
             "SELECT content, process_id FROM mnemo.memories WHERE namespace = 'what-if'").fetchall())  # fmt: skip
     assert writers[NOTES[1]] == "fork:what-if" and writers[imagined.content] == "core"
 
-    merged = await archive.merge(branch, [imagined.id])
+    merged = await archive.portability.merge(branch, [imagined.id])
     assert merged.memories == 1
     with psycopg.connect(database_url) as conn:
         row = conn.execute(
@@ -301,15 +301,15 @@ async def test_a_fork_diverges_without_touching_its_parent_and_merges_back_with_
     assert row[0]["packet_id"] == str(imagined.id) and row[0]["merged_from"] == "alice/what-if"
 
     with pytest.raises(InvalidInputError, match="already exists"):
-        await archive.fork(ME, "what-if")
+        await archive.portability.fork(ME, "what-if")
     with pytest.raises(UnknownScopeError, match="not a fork"):
-        await archive.discard(ME)
-    removed = await archive.discard(branch)
+        await archive.portability.discard(ME)
+    removed = await archive.portability.discard(branch)
     assert removed["memories"] > 0
     with psycopg.connect(database_url) as conn:
         assert conn.execute("SELECT count(*) FROM mnemo.memories WHERE namespace = 'what-if'").fetchone() == (0,)
     with pytest.raises(UnknownScopeError):
-        await archive.discard(branch)
+        await archive.portability.discard(branch)
 
 
 def test_http_exports_the_tokens_own_scope_only(server: str, tokens: dict[str, Any]) -> None:  # noqa: F811
@@ -340,17 +340,17 @@ async def test_a_scope_after_nights_forks_and_travels_whole_with_statuses_and_hi
     await lived(archive)
     source = counts(database_url, ME)
     assert source["turns"] and {"active", "archived"} <= set(source["statuses"])  # type: ignore[arg-type]
-    branch = await archive.fork(ME, "what-if")
+    branch = await archive.portability.fork(ME, "what-if")
     file = tmp_path / "home.jsonl"
-    await archive.export_packets(ME, file)
-    report = await archive.import_packets(COPY, file)
+    await archive.portability.export_packets(ME, file)
+    report = await archive.portability.import_packets(COPY, file)
     assert report.links > 0
     for copy in (branch, COPY):
         assert counts(database_url, copy) == source
         mine, theirs = copied_state(database_url, ME, copy)
         assert theirs == mine  # status, weight, access history and audited weight history, item by item
     assert any(rows[0][-1] for rows in mine) and any(rows[0][6] for rows in mine)  # history to keep
-    again = await archive.import_packets(COPY, file)
+    again = await archive.portability.import_packets(COPY, file)
     assert (again.turns, again.memories) == (0, 0) and counts(database_url, COPY) == source
 
 
@@ -372,7 +372,7 @@ async def test_a_bad_packet_late_in_a_file_is_refused_before_anything_is_written
     for note in NOTES:
         await archive.remember(ME, note)
     file = tmp_path / "home.jsonl"
-    await archive.export_packets(ME, file)
+    await archive.portability.export_packets(ME, file)
     packets = lines_of(file)
     last = max(i for i, p in enumerate(packets) if p["packet_type"] == "memory")
     assert last > len(packets) // 2 and packets[0]["packet_type"] == "turn"
@@ -380,7 +380,7 @@ async def test_a_bad_packet_late_in_a_file_is_refused_before_anything_is_written
     file.write_text("".join(json.dumps(p) + "\n" for p in packets))
     before = snapshot(database_url)
     with pytest.raises(MalformedImportError, match=f"line {last + 1}: .*{says}"):
-        await archive.import_packets(COPY, file)
+        await archive.portability.import_packets(COPY, file)
     assert snapshot(database_url) == before
     await no_trace(database_url, archive, COPY)
 
@@ -419,16 +419,16 @@ async def test_an_import_fork_or_merge_that_fails_midway_leaves_no_trace(
     await lived(archive)
     source = counts(database_url, ME)
     file = tmp_path / "home.jsonl"
-    await archive.export_packets(ME, file)
+    await archive.portability.export_packets(ME, file)
     # links are the last thing a copy writes (they need every item's new id)
-    await fails_at(database_url, "mnemo.links", lambda: archive.import_packets(COPY, file))
+    await fails_at(database_url, "mnemo.links", lambda: archive.portability.import_packets(COPY, file))
     await no_trace(database_url, archive, COPY)
     branch = Scope("alice", "what-if")
-    await fails_at(database_url, "mnemo.links", lambda: archive.fork(ME, branch.namespace))
+    await fails_at(database_url, "mnemo.links", lambda: archive.portability.fork(ME, branch.namespace))
     await no_trace(database_url, archive, branch)
 
-    assert await archive.fork(ME, branch.namespace) == branch  # undisturbed, the same calls copy whole
-    await archive.import_packets(COPY, file)
+    assert await archive.portability.fork(ME, branch.namespace) == branch  # undisturbed, the same calls copy whole
+    await archive.portability.import_packets(COPY, file)
     assert counts(database_url, branch) == counts(database_url, COPY) == source
     imagined = await archive.remember(branch, "In this timeline Maya moved to Porto.")
     with psycopg.connect(database_url) as conn:
@@ -437,10 +437,12 @@ async def test_an_import_fork_or_merge_that_fails_midway_leaves_no_trace(
     assert copies  # memories the parent holds too: merging them back reinforces the parent's (audited)
     parent_before = scope_rows(database_url, ME)
     weights_before = snapshot(database_url)["traces.weight_changes"]
-    await fails_at(database_url, "traces.weight_changes", lambda: archive.merge(branch, [imagined.id, *copies]))
+    await fails_at(
+        database_url, "traces.weight_changes", lambda: archive.portability.merge(branch, [imagined.id, *copies])
+    )
     assert scope_rows(database_url, ME) == parent_before
     assert snapshot(database_url)["traces.weight_changes"] == weights_before
-    merged = await archive.merge(branch, [imagined.id, *copies])
+    merged = await archive.portability.merge(branch, [imagined.id, *copies])
     assert merged.memories == 1 + len(copies) and counts(database_url, ME) != source
 
 
@@ -450,7 +452,7 @@ async def test_a_killed_import_leaves_no_trace_and_a_rerun_copies_whole(
 ) -> None:
     await lived(archive)
     file = tmp_path / "home.jsonl"
-    await archive.export_packets(ME, file)
+    await archive.portability.export_packets(ME, file)
     command = [str(Path(sys.executable).parent / "mnemo"), "import-packets", str(file), "--into", str(COPY)]
     env = {**os.environ, "MNEMO_DATABASE_URL": database_url}
     with psycopg.connect(database_url) as lock:
@@ -488,11 +490,11 @@ async def test_exporting_an_unknown_scope_is_refused_as_the_night_refuses_it(
     with pytest.raises(UnknownScopeError) as night:
         await archive.night_cycle(nobody)
     with pytest.raises(UnknownScopeError) as export:
-        await archive.export_packets(nobody, tmp_path / "x.jsonl")
+        await archive.portability.export_packets(nobody, tmp_path / "x.jsonl")
     assert str(export.value) == str(night.value)
     assert not (tmp_path / "x.jsonl").exists()  # refused before the file is made
     with pytest.raises(UnknownScopeError, match="does not exist"):
-        await archive.fork(nobody, "what-if")
+        await archive.portability.fork(nobody, "what-if")
     env = {"MNEMO_DATABASE_URL": database_url, "MNEMO_HOME": str(tmp_path)}
     night_code, _, night_said = run(env, "night", "--scope", "nobody/x")
     export_code, exported, export_said = run(env, "export", "nobody/x")

@@ -114,10 +114,10 @@ async def test_no_tools_while_the_embedder_cannot_read_the_archive(settings: Set
     other = await AsyncArchive.open(settings, embeddings=load_embedder(truncate_dim=128))
     try:
         assert other.pending_reembed == 1
-        assert "run `mnemo reembed` first" in (await other.health() or "")
+        assert "run `mnemo reembed` first" in (await other.maintenance.health() or "")
         assert await memory_toolset(other, MAYA) is None
-        await other.reembed()
-        assert await other.health() is None and await memory_toolset(other, MAYA) is not None
+        await other.maintenance.reembed()
+        assert await other.maintenance.health() is None and await memory_toolset(other, MAYA) is not None
     finally:
         await other.close()
 

@@ -119,7 +119,7 @@ def test_the_command_line_shows_scores_and_tiers_in_rank_order(
 def site(settings: Settings, embeddings: Embeddings) -> Any:
     with Archive(settings, embeddings=embeddings) as archive:
         _fill(archive)
-        token, _ = archive.create_token(ME.entity_id)
+        token, _ = archive.access.create_token(ME.entity_id)
     with serve(create_app(settings, embeddings=embeddings)) as base:
         yield {"base": base, "token": token}
 

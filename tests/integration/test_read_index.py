@@ -56,23 +56,23 @@ QUESTIONS = ["Where does Lena live?", "What is the dog called?", "What bike do I
 
 
 def key(archive: AsyncArchive, scope: Scope) -> tuple[str, str, str]:
-    return (scope.entity_id, scope.namespace, archive.runtime.slug)
+    return (scope.entity_id, scope.namespace, archive._rt.slug)
 
 
 async def built(archive: AsyncArchive, scope: Scope) -> ScopeIndex:
-    index = await archive.runtime.indexes.ensure(archive.runtime, key(archive, scope))
+    index = await archive._rt.indexes.ensure(archive._rt, key(archive, scope))
     assert index is not None
     return index
 
 
 async def fresh(archive: AsyncArchive, scope: Scope) -> ScopeIndex:
-    async with archive.runtime.store.connection() as conn:
-        return await read_index.build_index(archive.runtime, conn, key(archive, scope))
+    async with archive._rt.store.connection() as conn:
+        return await read_index.build_index(archive._rt, conn, key(archive, scope))
 
 
 async def caught_up(archive: AsyncArchive, index: ScopeIndex) -> None:
-    async with archive.runtime.store.connection() as conn:
-        assert await index.catch_up(archive.runtime, conn)
+    async with archive._rt.store.connection() as conn:
+        assert await index.catch_up(archive._rt, conn)
 
 
 def contents(index: ScopeIndex) -> dict[str, object]:
@@ -177,12 +177,12 @@ async def test_a_forget_drops_the_processes_own_copy_at_once(archive: AsyncArchi
     kept = [await archive.remember(ME, text) for text in SENTENCES[:4]]
     await built(archive, ME)
     await archive.forget(ME, kept[0].id)
-    assert archive.runtime.indexes.held(key(archive, ME)) is None
+    assert archive._rt.indexes.held(key(archive, ME)) is None
     # and another reader's index from before the forget cannot catch up past it: it is rebuilt
-    async with archive.runtime.store.connection() as conn:
-        stale = await read_index.build_index(archive.runtime, conn, key(archive, ME))
+    async with archive._rt.store.connection() as conn:
+        stale = await read_index.build_index(archive._rt, conn, key(archive, ME))
         stale.version -= 1
-        assert not await stale.catch_up(archive.runtime, conn)
+        assert not await stale.catch_up(archive._rt, conn)
 
 
 async def test_an_index_caught_up_from_the_log_equals_one_built_from_nothing(
@@ -194,7 +194,7 @@ async def test_an_index_caught_up_from_the_log_equals_one_built_from_nothing(
         await archive.remember(ME, text)
     await archive.record_turn(ME, "s1", "user", "I finally fixed the bike's brakes today.")
     await archive.remember(ME, "Lena moved again, to Bremen.", supersedes=[first[0].id])
-    await archive.runtime.backfill.wait()
+    await archive._rt.backfill.wait()
     await caught_up(other, index)
     assert contents(index) == contents(await fresh(other, ME))
 
@@ -206,16 +206,16 @@ async def test_a_pruned_log_makes_an_index_too_far_behind_rebuild(archive: Async
     recent = await fresh(archive, ME)
     for text in SENTENCES[3:6]:
         await archive.remember(ME, text)
-    await archive.runtime.backfill.wait()
-    async with archive.runtime.store.connection() as conn:
+    await archive._rt.backfill.wait()
+    async with archive._rt.store.connection() as conn:
         cur = await conn.execute(
             "SELECT count(DISTINCT version) FROM mnemo.scope_changes WHERE entity_id = %s AND version > %s",
             (ME.entity_id, recent.version),
         )
         since_recent = (await cur.fetchone() or [0])[0]
         assert await index_rows.prune_changes(conn, keep=since_recent) > 0
-        assert not await early.catch_up(archive.runtime, conn)  # the log no longer reaches back
-        assert await recent.catch_up(archive.runtime, conn)  # every version after it is still there
+        assert not await early.catch_up(archive._rt, conn)  # the log no longer reaches back
+        assert await recent.catch_up(archive._rt, conn)  # every version after it is still there
     assert contents(recent) == contents(await fresh(archive, ME))
 
 
@@ -224,8 +224,8 @@ async def test_the_budget_evicts_the_least_recently_used_scope(archive: AsyncArc
     for scope in scopes:
         for text in SENTENCES:
             await archive.remember(scope, text)
-    await archive.runtime.backfill.wait()
-    indexes = archive.runtime.indexes
+    await archive._rt.backfill.wait()
+    indexes = archive._rt.indexes
     one = (await built(archive, scopes[0])).nbytes
     indexes.max_bytes = int(one * 2.5)  # room for two of them
     for scope in scopes:
@@ -241,7 +241,7 @@ async def test_the_index_only_holds_its_own_scope(archive: AsyncArchive) -> None
     mine, theirs = Scope("reader", "mine"), Scope("stranger", "mine")
     own = [await archive.remember(mine, text) for text in SENTENCES[:3]]
     foreign = [await archive.remember(theirs, text) for text in SENTENCES[:3]]
-    assert await archive.warm(mine) == len(own)  # built at once, its own three items only
+    assert await archive.maintenance.warm(mine) == len(own)  # built at once, its own three items only
     index = await built(archive, mine)
     held = set(index.vectors.items.slot) | set(index.lexicon.items.slot) | {i for i, _, _ in index.late.items}
     assert held == {m.id for m in own}
@@ -292,12 +292,12 @@ async def test_nights_are_caught_up_and_answered_as_sql_does(
     all learnt from the change log by an index built before them."""
     scope = Scope("maya", "nights")
     await archive.import_file(scope, SAMPLE)
-    await archive.runtime.backfill.wait()
+    await archive._rt.backfill.wait()
     index = await built(other, scope)
     first = await archive.night_cycle(scope)
     later = await archive.night_cycle(scope, as_of=first.as_of + timedelta(days=8))
     assert later.turns_removed > 0
-    await archive.runtime.backfill.wait()
+    await archive._rt.backfill.wait()
     await caught_up(other, index)
     assert contents(index) == contents(await fresh(other, scope))
     assert index.utterances.at["line"]  # the removed turns' lines are where neighbours are found
@@ -330,11 +330,11 @@ async def test_random_edits_keep_the_index_equal_to_sql(
         elif op == "supersede" and held:
             old = held[n % len(held)]
             keep(held, await archive.remember(scope, f"{SENTENCES[n]} (updated)", supersedes=[old.id]))
-    await archive.runtime.backfill.wait()
-    await other.runtime.backfill.wait()
-    async with other.runtime.store.connection() as conn:
-        if not await index.catch_up(other.runtime, conn):  # a forget: the log no longer reaches back
-            index = await read_index.build_index(other.runtime, conn, key(other, scope))
+    await archive._rt.backfill.wait()
+    await other._rt.backfill.wait()
+    async with other._rt.store.connection() as conn:
+        if not await index.catch_up(other._rt, conn):  # a forget: the log no longer reaches back
+            index = await read_index.build_index(other._rt, conn, key(other, scope))
     assert contents(index) == contents(await fresh(other, scope))
     await built(other, scope)
     await same_answers(other, sql_only, scope, QUESTIONS)
@@ -348,8 +348,8 @@ async def test_the_indexed_path_answers_every_locomo_dev_question_as_sql_does(
     asked = 0
     for conv in conversations:
         scope = Scope("locomo", conv.sample_id)
-        await import_turns(archive.runtime, scope, conv.turns)
-        await archive.runtime.backfill.wait()
+        await import_turns(archive._rt, scope, conv.turns)
+        await archive._rt.backfill.wait()
         index = await built(archive, scope)
         assert index.size == len(conv.turns) and index.late.complete
         await same_answers(archive, sql_only, scope, [q.text for q in conv.questions])

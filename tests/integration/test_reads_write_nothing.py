@@ -28,11 +28,11 @@ async def test_a_grantees_recall_and_readiness_reads_write_nothing_of_the_owners
 ) -> None:
     await archive.remember(ME, "Maya is allergic to peanuts and carries an epipen.", kind="preference")
     await archive.remember(ME, "Maya's sister Lena lives in Porto.")
-    await archive.grant(ME, "doctor")
+    await archive.access.grant(ME, "doctor")
     before = _rows(database_url)
     found = await archive.recall(ME, QUESTION, as_entity="doctor")  # not read_only: still a read
     assert isinstance(found, RecallResult) and "peanuts" in found.hits[0].content
-    readiness = await archive.readiness(ME)
+    readiness = await archive.inner.readiness(ME)
     assert {m.name: m.reached_at for m in readiness.milestones}["first_retrieval"] is None  # not the owner's
     assert _rows(database_url) == before
     with psycopg.connect(database_url) as conn:
@@ -43,10 +43,10 @@ async def test_a_grantees_recall_and_readiness_reads_write_nothing_of_the_owners
     assert isinstance(owned, RecallResult)
     after_use = _rows(database_url)
     assert after_use["weights"] != before["weights"] and after_use["mutating"] == (1,)
-    shown = {m.name: m.reached_at for m in (await archive.readiness(ME)).milestones}
+    shown = {m.name: m.reached_at for m in (await archive.inner.readiness(ME)).milestones}
     assert shown["first_retrieval"] is not None  # shown as reached at once ...
     assert _rows(database_url)["milestones"] == (0,)  # ... but stored by no read
     await archive.night_cycle(ME)
     assert _rows(database_url)["milestones"] != (0,)  # the night records what the traces show
-    kept = {m.name: m.reached_at for m in (await archive.readiness(ME)).milestones}
+    kept = {m.name: m.reached_at for m in (await archive.inner.readiness(ME)).milestones}
     assert kept["first_retrieval"] == shown["first_retrieval"]

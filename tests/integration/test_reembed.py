@@ -38,13 +38,13 @@ async def test_switching_embedders_reports_and_reembeds(
         result = await second.recall(SCOPE, "physicist awards", threshold=-1.0)
         assert isinstance(result, Refusal) and result.best_similarity is None and not result.candidates
         seen: list[tuple[int, int]] = []
-        done = await second.reembed(batch_size=2, progress=lambda d, t: seen.append((d, t)))
+        done = await second.maintenance.reembed(batch_size=2, progress=lambda d, t: seen.append((d, t)))
         assert done == 3 and second.pending_reembed == 0
         assert seen[0] == (0, 3) and seen[-1] == (3, 3)
         result = await second.recall(SCOPE, "physicist awards", k=1, threshold=0.0)
         assert isinstance(result, RecallResult)
         assert result[0].content.startswith("Marie Curie") and result[0].vector_rank == 1
-        assert await second.reembed() == 0  # resumable and idempotent: nothing left
+        assert await second.maintenance.reembed() == 0  # resumable and idempotent: nothing left
     finally:
         await second.close()
 
@@ -69,7 +69,7 @@ async def test_same_dimension_model_swap_replaces_sealed_vectors(settings: Setti
         before = await second.recall(SCOPE, "European river ending in a sea", threshold=-1.0)
         before_items = [*before.hits, *getattr(before, "candidates", ())]
         assert before_items and all(h.vector_rank is None for h in before_items)
-        assert await second.reembed() == 1
+        assert await second.maintenance.reembed() == 1
         status = await second.status()
         assert [(t, s) for t, s, _ in status.vectors] == [("universal_384", "sentence-transformers:other-384:384")]
         after = await second.recall(SCOPE, "European river ending in a sea", threshold=-1.0)
@@ -93,11 +93,11 @@ async def test_reembed_reaches_the_long_term_tier(
         await first.close()
     second = await AsyncArchive.open(settings, embeddings=small_embeddings)
     try:
-        cortex = second.runtime.cortex
+        cortex = second._rt.cortex
         assert cortex is not None
         before = await second.recall(history, QUESTION, 5, threshold=-1.0, read_only=True, kinds=("turn",))
         assert all(h.similarity is None for h in before.hits)  # the old lines are invisible to the new model
-        assert await second.reembed() > 0
+        assert await second.maintenance.reembed() > 0
         for family in ("lines", "blocks"):
             assert await cortex.count(family, 128, history) == await cortex.count(family, 384, history) > 0
         lines = await second.recall(history, QUESTION, 5, threshold=-1.0, read_only=True, kinds=("turn",))
@@ -106,6 +106,6 @@ async def test_reembed_reaches_the_long_term_tier(
         found = await second.recall(history, QUESTION, 5, threshold=-1.0, read_only=True, kinds=("memory",))
         assert isinstance(found, RecallResult)
         assert any(h.metadata.get("block_id") and h.similarity is not None and h.excerpt for h in found.hits)
-        assert await second.reembed() == 0  # converged: nothing left
+        assert await second.maintenance.reembed() == 0  # converged: nothing left
     finally:
         await second.close()

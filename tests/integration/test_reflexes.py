@@ -22,9 +22,11 @@ FAILED_TESTS = "The CI run failed with flaky integration tests on the database c
 
 
 async def test_outcomes_are_counted_per_action_and_context(archive: AsyncArchive) -> None:
-    first = await archive.record_outcome(ME, DEPLOY, "run `make deploy`", success=True)
-    again = await archive.record_outcome(ME, DEPLOY, "run `make deploy`", success=False)
-    other = await archive.record_outcome(ME, DEPLOY, "ask for a change freeze", success=True, action_type="delegation")
+    first = await archive.reflexes.record_outcome(ME, DEPLOY, "run `make deploy`", success=True)
+    again = await archive.reflexes.record_outcome(ME, DEPLOY, "run `make deploy`", success=False)
+    other = await archive.reflexes.record_outcome(
+        ME, DEPLOY, "ask for a change freeze", success=True, action_type="delegation"
+    )
     assert again.id == first.id and (again.success_count, again.failure_count) == (1, 1)
     assert again.success_rate == pytest.approx(0.5) and again.last_success == first.last_success
     assert other.id != first.id and other.action_type == "delegation"
@@ -34,15 +36,15 @@ async def test_the_best_fitting_reflexes_come_first_with_what_followed(archive: 
     base = datetime(2026, 11, 1, 9, tzinfo=UTC)
     for day in range(4):
         at = base + timedelta(days=day)
-        deploy = await archive.record_outcome(ME, DEPLOY, "run `make deploy`", success=True, at=at)
-        await archive.record_outcome(
+        deploy = await archive.reflexes.record_outcome(ME, DEPLOY, "run `make deploy`", success=True, at=at)
+        await archive.reflexes.record_outcome(
             ME, DEPLOY, "post in #releases", success=True, follows=deploy.id, at=at + timedelta(minutes=5)
         )
     for _ in range(3):
-        await archive.record_outcome(ME, DEPLOY, "deploy by hand over ssh", success=False)
-    await archive.record_outcome(ME, FAILED_TESTS, "re-run the failed job", success=True)
+        await archive.reflexes.record_outcome(ME, DEPLOY, "deploy by hand over ssh", success=False)
+    await archive.reflexes.record_outcome(ME, FAILED_TESTS, "re-run the failed job", success=True)
 
-    found = await archive.reflexes_for(ME, "Please ship the web service to production now.", k=3)
+    found = await archive.reflexes.matching(ME, "Please ship the web service to production now.", k=3)
     assert found[0].action == "run `make deploy`" and found[0].score is not None
     assert [r.score for r in found] == sorted((r.score for r in found), reverse=True)
     ssh = next(r for r in found if r.action == "deploy by hand over ssh")
@@ -50,19 +52,19 @@ async def test_the_best_fitting_reflexes_come_first_with_what_followed(archive: 
     (edge,) = found[0].next
     assert edge.action == "post in #releases" and edge.observations == 4
     assert edge.strength == pytest.approx(1.0) and edge.gap_seconds == pytest.approx(300, abs=1)
-    flaky = await archive.reflexes_for(ME, "Integration tests are flaky in CI again.", k=1)
+    flaky = await archive.reflexes.matching(ME, "Integration tests are flaky in CI again.", k=1)
     assert flaky[0].action == "re-run the failed job"
-    assert await archive.reflexes_for(Scope("someone", "else"), "Please ship the web service.", k=3) == []
+    assert await archive.reflexes.matching(Scope("someone", "else"), "Please ship the web service.", k=3) == []
 
 
 async def test_the_night_prunes_stale_failures_and_weakens_old_edges(archive: AsyncArchive, database_url: str) -> None:
     long_ago = datetime.now(UTC) - timedelta(days=40)
-    stale = await archive.record_outcome(ME, DEPLOY, "deploy by hand over ssh", success=False, at=long_ago)
-    proven = await archive.record_outcome(ME, DEPLOY, "run `make deploy`", success=True, at=long_ago)
-    await archive.record_outcome(ME, DEPLOY, "run `make deploy`", success=True, at=long_ago)
-    fresh = await archive.record_outcome(ME, FAILED_TESTS, "re-run the failed job", success=False)
-    await archive.record_outcome(ME, DEPLOY, "post in #releases", success=True, at=long_ago)
-    follower = await archive.record_outcome(
+    stale = await archive.reflexes.record_outcome(ME, DEPLOY, "deploy by hand over ssh", success=False, at=long_ago)
+    proven = await archive.reflexes.record_outcome(ME, DEPLOY, "run `make deploy`", success=True, at=long_ago)
+    await archive.reflexes.record_outcome(ME, DEPLOY, "run `make deploy`", success=True, at=long_ago)
+    fresh = await archive.reflexes.record_outcome(ME, FAILED_TESTS, "re-run the failed job", success=False)
+    await archive.reflexes.record_outcome(ME, DEPLOY, "post in #releases", success=True, at=long_ago)
+    follower = await archive.reflexes.record_outcome(
         ME, DEPLOY, "post in #releases", success=True, follows=proven.id, at=long_ago + timedelta(minutes=1)
     )
     plan = await archive.night_cycle(ME, dry_run=True)
@@ -91,15 +93,15 @@ async def test_bad_outcomes_are_refused_and_nothing_is_written(
 ) -> None:
     before = snapshot(database_url)
     with pytest.raises(InvalidInputError, match=says):
-        await archive.record_outcome(ME, **kwargs)
+        await archive.reflexes.record_outcome(ME, **kwargs)
     assert snapshot(database_url) == before
 
 
 async def test_following_an_unknown_reflex_is_refused_whole(archive: AsyncArchive, database_url: str) -> None:
-    other = await archive.record_outcome(Scope("someone", "else"), DEPLOY, "x", success=True)
+    other = await archive.reflexes.record_outcome(Scope("someone", "else"), DEPLOY, "x", success=True)
     before = snapshot(database_url)
     with pytest.raises(UnknownItemError):  # another scope's reflex is no reflex here
-        await archive.record_outcome(ME, DEPLOY, "run `make deploy`", success=True, follows=other.id)
+        await archive.reflexes.record_outcome(ME, DEPLOY, "run `make deploy`", success=True, follows=other.id)
     assert snapshot(database_url) == before
 
 

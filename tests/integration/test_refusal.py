@@ -67,7 +67,7 @@ def test_the_refusal_names_the_unknown_over_http(settings: Settings, embeddings:
     with Archive(settings, embeddings=embeddings) as archive:
         for fact in FACTS:
             archive.remember(ME, fact)
-        token, _ = archive.create_token(ME.entity_id)
+        token, _ = archive.access.create_token(ME.entity_id)
     with serve(create_app(settings, embeddings=embeddings)) as url, httpx.Client(base_url=url, timeout=60) as c:
         body = {"query": "What is Melanie's favourite colour?", "namespace": ME.namespace}
         refused = c.post("/v1/recall", json=body, headers=auth(token))
@@ -106,8 +106,10 @@ async def test_the_evidence_removed_from_a_fork_is_refused_there_and_answered_in
     try:
         for fact in FACTS:
             await archive.remember(ME, fact)
-        fork = await archive.fork(ME, "without-pottery")
-        evidence = [p["packet_id"] async for p in archive.packets(fork) if "pottery" in p["prose"]["content"]]
+        fork = await archive.portability.fork(ME, "without-pottery")
+        evidence = [
+            p["packet_id"] async for p in archive.portability.packets(fork) if "pottery" in p["prose"]["content"]
+        ]
         assert len(evidence) == 1
         await archive.forget(fork, evidence[0])
         # the fork carries its items' token embeddings: the support rule can judge at once

@@ -41,8 +41,8 @@ async def test_cross_entity_read_needs_a_grant(archive: AsyncArchive, database_u
         await archive.recall(ALICE, "surprise party", as_entity="bob")
     assert snapshot(database_url) == before  # refused reads leave no trace rows behind either
 
-    assert await archive.grant(ALICE, "bob") is True
-    assert await archive.grant(ALICE, "bob") is False
+    assert await archive.access.grant(ALICE, "bob") is True
+    assert await archive.access.grant(ALICE, "bob") is False
     granted = await archive.recall(ALICE, "surprise party", as_entity="bob")
     assert isinstance(granted, RecallResult) and granted[0].id == secret.id
     with psycopg.connect(database_url) as conn:
@@ -56,21 +56,21 @@ async def test_cross_entity_read_needs_a_grant(archive: AsyncArchive, database_u
     with pytest.raises(AccessDeniedError):
         await archive.recall(ALICE, "surprise party", as_entity="carol")
 
-    assert await archive.revoke(ALICE, "bob") is True
+    assert await archive.access.revoke(ALICE, "bob") is True
     with pytest.raises(AccessDeniedError):
         await archive.recall(ALICE, "surprise party", as_entity="bob")
 
 
 async def test_grant_on_unknown_scope_is_refused(archive: AsyncArchive) -> None:
     with pytest.raises(UnknownScopeError):  # the caller's own scope: nothing leaks by saying so
-        await archive.grant(Scope("nobody"), "bob")
+        await archive.access.grant(Scope("nobody"), "bob")
 
 
 async def test_self_grants_are_refused(archive: AsyncArchive, database_url: str) -> None:
     await archive.remember(ALICE, "Alice's own note")
     before = snapshot(database_url)
     with pytest.raises(InvalidContentError, match="own scope"):
-        await archive.grant(ALICE, "alice")
+        await archive.access.grant(ALICE, "alice")
     assert snapshot(database_url) == before
 
 
@@ -98,7 +98,7 @@ async def test_an_empty_own_scope_is_a_refusal_not_an_error(archive: AsyncArchiv
     assert isinstance(await archive.recall(fresh, "anything", as_entity="newcomer", read_only=True), Refusal)
     block = await archive.context(fresh, "what do I like?", 200)
     assert block.refused is True and block.text == "" and block.items == () and block.tokens == 0
-    await archive.create_scope(Scope("newcomer", "empty"))  # exists, but holds nothing
+    await archive.access.create_scope(Scope("newcomer", "empty"))  # exists, but holds nothing
     assert isinstance(await archive.recall(Scope("newcomer", "empty"), "anything"), Refusal)
 
 

@@ -31,15 +31,15 @@ async def _workload(archive: AsyncArchive) -> None:
     pin = await archive.remember(ALICE, "Alice's locker code is 4471")
     assert isinstance(await archive.recall(ALICE, "where does Alice live?", k=5), RecallResult)
     await archive.recall(BOB, "Bob's sister", k=5, read_only=True)
-    assert await archive.grant(ALICE, "bob") is True
+    assert await archive.access.grant(ALICE, "bob") is True
     shared = await archive.recall(ALICE, "allergic to peanuts", k=5, as_entity="bob")
     assert isinstance(shared, RecallResult) and all(h.scope == ALICE for h in shared)
     await archive.context(ALICE, "what is Alice training for?")
     await archive.night_cycle(ALICE)
     await archive.recall(ALICE, "half marathon", k=5)
     await archive.forget(ALICE, pin.id)
-    await archive.revoke(ALICE, "bob")
-    await archive.grants(ALICE)
+    await archive.access.revoke(ALICE, "bob")
+    await archive.access.grants(ALICE)
     await archive.purge(BOB)
 
 

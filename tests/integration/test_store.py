@@ -77,7 +77,7 @@ async def test_unreachable_database_is_a_clear_error(embeddings: Embeddings) -> 
 
 
 async def test_pool_sets_iterative_scan(archive: AsyncArchive) -> None:
-    async with archive.runtime.store.connection() as conn:
+    async with archive._rt.store.connection() as conn:
         cur = await conn.execute("SHOW hnsw.iterative_scan")
         assert (await cur.fetchone())[0] == "relaxed_order"  # type: ignore[index]
         cur = await conn.execute(

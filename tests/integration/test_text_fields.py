@@ -123,9 +123,9 @@ async def test_content_with_control_characters_is_refused_on_every_write(
 async def test_token_labels_and_grantees_reject_control_characters(seeded: AsyncArchive, database_url: str) -> None:
     before = snapshot(database_url)
     with pytest.raises(InvalidInputError, match="token label"):
-        await seeded.create_token("alice", label="old\x00laptop")
+        await seeded.access.create_token("alice", label="old\x00laptop")
     with pytest.raises(InvalidInputError):
-        await seeded.revoke(SCOPE, "bob\x00")
+        await seeded.access.revoke(SCOPE, "bob\x00")
     assert snapshot(database_url) == before
 
 
@@ -211,7 +211,7 @@ def test_http_nul_speaker_is_422_and_the_connection_survives(
     settings: Settings, embeddings: Embeddings, database_url: str
 ) -> None:
     with Archive(settings, embeddings=embeddings) as archive:
-        token, _ = archive.create_token("alice")
+        token, _ = archive.access.create_token("alice")
     with (
         serve(create_app(settings, embeddings=embeddings)) as url,
         httpx.Client(base_url=url, headers=auth(token), timeout=30) as c,

@@ -125,7 +125,7 @@ def test_cli_and_http_imports_refuse_a_future_time(
 ) -> None:
     with Archive(settings, embeddings=embeddings) as archive:
         archive.remember(ME, "something already stored")
-        token, _ = archive.create_token(ME.entity_id, namespace=ME.namespace)
+        token, _ = archive.access.create_token(ME.entity_id, namespace=ME.namespace)
     before = snapshot(database_url)
     env = {"MNEMO_DATABASE_URL": database_url, "MNEMO_HOME": str(tmp_path), "MNEMO_ENTITY": "cook"}
     result = CliRunner().invoke(app, ["import", str(_future_file(tmp_path / "future.jsonl", FAR))], env=env)

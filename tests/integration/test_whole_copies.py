@@ -127,11 +127,11 @@ async def test_a_scope_after_two_nights_forks_and_travels_whole(
     archive: AsyncArchive, new_home: AsyncArchive, database_url: str, tmp_path: Path
 ) -> None:
     await two_nights(archive, database_url)
-    branch = await archive.fork(ME, "what-if")
+    branch = await archive.portability.fork(ME, "what-if")
     file = tmp_path / "home.jsonl"
-    await archive.export_packets(ME, file)
-    report = await new_home.import_packets(ME, file)
-    home_url = str(new_home.runtime.settings.database_url)
+    await archive.portability.export_packets(ME, file)
+    report = await new_home.portability.import_packets(ME, file)
+    home_url = str(new_home._rt.settings.database_url)
     assert home_url != database_url
 
     source = state(database_url, ME)
@@ -145,9 +145,9 @@ async def test_a_scope_after_two_nights_forks_and_travels_whole(
     assert any(kind == "line" for hits in asked for kind, *_ in hits)  # the verbatim lines answer
     assert await answers(archive, branch) == asked
     assert await answers(new_home, ME) == asked
-    facts = known(await archive.facts(ME, "Maya"))
-    assert facts[2] and known(await archive.facts(branch, "Maya")) == facts
-    assert known(await new_home.facts(ME, "Maya")) == facts
+    facts = known(await archive.knowledge.facts(ME, "Maya"))
+    assert facts[2] and known(await archive.knowledge.facts(branch, "Maya")) == facts
+    assert known(await new_home.knowledge.facts(ME, "Maya")) == facts
 
     # The same night on the source and on each copy: the same work, no duplicate of what was made.
     night = datetime.now(UTC) + timedelta(hours=1)
@@ -163,7 +163,7 @@ async def test_a_scope_after_two_nights_forks_and_travels_whole(
     assert Counter(m[:2] for m in after["memories"]) == Counter(m[:2] for m in state(home_url, ME)["memories"])
     assert duplicates(database_url, branch) == duplicates(home_url, ME) == duplicates(database_url, ME)
 
-    again = await new_home.import_packets(ME, file)  # idempotent, state included
+    again = await new_home.portability.import_packets(ME, file)  # idempotent, state included
     assert (again.turns, again.memories, again.state) == (0, 0, {})
     # What is forgotten in the copy a re-import brings back: the memory and its block, lines and all.
     blocks = state(home_url, ME)["blocks"]
@@ -172,23 +172,23 @@ async def test_a_scope_after_two_nights_forks_and_travels_whole(
     assert found is not None
     await new_home.forget(ME, found[0])
     assert len(state(home_url, ME)["blocks"]) == len(blocks) - 1
-    back = await new_home.import_packets(ME, file)
+    back = await new_home.portability.import_packets(ME, file)
     assert back.memories == 1 and back.state["block"] == 1 and state(home_url, ME)["blocks"] == blocks
 
 
 async def test_facts_about_an_unknown_entity_say_when_a_night_would_not_help(archive: AsyncArchive) -> None:
     await archive.import_file(ME, SAMPLE)
     with pytest.raises(UnknownItemError, match="turns wait for it"):
-        await archive.facts(ME, "Nobody")
+        await archive.knowledge.facts(ME, "Nobody")
     await archive.night_cycle(ME)
     with pytest.raises(UnknownItemError, match="read every turn here") as caught:
-        await archive.facts(ME, "Nobody")
+        await archive.knowledge.facts(ME, "Nobody")
     assert caught.value.remedy is None
 
 
 async def test_a_merged_memory_brings_its_block_and_facts(archive: AsyncArchive, database_url: str) -> None:
     await two_nights(archive, database_url)
-    branch = await archive.fork(ME, "what-if")
+    branch = await archive.portability.fork(ME, "what-if")
     with psycopg.connect(database_url) as conn:
         found = conn.execute(
             """SELECT m.id, (m.metadata->>'packet_id')::uuid, b.id FROM mnemo.memories m
@@ -205,7 +205,7 @@ async def test_a_merged_memory_brings_its_block_and_facts(archive: AsyncArchive,
     # The parent lets go of both memories (and the block and fact they are); the fork still has them.
     await archive.forget(ME, found[1])
     await archive.forget(ME, fact[1])
-    merged = await archive.merge(branch, [found[0], fact[0]])
+    merged = await archive.portability.merge(branch, [found[0], fact[0]])
     assert merged.memories == 2 and merged.state["block"] == 1 and merged.state["fact"] >= 1
     with psycopg.connect(database_url) as conn:
         block = conn.execute(
@@ -255,10 +255,10 @@ async def test_a_whole_copy_into_sessions_that_hold_its_turn_numbers_is_refused(
     await archive.import_file(ME, SAMPLE)
     await archive.night_cycle(ME)
     file = tmp_path / "home.jsonl"
-    await archive.export_packets(ME, file)
+    await archive.portability.export_packets(ME, file)
     other = Scope("alice", "busy")
     await archive.record_turn(other, "session-1", "user", "A turn of my own, numbered 0.")
     before = snapshot(database_url)
     with pytest.raises(MalformedImportError, match="keeps its turn numbers; import it into a new scope"):
-        await archive.import_packets(other, file)
+        await archive.portability.import_packets(other, file)
     assert snapshot(database_url) == before

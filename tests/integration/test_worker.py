@@ -133,7 +133,7 @@ async def test_async_turn_is_stored_with_its_job_and_found_lexically(
         assert isinstance(semantic, RecallResult)
         assert any(h.id == turn.id and h.vector_rank is not None for h in semantic.hits)
         # idempotent: running the job again for an embedded turn writes nothing
-        assert await archive.embed_turns(SCOPE, [turn.id]) == 0
+        assert await archive.maintenance.embed_turns(SCOPE, [turn.id]) == 0
 
 
 async def test_a_failed_write_transaction_leaves_neither_turn_nor_job(
@@ -151,7 +151,7 @@ async def test_a_failed_write_transaction_leaves_neither_turn_nor_job(
                DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.fail_at_commit()"""
         )
     async with await AsyncArchive.open(async_settings, embeddings=embeddings) as archive:
-        await archive.create_scope(SCOPE)
+        await archive.access.create_scope(SCOPE)
         before = snapshot(database_url)
         with pytest.raises(DatabaseError, match="simulated failure at commit") as failed:
             await archive.record_turn(SCOPE, "s1", "user", "This turn must not survive")
@@ -299,8 +299,8 @@ async def test_reembed_job_after_a_model_change(settings: Settings, embeddings: 
     small = load_embedder(truncate_dim=128)  # the bundled MiniLM truncated: a real, different model slug
     async with await AsyncArchive.open(settings, embeddings=small) as second:
         assert second.pending_reembed == 2
-        job = await second.defer_reembed()
-        assert job is not None and await second.defer_reembed() is None
+        job = await second.maintenance.defer_reembed()
+        assert job is not None and await second.maintenance.defer_reembed() is None
         [queued] = jobs(database_url)
         assert queued["task"] == queue_rows.REEMBED and queued["id"] == job
         await run_worker(
@@ -354,9 +354,9 @@ async def test_night_schedule_is_registered_and_fans_out_per_scope(
         for scope in (Scope("ana"), Scope("ana", "work"), Scope("ben")):
             await archive.record_turn(scope, "s", "user", f"a day in the life of {scope}")
         await archive.remember(Scope("cleo"), "memories only, no turns")  # still curated and decayed
-        await archive.create_scope(Scope("dora"))  # nothing at all: no night
-        assert await archive.defer_nights() == 4
-        assert await archive.defer_nights() == 0  # each scope's night is already waiting
+        await archive.access.create_scope(Scope("dora"))  # nothing at all: no night
+        assert await archive.maintenance.defer_nights() == 4
+        assert await archive.maintenance.defer_nights() == 0  # each scope's night is already waiting
     scopes = [j["args"] for j in jobs(database_url, queue_rows.NIGHT_SCOPE)]
     assert scopes == [
         {"entity_id": "ana", "namespace": "default"},
@@ -430,7 +430,7 @@ async def test_worker_reports_each_job_it_finishes(
         assert re.fullmatch(r"job \d+ mnemo\.embed_turns worker/other: embedded 3 turns in \d+\.\d\d s", jobs_done[1])
 
         caplog.clear()
-        assert await archive.defer_nights() == 2
+        assert await archive.maintenance.defer_nights() == 2
         await run_worker(
             async_settings, embeddings=embeddings, queues=["night"], wait=False, install_signal_handlers=False
         )
@@ -454,7 +454,7 @@ async def test_a_failing_job_logs_its_error(
     caplog.set_level(logging.INFO, logger="mnemo.worker")
     archive = await AsyncArchive.open(async_settings, embeddings=embeddings)
     try:
-        async with archive.runtime.store.transaction() as conn:
+        async with archive._rt.store.transaction() as conn:
             # a night for an entity id mnemo refuses (mnemo's own error), and a job with a broken argument
             bad_scope = {"entity_id": "bad entity", "namespace": "default"}
             await queue_rows.enqueue(conn, queue_rows.NIGHT, queue_rows.NIGHT_SCOPE, bad_scope)

@@ -38,7 +38,7 @@ async def test_an_identical_remember_reinforces_instead_of_copying(archive: Asyn
     assert again.id == first.id
     assert snapshot(database_url)["mnemo.memories"] == 1
     assert again.alpha > first.alpha and again.beta == first.beta  # reinforced, returned as it now stands
-    history = await archive.why(ME, first.id)
+    history = await archive.inspect.why(ME, first.id)
     reinforced = [c for c in history.changes if c.operation == "reinforce"]
     assert [c.reason for c in reinforced] == ["remembered again"]
     assert history.alpha == again.alpha
@@ -76,13 +76,13 @@ async def test_purge_entity_removes_every_namespace_and_nothing_else(archive: As
     bob = Scope("bob", "chat")
     for scope in (Scope("alice", "chat"), Scope("alice", "work"), bob):
         await _fill(archive, scope)
-    before_bob = await archive.scopes("bob")
+    before_bob = await archive.access.scopes("bob")
 
     removed = await archive.purge_entity("alice")
 
     assert removed["scopes"] == 2 and removed["memories"] == 2 and removed["turns"] == 2
-    assert await archive.scopes("alice") == []
-    assert await archive.scopes("bob") == before_bob
+    assert await archive.access.scopes("alice") == []
+    assert await archive.access.scopes("bob") == before_bob
     counts = snapshot(database_url)
     assert counts["mnemo.scopes"] == 1 and counts["mnemo.memories"] == 1 and counts["mnemo.turns"] == 1
     hits = await archive.recall(bob, "a memory of bob", k=2, read_only=True)

@@ -15,17 +15,27 @@ from mnemo.errors import MnemoError, Remedy
 from mnemo.interfaces._remedies import CLI, HTTP, say
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "mnemo"
-READ = Remedy("its owner can grant access with", "grant", (Scope("alice", "diary"), "bob"))
-EXPORT = Remedy("its owner can allow it with", "grant", (Scope("alice", "diary"), "bob"), {"export": True})
+READ = Remedy("its owner can grant access with", "access.grant", (Scope("alice", "diary"), "bob"))
+EXPORT = Remedy("its owner can allow it with", "access.grant", (Scope("alice", "diary"), "bob"), {"export": True})
+
+
+def _resolve(owner: object, dotted: str) -> object:
+    """``owner``'s attribute at the dotted path (a core verb, or a feature's: ``access.grant``); None if missing."""
+    for part in dotted.split("."):
+        owner = getattr(owner, part, None)
+    return owner
 
 
 def test_the_library_says_the_python_call_and_keeps_the_problem_apart() -> None:
     denied = AccessDeniedError("'bob' may not read scope alice/diary", remedy=READ)
     assert str(denied) == (
-        "'bob' may not read scope alice/diary; its owner can grant access with grant(Scope('alice', 'diary'), 'bob')"
+        "'bob' may not read scope alice/diary; its owner can grant access with "
+        "access.grant(Scope('alice', 'diary'), 'bob')"
     )
     assert denied.problem == "'bob' may not read scope alice/diary" and say(denied, "python") == str(denied)
-    assert str(AccessDeniedError("x", remedy=EXPORT)).endswith("grant(Scope('alice', 'diary'), 'bob', export=True)")
+    assert str(AccessDeniedError("x", remedy=EXPORT)).endswith(
+        "access.grant(Scope('alice', 'diary'), 'bob', export=True)"
+    )
     plain = MnemoError("nothing to do")
     assert str(plain) == plain.problem == say(plain, "cli") == say(plain, "http") == "nothing to do"
 
@@ -59,9 +69,9 @@ def test_a_face_without_words_for_a_remedy_says_the_problem_alone() -> None:
 def test_every_remedy_mnemo_raises_is_an_archive_method_with_the_command_lines_words() -> None:
     raised = set()
     for path in SRC.rglob("*.py"):
-        raised |= set(re.findall(r'Remedy\(\s*"[^"]*",\s*"(\w+)"', path.read_text()))
-    assert {"grant", "night_cycle"} <= raised
+        raised |= set(re.findall(r'Remedy\(\s*"[^"]*",\s*"([\w.]+)"', path.read_text()))
+    assert {"access.grant", "night_cycle"} <= raised
     for action in raised:
-        assert callable(getattr(AsyncArchive, action, None)), action
+        assert callable(_resolve(AsyncArchive, action)), action
         assert action in CLI, f"the command line has no words for the remedy {action!r}"
     assert set(HTTP) <= set(CLI)

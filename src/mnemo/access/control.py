@@ -5,7 +5,7 @@ readable from the token so the lookup is by ``(entity_id, sha256(token))``, and
 only the hash is stored. A token may be limited to one namespace, and may expire
 (``expires_at``, issue 12). :func:`verify` turns a presented token into the
 :class:`~mnemo.models.Principal` it speaks for (the adapters ask through
-:meth:`mnemo.AsyncArchive.verify_token`).
+:meth:`mnemo.AsyncArchive.access.verify_token`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What the benchmarks measure below the facade (``mnemo bench``; DESIGN §5: benches go through
-``AsyncArchive`` only, which hands them a :class:`Probes` from :meth:`mnemo.AsyncArchive.probes`).
+``AsyncArchive`` only, which hands them a :class:`Probes` from :meth:`mnemo.AsyncArchive.inspect.probes`).
 
 Reads for measuring, never for serving: a memory's provenance and size (LoCoMo's evidence
 cover), what use left in a set of scopes (reinforcements, accesses), the dense index's

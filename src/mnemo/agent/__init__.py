@@ -12,8 +12,8 @@ Modules: :mod:`.identity` (values and goals, embedded and cached), :mod:`.docs`
 attention-agnostic loop, the reflection bank, the cost log, ``mnemo agent chat``), :mod:`.gut` (the
 two-centroid gut feeling) and :mod:`.idle` (the idle loop, issue 31).
 The pure rules live in :mod:`mnemo.cognition` (attention, window, actions,
-confidence, escalation). Reflexes live in the archive itself (``record_outcome``,
-``reflexes_for``), since any agent can use them.
+confidence, escalation). Reflexes live in the archive itself (``archive.reflexes``:
+``record_outcome``, ``matching``), since any agent can use them.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Seed: cognitive-plan §5.1 ("Two-Centroid Gut Feeling"). The subconscious centro
 identity's values (L0) and goals (L1) with the importance-weighted centroid of the archive's
 memories (L2), and is recomputed after each deep cycle (:meth:`Gut.refresh`), not every turn; the
 attention centroid is the recency-weighted centroid of the inputs attended to. Each cycle's delta is
-logged with its context and action (:meth:`~mnemo.AsyncArchive.log_gut`), and its outcome id is
+logged with its context and action (:meth:`~mnemo.AsyncArchive.inner.log_gut`), and its outcome id is
 where a later outcome links back. The feeling feeds attention's emotional charge, the window's
 intensity and the blend's emotional component (recall's ``mood``). The math is in
 :mod:`mnemo.cognition.mind.gut`.
@@ -46,8 +46,8 @@ class Gut:
         goals = await self.identity.layer(1) if self.identity else []
         l0 = rules.weighted_centroid([v.vector for v in values], [v.weight for v in values])
         l1 = rules.weighted_centroid([g.vector for g in goals], [g.weight for g in goals])
-        self.subconscious = rules.subconscious_centroid(l0, l1, await self.archive.memory_centroid(self.scope))
-        axes = (await self.archive.inner_life(self.scope)).axes
+        self.subconscious = rules.subconscious_centroid(l0, l1, await self.archive.inner.memory_centroid(self.scope))
+        axes = (await self.archive.inner.life(self.scope)).axes
         named = next((a for a in axes if a.name.startswith("hope") and a.axis), None)
         self.hope = np.asarray(named.axis) if named else l1
 
@@ -75,7 +75,7 @@ class Gut:
         """Log the current feeling with what it was about and what the agent did; its outcome id."""
         if self.feeling is None:
             return None
-        return await self.archive.log_gut(
+        return await self.archive.inner.log_gut(
             self.scope, self.name, self.feeling.delta, magnitude=self.feeling.magnitude,
             valence=self.feeling.valence, context=context[:2000], action=action[:2000],
         )  # fmt: skip

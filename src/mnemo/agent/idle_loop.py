@@ -1,7 +1,7 @@
 """The idle loop: what the agent thinks about when no one is talking to it.
 
 Seed: cognitive-plan §4.7 ("DMN / Idle Loop"): not a separate pipeline: it samples memories
-(:meth:`~mnemo.AsyncArchive.wander`: biased toward neglected important, tense, distant and
+(:meth:`~mnemo.AsyncArchive.inner.wander`: biased toward neglected important, tense, distant and
 self-related memories, each with what co-access reaches two hops away) and turns them into inputs
 that queue for the main loop at low urgency: a memory that touches a goal becomes a self-prompt; one
 that touches a value, an evaluation signal; a disparate pair (a memory and an association unlike
@@ -74,7 +74,7 @@ class IdleLoop:
         if self.suppressed():
             return IdleReport(True)
         avoid = rules.needs_broadening(self.topics)
-        drawn = await self.agent.archive.wander(self.agent.scope, self.n, seed=seed, avoid=list(avoid))  # type: ignore[arg-type]
+        drawn = await self.agent.archive.inner.wander(self.agent.scope, self.n, seed=seed, avoid=list(avoid))  # type: ignore[arg-type]
         self.topics = [*self.topics, *(w.id for w in drawn)][-32:]
         inputs: list[tuple[str, str]] = []
         insights: list[uuid.UUID] = []

@@ -211,17 +211,17 @@ class Agent:
             self.model = self.archive.settings.llm
         if self.system2 is None:
             self.system2 = self.archive.settings.system2_llm
-        self.facts = dict(await self.archive.agent_started(self.scope.entity_id, self.name))
+        self.facts = dict(await self.archive.agents.agent_started(self.scope.entity_id, self.name))
         self.started = datetime.now(UTC)
         await self._restore_inputs()
         self.gut = Gut(self.archive, self.scope, self.name, self.identity)
         await self.gut.refresh()
-        return await self.archive.health()
+        return await self.archive.maintenance.health()
 
     async def _restore_inputs(self) -> None:
         """What the agent held when it last stopped: pending inputs and scheduled tasks (issue 31)."""
         self.pending, self.scheduled = [], []
-        for held in await self.archive.held_inputs(self.scope, self.name):
+        for held in await self.archive.agents.held_inputs(self.scope, self.name):
             if held.kind == "scheduled" and held.due_at is not None:
                 self.scheduled.append((held.due_at, held.text, held.id))
                 continue
@@ -246,7 +246,7 @@ class Agent:
             raise InvalidContentError("an input needs some text")
         tag = SourceTag.of(source, confidence)
         vector = np.asarray(await self.archive.embeddings.embed_query(text), dtype=np.float32)
-        held = await self.archive.hold_input(
+        held = await self.archive.agents.hold_input(
             self.scope, self.name, text, source=source, urgency=URGENCY[source], charge=charge,
             confidence=tag.confidence,
         )  # fmt: skip
@@ -260,7 +260,7 @@ class Agent:
             raise ValueError("a scheduled task needs a text")
         if not isinstance(at, datetime) or at.tzinfo is None:
             raise ValueError(f"at must be a timezone-aware datetime, not {at!r}")
-        held = await self.archive.hold_input(
+        held = await self.archive.agents.hold_input(
             self.scope, self.name, text.strip(), source="scheduled_task", kind="scheduled", due_at=at,
             urgency=URGENCY["scheduled_task"],
         )  # fmt: skip
@@ -282,7 +282,7 @@ class Agent:
         self.scheduled = [task for task in self.scheduled if task[0] > when]
         for _, text, held in due:
             await self.submit(text, "scheduled_task")
-            await self.archive.release_inputs(self.scope, self.name, [held])
+            await self.archive.agents.release_inputs(self.scope, self.name, [held])
         if not self.pending:
             return None
         goals = await self.identity.layer(1) if self.identity else []
@@ -294,8 +294,8 @@ class Agent:
         self.last_allocation = allocation.scored
         self.state = state_report(allocation)
         winner = allocation.winner.candidate
-        await self.archive.release_inputs(self.scope, self.name, [winner.id])
-        await self.archive.wait_inputs(
+        await self.archive.agents.release_inputs(self.scope, self.name, [winner.id])
+        await self.archive.agents.wait_inputs(
             self.scope, self.name, [(uuid.UUID(c.id), c.urgency, c.waited) for c in allocation.waiting]
         )
         self.recent.append(winner.vector)
@@ -421,7 +421,7 @@ class Agent:
     async def _milestone(self, name: str, evidence: Mapping[str, str], at: datetime | None = None) -> None:
         """Milestone ``name`` reached now: on ``at``, else the clock of the cycle under way, else the wall's."""
         if name not in self.reached:
-            await self.archive.reach_milestone(self.scope, name, evidence, at=at or self._now)
+            await self.archive.inner.reach_milestone(self.scope, name, evidence, at=at or self._now)
             self.reached.add(name)
 
     async def achieve_goal(self, goal: str, reflection: str, *, now: datetime | None = None) -> uuid.UUID:
@@ -444,7 +444,7 @@ class Agent:
         before = None
         for action, ok in run.tools:
             kind = "delegation" if action in ("consult_system2", "escalate_to_system2") else "tool_call"
-            reflex = await self.archive.record_outcome(
+            reflex = await self.archive.reflexes.record_outcome(
                 self.scope, run.text, action, success=ok, action_type=kind, follows=before
             )
             before = reflex.id
@@ -540,7 +540,7 @@ class Agent:
 
     async def threshold(self) -> float:
         """The adaptive escalation threshold (§3.5) from this scope's memory count and identity density."""
-        grown = await self.archive.maturity(self.scope)
+        grown = await self.archive.inspect.maturity(self.scope)
         return escalation_threshold(grown.memories, grown.identity_density)
 
     async def _call(
@@ -557,7 +557,7 @@ class Agent:
         usage = result.usage
         name = str(getattr(model, "model_name", model))
         tokens_in, tokens_out = int(usage.input_tokens or 0), int(usage.output_tokens or 0)
-        await self.archive.log_model_call(
+        await self.archive.agents.log_model_call(
             self.scope.entity_id, self.name, model=name, purpose=purpose, input_tokens=tokens_in,
             output_tokens=tokens_out, cost=price(name, tokens_in, tokens_out), seconds=time.perf_counter() - started,
         )  # fmt: skip
@@ -596,7 +596,7 @@ class Agent:
         """What the agent did before in contexts like this one and how it went (its reflexes, as close
         as recall's refusal threshold asks of evidence)."""
         floor = self.archive.settings.refusal_threshold
-        found = await self.archive.reflexes_for(self.scope, focus, k)
+        found = await self.archive.reflexes.matching(self.scope, focus, k)
         return [
             f"{r.action} ({r.action_type}): {r.success_count} of {r.success_count + r.failure_count} went well"
             for r in found
@@ -625,8 +625,8 @@ class Agent:
     async def report(self) -> str:
         """The one-line cost and age report (§4.8-4.9)."""
         now = datetime.now(UTC)
-        session = await self.archive.model_costs(self.scope.entity_id, self.name, self.started)
-        lifetime = await self.archive.model_costs(self.scope.entity_id, self.name, EPOCH)
+        session = await self.archive.agents.model_costs(self.scope.entity_id, self.name, self.started)
+        lifetime = await self.archive.agents.model_costs(self.scope.entity_id, self.name, EPOCH)
         age = now - self.facts.get("first_started", now)
         return (
             f"Cost: ${session['cost']:.4f} this session, ${lifetime['cost']:.4f} lifetime "
@@ -640,12 +640,12 @@ class Agent:
         if name == "/cost":
             return await self._costs()
         if name == "/readiness":
-            problem = await self.archive.health()
+            problem = await self.archive.maintenance.health()
             model = (
                 "offline responder (no model configured)" if self.model is None else "System 1: " + label(self.model)
             )
             system2 = f"System 2: {label(self.system2)}" if self.system2 is not None else "no System 2"
-            grown = await self.archive.readiness(self.scope)
+            grown = await self.archive.inner.readiness(self.scope)
             missing = [m.name for m in grown.milestones if not m.reached]
             milestones = f"{grown.reached} of {len(grown.milestones)} bootstrap milestones reached" + (
                 f" (next: {missing[0]})" if missing else ""
@@ -663,7 +663,7 @@ class Agent:
         now = datetime.now(UTC)
         parts = []
         for span, since in (("session", self.started), ("24 h", now - timedelta(hours=24)), ("lifetime", EPOCH)):
-            t = await self.archive.model_costs(self.scope.entity_id, self.name, since)
+            t = await self.archive.agents.model_costs(self.scope.entity_id, self.name, since)
             unpriced = f", {t['unpriced']} unpriced" if t["unpriced"] else ""
             parts.append(
                 f"{span}: {t['calls']} calls, {t['input_tokens']} in / {t['output_tokens']} out tokens, "

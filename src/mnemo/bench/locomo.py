@@ -277,7 +277,7 @@ async def run_mnemo(
             dia = {str(t.id): str(t.metadata.get("dia_id")) for t in turns}
             if night:
                 await _nights(archive, scope, run)
-                provenance = await archive.probes().provenance(scope)
+                provenance = await archive.inspect.probes().provenance(scope)
                 for memory_id, (sources, count) in provenance.items():
                     run.cover[str(memory_id)] = _dia_ids(sources, provenance, dia)
                     run.item_tokens[str(memory_id)] = count
@@ -342,7 +342,7 @@ async def _ask(
 async def _use(archive: AsyncArchive, asked: Sequence[Asked]) -> dict[str, Any]:
     """What use has left in the lived scopes so far: reinforcements by recall, accesses, co-access links."""
     entity, namespaces = asked[0].scope.entity_id, [a.scope.namespace for a in asked]
-    return dict(await archive.probes().use(entity, namespaces))
+    return dict(await archive.inspect.probes().use(entity, namespaces))
 
 
 def _lived_round(run: SystemRun, tokens: Mapping[str, Mapping[str, int]], sample_of: Sequence[str]) -> dict[str, Any]:

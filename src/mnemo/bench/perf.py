@@ -289,8 +289,8 @@ async def _mutation(
     scope = Scope("perf", "mutation")
     for turn in turns:
         await archive.remember(scope, turn.content)
-    await archive.probes().settle()
-    await archive.warm(scope)
+    await archive.inspect.probes().settle()
+    await archive.maintenance.warm(scope)
     qs = (questions * (queries // max(1, len(questions)) + 1))[:queries]
     for q in qs[:50]:
         await archive.recall(scope, q, 10, threshold=-1.0)
@@ -323,7 +323,7 @@ async def _scale(
     queries: int,
     progress: Progress | None,
 ) -> dict[str, Any]:
-    probes = archive.probes()
+    probes = archive.inspect.probes()
     size = len(turns)
     main, rare = Scope("perf", f"main{size}"), Scope("perf", f"rare{size}")
     chunk = 20_000

@@ -246,7 +246,7 @@ async def _night(archive: AsyncArchive, p: Placed, as_of: datetime | None, total
     for key in ("blocks", "facts_new", "insights", "turns_removed", "blocks_migrated"):
         totals[key] = totals.get(key, 0) + int(getattr(report, key))
     totals["seconds"] = round(totals.get("seconds", 0.0) + report.seconds, 2)
-    provenance = await archive.probes().provenance(p.scope)
+    provenance = await archive.inspect.probes().provenance(p.scope)
     p.sources = {str(m): frozenset(_dia_ids(src, provenance, p.refs)) for m, (src, _) in provenance.items()}
     return report.as_of
 
@@ -333,7 +333,7 @@ async def _lived(
     run.answers["lived"] = await _pass(archive, placed, step, draws=(seed, rounds + 1), as_of=later)
     use: dict[str, int] = {}
     for p in placed:  # what use has left in the scopes: reinforcements by recall, accesses
-        for key, value in (await archive.probes().use(p.scope.entity_id, [p.scope.namespace])).items():
+        for key, value in (await archive.inspect.probes().use(p.scope.entity_id, [p.scope.namespace])).items():
             use[key] = use.get(key, 0) + int(value)
     run.nights["lived"]["use"] = use
     run.seconds["lived"] = round(time.perf_counter() - started, 1)

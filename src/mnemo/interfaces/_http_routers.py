@@ -82,7 +82,10 @@ __all__ = ["routers"]
 NamespaceQuery = Annotated[Name | None, Query(description="One of your namespaces (default: the token's).")]
 
 
-class Packet(AsyncArchive.PACKET):  # type: ignore[misc,valid-type]  # the packets' own model, from the layer below
+_PACKET = AsyncArchive.portability.PACKET  # the packets' own model, from the layer below
+
+
+class Packet(_PACKET):  # type: ignore[misc,valid-type]
     """A bifocal packet (memory-architecture §6.2): prose, vectors, metadata, references."""
 
 
@@ -103,7 +106,7 @@ def service() -> APIRouter:
 
     @router.get("/health", responses=errors(503))
     async def health(archive: Arch) -> HealthOut:
-        problem = await archive.health()
+        problem = await archive.maintenance.health()
         return HealthOut(status="ok" if problem is None else "degraded", problem=problem)
 
     @router.get("/v1/local/status", include_in_schema=False)
@@ -242,7 +245,7 @@ def reads(settings: Settings) -> APIRouter:
 async def export(who: Who, archive: Arch, namespace: NamespaceQuery = None) -> NDJSONResponse:
     """Your scope as bifocal packets, one JSON line each (``mnemo import-packets`` reads them); 404
     when your scope holds nothing yet."""
-    packets = archive.packets(own_scope(who, namespace))
+    packets = archive.portability.packets(own_scope(who, namespace))
     first = await anext(packets, None)  # access and unknown-scope errors come here, before the stream
 
     async def lines() -> AsyncIterator[bytes]:
@@ -276,18 +279,18 @@ def items() -> APIRouter:
         who: Who,
         archive: Arch,
         namespace: NamespaceQuery = None,
-        limit: Annotated[int, Query(ge=1, le=AsyncArchive.MAX_PAGE, description="Page size.")] = 50,
+        limit: Annotated[int, Query(ge=1, le=AsyncArchive.inspect.MAX_PAGE, description="Page size.")] = 50,
         cursor: Annotated[uuid.UUID | None, Query(description="The previous page's next_cursor.")] = None,
     ) -> MemoriesOut:
         """Your memories (any status), newest first, a page at a time; empty when the scope holds nothing."""
-        page = await archive.memories(own_scope(who, namespace), limit=limit, cursor=cursor)
+        page = await archive.inspect.memories(own_scope(who, namespace), limit=limit, cursor=cursor)
         listed = [ListedMemoryOut.model_validate(m) for m in page.items]
         return MemoriesOut(items=listed, next_cursor=page.next_cursor)
 
     @router.get("/v1/items/{item_id}", responses=errors(401, 403, 404, 422, 503))
     async def item(item_id: uuid.UUID, who: Who, archive: Arch, namespace: NamespaceQuery = None) -> ItemOut:
         """One turn or memory of your scope (404 when your scope holds no such item)."""
-        return ItemOut.model_validate(await archive.item(own_scope(who, namespace), item_id))
+        return ItemOut.model_validate(await archive.inspect.item(own_scope(who, namespace), item_id))
 
     _explaining(router)
     return router
@@ -299,12 +302,12 @@ def _explaining(router: APIRouter) -> None:
     @router.get("/v1/memories/{memory_id}/why", responses=errors(401, 403, 404, 422, 503))
     async def why(memory_id: uuid.UUID, who: Who, archive: Arch, namespace: NamespaceQuery = None) -> MemoryHistory:
         """A memory's weight history from the audit log."""
-        return await archive.why(own_scope(who, namespace), memory_id)
+        return await archive.inspect.why(own_scope(who, namespace), memory_id)
 
     @router.get("/v1/memories/{memory_id}/believe", responses=errors(401, 403, 404, 422, 503))
     async def believe(memory_id: uuid.UUID, who: Who, archive: Arch, namespace: NamespaceQuery = None) -> BelieveOut:
         """The chain an insight, narrative or fact was derived from, down to the turns."""
-        chain = await archive.why_do_i_believe(own_scope(who, namespace), memory_id)
+        chain = await archive.knowledge.why_do_i_believe(own_scope(who, namespace), memory_id)
         return BelieveOut(id=memory_id, chain=list(chain))
 
     @router.get("/v1/facts/{entity}", responses=errors(401, 403, 404, 422, 503))
@@ -315,7 +318,7 @@ def _explaining(router: APIRouter) -> None:
         namespace: NamespaceQuery = None,
     ) -> EntityFacts:
         """Current and past facts, and triples, about one entity (extracted by the night cycle)."""
-        return await archive.facts(own_scope(who, namespace), entity)
+        return await archive.knowledge.facts(own_scope(who, namespace), entity)
 
 
 def reflexes() -> APIRouter:
@@ -325,7 +328,7 @@ def reflexes() -> APIRouter:
     @router.post("/v1/reflexes/outcomes", status_code=201, responses=WRITE)
     async def record_outcome(body: OutcomeIn, who: Who, archive: Arch) -> Reflex:
         """Count one outcome of an action taken in a context (procedural memory); the reflex with its counts."""
-        return await archive.record_outcome(
+        return await archive.reflexes.record_outcome(
             own_scope(who, body.namespace),
             body.context,
             body.action,
@@ -338,7 +341,7 @@ def reflexes() -> APIRouter:
     async def reflexes_for(body: ReflexQueryIn, who: Who, archive: Arch) -> ReflexesOut:
         """The reflexes that fit a context best, with what tended to follow each."""
         scope = own_scope(who, body.namespace)
-        found = await archive.reflexes_for(scope, body.context, body.k, read_only=body.read_only)
+        found = await archive.reflexes.matching(scope, body.context, body.k, read_only=body.read_only)
         return ReflexesOut(reflexes=found)
 
     return router
@@ -355,8 +358,8 @@ def inner() -> APIRouter:
         namespace is needed only to say which one where the id could be in several (it never is)."""
         scope = own_scope(who, body.namespace)
         if body.namespace is None and who.namespace is None:  # the outcome's own namespace of the caller
-            scope = await archive.outcome_scope(who.entity_id, body.outcome_id) or scope
-        found = await archive.feedback(
+            scope = await archive.reflexes.outcome_scope(who.entity_id, body.outcome_id) or scope
+        found = await archive.inner.feedback(
             scope, body.outcome_id, body.value, used=body.used, kind=body.kind, detail=body.detail
         )
         return FeedbackOut(id=found)
@@ -364,13 +367,13 @@ def inner() -> APIRouter:
     @router.get("/v1/readiness", responses=errors(401, 403, 422, 503))
     async def readiness(who: Who, archive: Arch, namespace: NamespaceQuery = None) -> ReadinessOut:
         """The ten bootstrap readiness milestones (cognitive-plan §5.2), each reached by a real event."""
-        return ReadinessOut.of(await archive.readiness(own_scope(who, namespace)))
+        return ReadinessOut.of(await archive.inner.readiness(own_scope(who, namespace)))
 
     @router.get("/v1/inner", responses=errors(401, 403, 422, 503))
     async def inner_life(who: Who, archive: Arch, namespace: NamespaceQuery = None) -> InnerOut:
         """Milestones (as ``/v1/readiness`` answers them), gut axes, tensions, the blend's alphas and their
         history, safety events, promotions awaiting approval and persistent failures."""
-        return InnerOut.of(await archive.inner_life(own_scope(who, namespace)))
+        return InnerOut.of(await archive.inner.life(own_scope(who, namespace)))
 
     return router
 
@@ -384,7 +387,7 @@ def grants() -> APIRouter:
         """The entities that may read your scope."""
         scope = own_scope(who, namespace)
         try:
-            names = await archive.grants(scope)
+            names = await archive.access.grants(scope)
         except UnknownScopeError:
             names = []  # a scope that holds nothing yet has no grants: not an error
         return GrantsOut(scope=str(scope), grantees=names)
@@ -392,7 +395,7 @@ def grants() -> APIRouter:
     @router.post("/v1/grants", status_code=201, responses=WRITE)
     async def grant(body: GrantIn, who: Who, archive: Arch) -> GrantOut:
         """Let ``grantee`` read one of your scopes (one that holds something: else 404)."""
-        created = await archive.grant(own_scope(who, body.namespace), body.grantee, export=body.export)
+        created = await archive.access.grant(own_scope(who, body.namespace), body.grantee, export=body.export)
         return GrantOut(grantee=body.grantee, created=created)
 
     @router.delete("/v1/grants/{grantee}", responses=errors(401, 403, 422, 503))
@@ -402,6 +405,6 @@ def grants() -> APIRouter:
         archive: Arch,
         namespace: NamespaceQuery = None,
     ) -> RevokeOut:
-        return RevokeOut(grantee=grantee, revoked=await archive.revoke(own_scope(who, namespace), grantee))
+        return RevokeOut(grantee=grantee, revoked=await archive.access.revoke(own_scope(who, namespace), grantee))
 
     return router

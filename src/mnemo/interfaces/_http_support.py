@@ -93,7 +93,7 @@ async def _authenticated(request: Request, presented: str | None) -> Principal:
     announce: local.LocalService | None = request.app.state.announce
     if announce is not None and hmac.compare_digest(presented.encode(), announce.credential.encode()):
         return _local_principal(request)
-    return await archive_of(request).verify_token(presented)
+    return await archive_of(request).access.verify_token(presented)
 
 
 Who = Annotated[Principal, Depends(principal)]

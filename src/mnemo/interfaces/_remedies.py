@@ -1,6 +1,6 @@
 """Each interface's words for the call that fixes an error (its :class:`~mnemo.errors.Remedy`).
 
-The library says a remedy in Python (``str(exc)``: ``grant(Scope('alice', 'default'), 'bob')``);
+The library says a remedy in Python (``str(exc)``: ``access.grant(Scope('alice', 'default'), 'bob')``);
 the command line says the command that does the same (``mnemo grant bob -e alice -n default``),
 the HTTP service the request (``POST /v1/grants {...} with alice's token``). Where an interface has
 no words for a remedy (no command or route does it), its user is told the problem alone, never a
@@ -46,9 +46,9 @@ def _http_grant(remedy: Remedy) -> str:
     return f"POST /v1/grants {json.dumps(body)} with {scope.entity_id}'s token"
 
 
-CLI: dict[str, Callable[[Remedy], str]] = {"grant": _cli_grant, "night_cycle": _cli_night}
+CLI: dict[str, Callable[[Remedy], str]] = {"access.grant": _cli_grant, "night_cycle": _cli_night}
 """The command for each remedy, by the archive method it names."""
-HTTP: dict[str, Callable[[Remedy], str]] = {"grant": _http_grant}
+HTTP: dict[str, Callable[[Remedy], str]] = {"access.grant": _http_grant}
 """The request for each remedy (the service runs no night cycle on request: its worker does)."""
 
 

@@ -132,7 +132,7 @@ class _TokenVerifier:
 
     async def verify_token(self, token: str) -> AccessToken | None:
         try:
-            who = await (await self._opening.get()).verify_token(token)
+            who = await (await self._opening.get()).access.verify_token(token)
         except MnemoError:
             return None
         return AccessToken(
@@ -325,7 +325,7 @@ def _reflex_tools(server: MCPServer[Any], bound: _Bound) -> None:
         tool_call, response_pattern or delegation; ``follows`` the id of the reflex just before.
         Returns the reflex with its success and failure counts."""
         with _tool_errors():
-            reflex = await (await bound.archive()).record_outcome(
+            reflex = await (await bound.archive()).reflexes.record_outcome(
                 bound.current(), context, action, success=success, action_type=action_type, follows=follows
             )
         return _record(reflex)
@@ -335,7 +335,7 @@ def _reflex_tools(server: MCPServer[Any], bound: _Bound) -> None:
         """What worked (and failed) before in contexts like this one: ``reflexes`` best first, each
         with its action, success rate, similarity and ``next`` (what tended to follow it)."""
         with _tool_errors():
-            found = await (await bound.archive()).reflexes_for(bound.current(), context, k)
+            found = await (await bound.archive()).reflexes.matching(bound.current(), context, k)
         return dump(ReflexesOut(reflexes=found))
 
 
@@ -348,7 +348,7 @@ def _inner_tools(server: MCPServer[Any], bound: _Bound) -> None:
         (it misled) to 1 (it helped), ``used`` the ids of the hits actually used. The night tunes
         recall's blend on these. Returns the outcome's ``id``."""
         with _tool_errors():
-            found = await (await bound.archive()).feedback(bound.current(), outcome_id, value, used=used or [])
+            found = await (await bound.archive()).inner.feedback(bound.current(), outcome_id, value, used=used or [])
         return dump(FeedbackOut(id=found))
 
     @server.tool()
@@ -356,7 +356,7 @@ def _inner_tools(server: MCPServer[Any], bound: _Bound) -> None:
         """The ten bootstrap readiness milestones of this memory: ``reached`` (how many), and each
         milestone with ``reached_at`` (null when not yet) and what reaches it."""
         with _tool_errors():
-            found = await (await bound.archive()).readiness(bound.current())
+            found = await (await bound.archive()).inner.readiness(bound.current())
         return dump(ReadinessOut.of(found))
 
 
@@ -373,7 +373,7 @@ def _packet_tools(server: MCPServer[Any], bound: _Bound) -> None:
         packets: list[dict[str, Any]] = []
         skipping = after is not None
         with _tool_errors():
-            async for packet in (await bound.archive()).packets(bound.current()):
+            async for packet in (await bound.archive()).portability.packets(bound.current()):
                 if skipping:
                     skipping = packet["packet_id"] != after
                     continue

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import operator
 from typing import Any
 
 from pydantic_ai import RunContext
@@ -33,9 +34,11 @@ REFUSAL = "The archive contains nothing reliable about this."
 
 
 async def _call(archive: AsyncArchive | Archive, method: str, *args: Any, **kwargs: Any) -> Any:
+    """Call ``method`` (a core verb, or a feature's: ``maintenance.health``) on either archive."""
+    bound = operator.attrgetter(method)(archive)
     if isinstance(archive, Archive):  # the blocking facade runs on its own loop thread
-        return await asyncio.to_thread(getattr(archive, method), *args, **kwargs)
-    return await getattr(archive, method)(*args, **kwargs)
+        return await asyncio.to_thread(bound, *args, **kwargs)
+    return await bound(*args, **kwargs)
 
 
 def _found(hit: Hit) -> dict[str, Any]:
@@ -64,7 +67,7 @@ async def memory_toolset(
     searches a memory it cannot read correctly.
     """
     limit = archive.settings.max_k if max_k is None else max(1, min(max_k, archive.settings.max_k))
-    problem = await _call(archive, "health")
+    problem = await _call(archive, "maintenance.health")
     if problem is not None:
         _log.warning("no memory tools for %s: %s", scope, problem)
         return None

@@ -10,7 +10,7 @@ Tasks (names and queues in :mod:`mnemo.store.queue`):
 
 - ``mnemo.embed_turns`` (queue ``ingest``): embeds turns written with
   ``ingest_mode = "async"`` (:mod:`mnemo.write.ingest`); idempotent, retried on failure.
-- ``mnemo.reembed`` (queue ``maintenance``): :meth:`AsyncArchive.reembed`, queued by
+- ``mnemo.reembed`` (queue ``maintenance``): :meth:`AsyncArchive.maintenance.reembed`, queued by
   ``mnemo reembed --background``; one at a time (lock), at most one waiting.
 - ``mnemo.night_cycle`` (queue ``night``): periodic, cron ``Settings.night_cron``
   (UTC, default 03:00); queues one ``mnemo.night_scope`` job per scope with turns or memories.
@@ -94,7 +94,7 @@ _log = logging.getLogger("mnemo.worker")
 NIGHT_PERIODIC_ID = "night"
 STALLED_PERIODIC_ID = "stalled"
 EMBED_RETRY = procrastinate.RetryStrategy(max_attempts=5, exponential_wait=2)
-JOBS = AsyncArchive.JOBS
+JOBS = AsyncArchive.maintenance.JOBS
 
 
 def _procrastinate_conninfo(url: str) -> str:
@@ -169,7 +169,9 @@ def _plural(n: int, word: str, words: str | None = None) -> str:
 
 async def embed_turns(context: JobContext, entity_id: str, namespace: str, turn_ids: list[str]) -> JobSummary:
     """Embed turns stored by asynchronous ingestion (those still lacking a vector)."""
-    done = await _archive(context).embed_turns(Scope(entity_id, namespace), [uuid.UUID(i) for i in turn_ids])
+    done = await _archive(context).maintenance.embed_turns(
+        Scope(entity_id, namespace), [uuid.UUID(i) for i in turn_ids]
+    )
     skipped = len(turn_ids) - done
     return JobSummary(
         f"embedded {_plural(done, 'turn')}" + (f" ({skipped} already embedded or forgotten)" if skipped else "")
@@ -179,13 +181,13 @@ async def embed_turns(context: JobContext, entity_id: str, namespace: str, turn_
 async def reembed(context: JobContext) -> JobSummary:
     """Embed every item lacking a vector of the active model (after a model change)."""
     archive = _archive(context)
-    done = await archive.reembed()
+    done = await archive.maintenance.reembed()
     return JobSummary(f"embedded {_plural(done, 'item')} with {archive.embeddings.slug}")
 
 
 async def night_cycle(context: JobContext, timestamp: int) -> JobSummary:
     """The scheduled night: queue one ``night_scope`` job per scope with turns or memories."""
-    queued = await _archive(context).defer_nights()
+    queued = await _archive(context).maintenance.defer_nights()
     return JobSummary(f"queued the night of {_plural(queued, 'scope')}")
 
 
@@ -265,7 +267,7 @@ def startup_lines(
     the periodic schedules it defers (every worker defers them; a worker of their queue runs them)."""
     mine = list(queues) if queues else list(JOBS.queues)
     source = "embedded PostgreSQL" if embedded else "MNEMO_DATABASE_URL"
-    shown = AsyncArchive.redact_url(url)
+    shown = AsyncArchive.maintenance.redact_url(url)
     lines = [f"worker on {shown} ({source}); queues: {', '.join(mine)}; {_plural(concurrency, 'job')} at once"]
     for periodic in sorted(app.periodic_registry.periodic_tasks.values(), key=lambda p: p.task.name):
         runs = "" if periodic.task.queue in mine else f"; run by a worker of queue {periodic.task.queue}, not this one"
@@ -331,7 +333,7 @@ async def run_worker(
         settings, embeddings=embeddings, pool_max_size=max(settings.pool_max_size, concurrency + 1)
     )
     try:
-        db = archive.database
+        db = archive.inspect.database
         app = create_app(archive.settings, db.url, pool_max_size=concurrency + 3, stalled_after=stalled_after)
         for line in startup_lines(app, db.url, embedded=db.embedded, queues=queues, concurrency=concurrency):
             _log.info("%s", line)

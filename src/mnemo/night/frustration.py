@@ -3,7 +3,7 @@
 Seed: memory-architecture §10.6.3 ("Night Cycle Integration": identify tasks that fail across
 several generations, surface them to higher-order processing for reflection). Each persistent
 failure becomes one ``reflection`` memory with status ``candidate`` (the curator judges it like any
-other candidate; the agent reads it with :meth:`~mnemo.AsyncArchive.failure_patterns`); a pattern
+other candidate; the agent reads it with :meth:`~mnemo.AsyncArchive.inner.failure_patterns`); a pattern
 already surfaced only has its counts brought up to date.
 """
 

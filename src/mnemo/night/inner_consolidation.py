@@ -9,7 +9,7 @@ memory-architecture §10.6.3 (the frustration ledger's persistent failures).
 Its sub-stages run in order over the scope's live memories: promotion (rolled back whole when the
 coherence check is enforced and coherence fell), tensions, tuning, gut axes, the frustration
 ledger, then the phase C monitors over the weights as they now are, and the milestones the traces
-show. :meth:`mnemo.AsyncArchive.reflect` runs this stage alone, on demand.
+show. :meth:`mnemo.AsyncArchive.inner.reflect` runs this stage alone, on demand.
 """
 
 from __future__ import annotations

@@ -187,7 +187,7 @@ async def export_packets(
     if not allowed:
         raise AccessDeniedError(
             f"{reader!r} may not export scope {scope}",
-            remedy=Remedy("its owner can allow it with", "grant", (scope, reader), {"export": True}),
+            remedy=Remedy("its owner can allow it with", "access.grant", (scope, reader), {"export": True}),
         )
     if not exists:
         raise UnknownScopeError(f"scope {scope} does not exist (nothing was ever stored there)")

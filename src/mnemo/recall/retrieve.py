@@ -327,7 +327,7 @@ async def _facts(
     if not facts.allowed:
         raise AccessDeniedError(
             f"{reader!r} may not read scope {scope}",
-            remedy=Remedy("its owner can grant access with", "grant", (scope, reader)),
+            remedy=Remedy("its owner can grant access with", "access.grant", (scope, reader)),
         )
     return facts
 

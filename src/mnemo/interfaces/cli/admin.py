@@ -78,14 +78,14 @@ def reembed(
     """Re-embed items stored with another model (resumable; safe to interrupt)."""
     if background:
         with open_archive() as archive:
-            job = archive.defer_reembed()
+            job = archive.maintenance.defer_reembed()
         if as_json:
             print_json(dump(ReembedQueuedOut(job=job, queued=job is not None)))
         else:
             out.print(f"queued re-embed job {job}" if job is not None else "a re-embed job is already waiting")
         return
     with open_archive() as archive, progress("re-embedding") as update:
-        done = archive.reembed(batch_size=batch_size, progress=update)
+        done = archive.maintenance.reembed(batch_size=batch_size, progress=update)
         left = archive.pending_reembed
     if as_json:
         print_json(dump(ReembedOut(reembedded=done, pending=left)))
@@ -102,7 +102,7 @@ def scopes(
     if entity is not None:
         Scope(entity)  # a bad id is a clean error before the archive opens
     with open_archive() as archive:
-        rows = archive.scopes(entity)
+        rows = archive.access.scopes(entity)
     if as_json:
         print_json([to_jsonable(row) for row in rows])
         return
@@ -144,7 +144,7 @@ def grant(
     scope = Scope(entity, namespace)
     Scope(grantee)
     with open_archive() as archive:
-        added = archive.grant(scope, grantee, export=export)
+        added = archive.access.grant(scope, grantee, export=export)
     if as_json:
         print_json(dump(GrantOut(grantee=grantee, created=added)))
         return
@@ -165,7 +165,7 @@ def revoke(
     scope = Scope(entity, namespace)
     Scope(grantee)
     with open_archive() as archive:
-        done = archive.revoke(scope, grantee)
+        done = archive.access.revoke(scope, grantee)
     if as_json:
         print_json(dump(RevokeOut(grantee=grantee, revoked=done)))
         return
@@ -179,7 +179,7 @@ def grants(entity: EntityOpt = "default", namespace: NamespaceOpt = "default", a
     """The entities that may read a scope besides its owner, one per line."""
     scope = Scope(entity, namespace)
     with open_archive() as archive:
-        names = archive.grants(scope)
+        names = archive.access.grants(scope)
     if as_json:
         print_json(dump(GrantsOut(scope=str(scope), grantees=names)))
         return

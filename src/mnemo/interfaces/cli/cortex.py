@@ -25,7 +25,7 @@ def tree(entity: EntityOpt = "default", namespace: NamespaceOpt = "default", as_
     """Print the scope's RAPTOR tree (canopy, trunk, branch) with each node's summary."""
     scope = Scope(entity, namespace)
     with open_archive() as archive:
-        nodes = archive.cortex_tree(scope)
+        nodes = archive.inspect.cortex_tree(scope)
     if as_json:
         print_json([to_jsonable(n) for n in nodes])
         return

@@ -302,7 +302,7 @@ def why(
     """Show a memory's weight history from the audit log."""
     check_id(memory_id, label="memory id")
     with open_archive() as archive:
-        h = archive.why(Scope(entity, namespace), memory_id)
+        h = archive.inspect.why(Scope(entity, namespace), memory_id)
     if as_json:
         print_json(to_jsonable(h))
         return

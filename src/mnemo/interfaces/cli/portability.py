@@ -51,7 +51,7 @@ def backup(
             raise typer.BadParameter(f"use `mnemo backup FILE` or `mnemo backup verify FILE`, not {target!r}")
         from mnemo.archive import AsyncArchive
 
-        manifest = AsyncArchive.verify_backup(file)
+        manifest = AsyncArchive.portability.verify_backup(file)
         _show(manifest, file, None, as_json, "verified")
         if manifest.format < 2:
             err.print(
@@ -63,7 +63,7 @@ def backup(
         return
     started = time.perf_counter()
     with open_archive() as archive:
-        manifest = archive.backup(Path(target), compression=compression, progress=_stage)
+        manifest = archive.portability.backup(Path(target), compression=compression, progress=_stage)
     _show(manifest, Path(target), time.perf_counter() - started, as_json, "wrote")
 
 
@@ -83,7 +83,7 @@ def restore(
     from mnemo.archive import AsyncArchive
 
     started = time.perf_counter()
-    run = AsyncArchive.restore(file, settings(), force=force, progress=_stage, force_hint="use --force")
+    run = AsyncArchive.portability.restore(file, settings(), force=force, progress=_stage, force_hint="use --force")
     manifest = asyncio.run(run)
     _show(manifest, file, time.perf_counter() - started, as_json, "restored")
 
@@ -124,7 +124,7 @@ def export(
     its nights made (blocks and their lines, facts, triples, the cortex tree, links, the night's
     bookkeeping): a whole copy."""
     with open_archive() as archive:
-        count = archive.export_packets(Scope.parse(scope), sys.stdout, as_entity=as_entity)
+        count = archive.portability.export_packets(Scope.parse(scope), sys.stdout, as_entity=as_entity)
     sys.stdout.flush()
     err.print(f"exported {count:,} packets of {scope}", highlight=False)
 
@@ -142,7 +142,7 @@ def import_packets(
     """Import bifocal packets into a scope: checked first, idempotent by packet id, re-embedded when
     they carry another model's vectors (unless --strict)."""
     with open_archive() as archive:
-        report = archive.import_packets(Scope.parse(into), file, strict=strict, process=process)
+        report = archive.portability.import_packets(Scope.parse(into), file, strict=strict, process=process)
     _show_import(report, as_json)
 
 
@@ -154,7 +154,7 @@ def fork(
 ) -> None:
     """Branch SCOPE into a new namespace: a copy that diverges and never writes back on its own."""
     with open_archive() as archive:
-        branch = archive.fork(Scope.parse(scope), into)
+        branch = archive.portability.fork(Scope.parse(scope), into)
     if as_json:
         print_json(dump(ForkOut(fork=str(branch), parent=scope)))
     else:
@@ -165,7 +165,7 @@ def fork(
 def discard(fork_scope: Annotated[str, typer.Argument(help="The fork, `entity/namespace`.")]) -> None:
     """Drop a fork and everything in it."""
     with open_archive() as archive:
-        removed = archive.discard(Scope.parse(fork_scope))
+        removed = archive.portability.discard(Scope.parse(fork_scope))
     out.print(f"discarded {fork_scope}: {sum(removed.values()):,} rows removed")
 
 
@@ -177,7 +177,7 @@ def merge(
 ) -> None:
     """Bring chosen memories of a fork back into the scope it branched from, with their provenance."""
     with open_archive() as archive:
-        report = archive.merge(Scope.parse(fork_scope), memory_ids)
+        report = archive.portability.merge(Scope.parse(fork_scope), memory_ids)
     _show_import(report, as_json)
 
 

@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
 def readiness(entity: EntityOpt = "default", namespace: NamespaceOpt = "default", as_json: JsonOpt = False) -> None:
     """Show the ten bootstrap readiness milestones: which real events have reached them, and when."""
     with open_archive() as archive:
-        found = archive.readiness(Scope(entity, namespace))
+        found = archive.inner.readiness(Scope(entity, namespace))
     if as_json:
         print_json(ReadinessOut.of(found).model_dump(mode="json"))
         return
@@ -50,7 +50,7 @@ def reflect(
     frustration ledger, the safety monitors and the milestones."""
     when = None if as_of is None else to_utc(as_of, label="--as-of")
     with open_archive() as archive:
-        done = archive.reflect(Scope(entity, namespace), as_of=when)
+        done = archive.inner.reflect(Scope(entity, namespace), as_of=when)
     if as_json:
         print_json(to_jsonable(done))
         return
@@ -75,7 +75,7 @@ def approve(
     """Approve a promotion past a 0.85 centre that waits for the operator (at operator_trust < 3)."""
     check_id(memory_id, label="memory id")
     with open_archive() as archive:
-        done = archive.approve_promotion(Scope(entity, namespace), memory_id)
+        done = archive.inner.approve_promotion(Scope(entity, namespace), memory_id)
     out.print("approved: the promotion is applied" if done else "nothing waits for approval on that memory")
     if not done:
         raise typer.Exit(1)

@@ -61,7 +61,7 @@ def _stops_on_signals(*, exit_at_once: bool = False) -> Iterator[None]:
     """
     from mnemo.archive import AsyncArchive
 
-    release_embedded = AsyncArchive.release_embedded
+    release_embedded = AsyncArchive.maintenance.release_embedded
 
     signalled = False
 
@@ -362,7 +362,7 @@ def token_create(
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--expires") from None
     with open_archive() as archive:
-        token, token_id = archive.create_token(entity, namespace=namespace, label=label, expires_at=expires_at)
+        token, token_id = archive.access.create_token(entity, namespace=namespace, label=label, expires_at=expires_at)
     if as_json:
         expiry = None if expires_at is None else expires_at.isoformat()
         shown = TokenOut(token=token, id=str(token_id), entity=entity, namespace=namespace, expires_at=expiry)
@@ -386,7 +386,7 @@ def token_revoke(
 ) -> None:
     """Revoke a token: requests with it get 401 from now on."""
     with open_archive() as archive:
-        done = archive.revoke_token(entity, token_id)
+        done = archive.access.revoke_token(entity, token_id)
     if not done:
         raise MnemoError(f"no active token {token_id} for {entity}")
     out.print(f"revoked {token_id}")
@@ -401,7 +401,7 @@ def token_list(
     the tokens themselves."""
     Scope(entity)  # a bad id is a clean error before the archive opens
     with open_archive() as archive:
-        rows = archive.tokens(entity)
+        rows = archive.access.tokens(entity)
     if as_json:
         print_json([to_jsonable(row) for row in rows])
         return

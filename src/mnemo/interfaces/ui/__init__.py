@@ -5,7 +5,7 @@ Served by ``mnemo serve`` at ``/ui`` with the same tokens and grants as the API
 is always shown as text, never as markup) and the vendored htmx for partial
 updates (search, filters, paging, recall): no build step, no CDN, nothing
 downloaded. Charts are SVG drawn on the server (:mod:`.charts`). Pages read
-through :meth:`mnemo.AsyncArchive.inspector` and the archive's own API; the
+through :meth:`mnemo.AsyncArchive.inspect.inspector` and the archive's own API; the
 actions (forget, anchor, unanchor, supersede, apply a curation) are the
 owner's and each one is written to the audit trail.
 

@@ -54,7 +54,7 @@ def signing(pages: Pages) -> APIRouter:
                 request, None, "login.html", 403, nonce=views.nonce(), error="The form expired; try again."
             )
         try:
-            principal = await pages.archive().verify_token(token.strip())
+            principal = await pages.archive().access.verify_token(token.strip())
         except AuthenticationError as exc:
             again = views.nonce()
             response = pages.page(request, None, "login.html", 401, nonce=again, error=str(exc))
@@ -142,8 +142,8 @@ def memory_pages(pages: Pages) -> APIRouter:
             return {
                 "scope": scope,
                 "m": row,
-                "history": await archive.why(scope, memory_id),
-                "beliefs": await archive.why_do_i_believe(scope, memory_id),
+                "history": await archive.inspect.why(scope, memory_id),
+                "beliefs": await archive.knowledge.why_do_i_believe(scope, memory_id),
                 "owner": scope.entity_id == who.principal.entity_id,
                 "density": views.density_chart(row["alpha"], row["beta"]),
                 "activation": views.activation_chart(
@@ -218,7 +218,7 @@ def episode_pages(pages: Pages) -> APIRouter:
         async def load() -> dict[str, Any]:
             scope = Scope(entity, namespace)
             rows = await pages.inspector(who).episodes(scope, to_utc(before, label="before") if before else None)
-            tree = await pages.archive().cortex_tree(scope) if rows else []
+            tree = await pages.archive().inspect.cortex_tree(scope) if rows else []
             return {"scope": scope, "rows": rows, "tree": views.outline(tree)}
 
         return await pages.guarded(request, who, "episodes.html", load)
@@ -247,7 +247,7 @@ def fact_pages(pages: Pages) -> APIRouter:
             found = None
             if name.strip():
                 with suppress(UnknownItemError):  # nothing known about that name: said on the page
-                    found = await pages.archive().facts(scope, name.strip())
+                    found = await pages.archive().knowledge.facts(scope, name.strip())
             return {"scope": scope, "name": name, "facts": found, "timeline": views.fact_timeline(found),
                     "entities": known, "limit": pages.inspector(who).ENTITIES}  # fmt: skip
 
@@ -291,7 +291,7 @@ def audit_pages(pages: Pages) -> APIRouter:
         async def load() -> str:
             view = pages.inspector(who)
             await view.owned(scope)
-            changed = await pages.archive().apply_curation(scope, version)
+            changed = await pages.archive().knowledge.apply_curation(scope, version)
             await view.audited(scope, None, "apply_curation", {"version": version, "changed": changed})
             return f"/ui/s/{scope.entity_id}/{scope.namespace}/curation"
 
@@ -311,9 +311,9 @@ def inner_pages(pages: Pages) -> APIRouter:
             scope = Scope(entity, namespace)
             await pages.inspector(who).readable(scope)  # who may not read the scope is stopped here
             archive = pages.archive()
-            life = await archive.inner_life(scope)
+            life = await archive.inner.life(scope)
             chart = views.alphas_chart(life.history)
-            awaiting = [(m, (await archive.item(scope, m)).content) for m in life.awaiting_approval]
+            awaiting = [(m, (await archive.inspect.item(scope, m)).content) for m in life.awaiting_approval]
             return {"scope": scope, "life": life, "awaiting": awaiting, "chart": chart,
                     "alphas": views.alpha_shares(life.alphas, chart),
                     "tuning": list(reversed(life.history)),

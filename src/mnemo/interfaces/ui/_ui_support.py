@@ -54,7 +54,7 @@ async def _session(request: Request) -> Session:
     if found is None:
         raise SignIn()
     try:
-        await request.app.state.archive.recheck_principal(found.principal)
+        await request.app.state.archive.access.recheck_principal(found.principal)
     except AuthenticationError:
         sessions.end(session_id)
         raise SignIn() from None
@@ -83,7 +83,7 @@ class Pages:
         self.sessions = sessions
 
     def inspector(self, who: Session) -> Inspector:
-        return self.archive().inspector(who.principal.entity_id, who.principal.namespace)
+        return self.archive().inspect.inspector(who.principal.entity_id, who.principal.namespace)
 
     def page(
         self, request: Request, who: Session | None, template: str, code: int = 200, **context: Any
