@@ -805,6 +805,10 @@ class NightReport:
     ``reflexes_to_prune``). Its counts are what the run then does: each scope-wide stage is planned
     with the run's own function over what the stages before it leave (:mod:`mnemo.night.plan`);
     the blocks, facts and insights the night itself makes are not in the counts after them.
+
+    Each attribute is one stage's (the ``report_fields`` of a stage in
+    :mod:`mnemo.night.stage_registry`, which fills it and shows it as its ``row``) or the run's
+    (``RUN_FIELDS`` there); a test keeps the two in step.
     """
 
     scope: Scope
