@@ -72,7 +72,7 @@ class Stage(Protocol):
         ...
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class NightRun:
     """One run as its stages see it: what a resumed run already did, and the report being filled in."""
 
@@ -155,7 +155,7 @@ class NightRun:
         return result
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class NightPlan:
     """A dry run as its stages see it: one transaction that is always rolled back."""
 
