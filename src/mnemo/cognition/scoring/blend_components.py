@@ -136,10 +136,12 @@ def recency(age_seconds: float, half_life_seconds: float = 7 * 86400.0) -> float
 
 
 def _search(c: Candidate, o: Occasion) -> float:
+    """The fused search score (semantic + lexical), min-max scaled over the candidates."""
     return c.searched
 
 
 def _activation(c: Candidate, o: Occasion) -> float:
+    """ACT-R retrieval probability of base level, spreading from the query, partial matching and noise."""
     a = activation(
         base_level(c.history, o.now, o.decay),
         spreading(c.similarity, o.spreading),
@@ -150,22 +152,27 @@ def _activation(c: Candidate, o: Occasion) -> float:
 
 
 def _weight(c: Candidate, o: Occasion) -> float:
+    """The Beta weight's centre (or a draw), scaled by source trust."""
     return (c.weight.observe(o.rng) if o.rng is not None else c.weight.center) * c.trust
 
 
 def _recency(c: Candidate, o: Occasion) -> float:
+    """0.5 ** (time since the last use / half-life)."""
     return recency(c.age, o.half_life)
 
 
 def _coaccess(c: Candidate, o: Occasion) -> float:
+    """The activation spread to it over co-access links from the best candidates."""
     return c.spread
 
 
 def _noise(c: Candidate, o: Occasion) -> float:
+    """Exploration: uniform in [0, 1) (or 0.5, its expected value)."""
     return o.rng.random() if o.rng is not None else 0.5
 
 
 def _emotional(c: Candidate, o: Occasion) -> float:
+    """Alignment with the recall's mood (the gut's direction): 0.5 + cos/2."""
     return mood_alignment(c.mood or 0.0)
 
 
@@ -174,16 +181,14 @@ def _emotional(c: Candidate, o: Occasion) -> float:
 # that were merely co-retrieved often outrank the answer in ``mnemo bench dynamics``).
 BLEND: tuple[Component, ...] = (
     Component(name="search", cold_start=12.0, mature=12.0, tuned=True, compute=_search),
-    # ACT-R retrieval probability of base level, spreading from the query, partial matching and noise
     Component(name="activation", cold_start=1.0, mature=1.5, tuned=True, compute=_activation, column="act"),
-    # the Beta weight's centre (deterministic) or a draw (stochastic), scaled by source trust
     Component(name="weight", cold_start=1.0, mature=1.5, tuned=True, compute=_weight, column="wt"),
     Component(name="recency", cold_start=1.5, mature=1.0, tuned=True, compute=_recency, column="rec"),
     Component(name="coaccess", cold_start=1.0, mature=2.0, tuned=True, compute=_coaccess),
-    # exploration: uniform (stochastic) or 0.5; its alpha is not learned away
+    # exploration is not learned away: noise keeps its alpha
     Component(name="noise", cold_start=0.5, mature=0.5, tuned=False, compute=_noise),
-    # alignment with the recall's mood (the gut's direction): 0.5 + cos/2; its alpha 1.0 lies between
-    # the seed's cold-start 0.5 and the other minor components' 1-2 (cognitive-plan §5.1)
+    # the gut replaces the seed's neutral 0.5 (cognitive-plan §5.1); its alpha lies between the seed's
+    # cold-start 0.5 and the other minor components' 1-2
     Component(
         name="emotional", cold_start=1.0, mature=1.0, tuned=True, compute=_emotional, needs_mood=True, absent=0.5
     ),
@@ -199,7 +204,8 @@ COLD_START_ALPHAS: Mapping[str, float] = {c.name: c.cold_start for c in BLEND if
 MATURE_ALPHAS: Mapping[str, float] = {c.name: c.mature for c in BLEND if not c.needs_mood}
 """The alphas once it holds ``blend_mature_after`` memories."""
 RELEVANCE = BLEND[0].name
-"""The component that is a candidate's relevance: the tiers and the use rule read it."""
+"""The first component, search: a candidate's relevance, which the relevance tiers and the use rule
+(:mod:`mnemo.cognition.scoring.relevance`) read."""
 
 
 def with_mood(alphas: Mapping[str, float], *, mood: bool, mature: bool) -> dict[str, float]:
