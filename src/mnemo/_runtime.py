@@ -19,7 +19,7 @@ from mnemo.store import token_vectors as token_rows
 
 if TYPE_CHECKING:
     from mnemo.cortex.lance_tables import Cortex
-    from mnemo.recall.index import ReadIndexes
+    from mnemo.recall.scope_index import ReadIndexes
     from mnemo.write.backfill import TokenBackfill
 
 __all__ = ["Runtime", "WriteTally"]
@@ -44,7 +44,7 @@ class Runtime:
     embeddings: Embeddings
     table: str  # the active vector space table, e.g. "universal_384"
     backfill: TokenBackfill  # token embeddings read in the background (mnemo.write.backfill)
-    indexes: ReadIndexes  # scope read indexes (DESIGN §3; mnemo.recall.index)
+    indexes: ReadIndexes  # scope read indexes (DESIGN §3; mnemo.recall.scope_index)
     rng: random.Random = field(default_factory=random.Random)  # seeded from settings.seed by the archive
     llm: Any = None  # a Pydantic AI model (or model name) for the optional LLM steps
     tally: WriteTally = field(default_factory=WriteTally)

@@ -12,7 +12,8 @@ import psycopg
 
 from mnemo import AsyncArchive, RecallResult, Scope, Settings
 from mnemo.embed import Embeddings
-from mnemo.recall import stages
+from mnemo.recall.records import Candidates
+from mnemo.recall.retrieve import check, retrieve, start_embedding
 
 SCOPE = Scope("late", "chat")
 
@@ -145,7 +146,7 @@ async def _scan_best(archive: AsyncArchive, embeddings: Embeddings, database_url
     return str(contents[ids[int(scores.argmax())]])
 
 
-async def _candidates(archive: AsyncArchive, query: str, vector: object = None) -> stages.Candidates:
+async def _candidates(archive: AsyncArchive, query: str, vector: object = None) -> Candidates:
     """What the first stage found for ``query`` (depth 1: one candidate per retriever)."""
     rt = archive._rt
     request = check(
@@ -153,7 +154,7 @@ async def _candidates(archive: AsyncArchive, query: str, vector: object = None) 
         query_vector=vector, cues=None, now=None, seed=None, hops=None,  # type: ignore[arg-type]
     )  # fmt: skip
     async with rt.store.connection() as conn:
-        return await stages.retrieve(rt, conn, request, stages.start_embedding(rt, request))
+        return await retrieve(rt, conn, request, start_embedding(rt, request))
 
 
 async def test_the_scan_scores_every_turn_and_brings_in_the_best_late_match(
@@ -163,7 +164,7 @@ async def test_the_scan_scores_every_turn_and_brings_in_the_best_late_match(
     # the dense retriever is pointed elsewhere (a given query vector: another turn's), so only the
     # scan can bring in what MaxSim ranks first
     elsewhere = (await embeddings.embed_documents([TURNS[2]["content"]]))[0]
-    found: dict[bool, stages.Candidates] = {}
+    found: dict[bool, Candidates] = {}
     for scan in (False, True):
         settings = Settings(database_url=database_url, seed=7, late_retrieval=scan, candidate_depth=1)
         archive = await AsyncArchive.open(settings, embeddings=embeddings)

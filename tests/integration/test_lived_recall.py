@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from mnemo import AsyncArchive, Scope
-from mnemo.recall import stages
+from mnemo.recall.retrieve import check, retrieve, start_embedding
 
 pytestmark = pytest.mark.future_nights  # nights run days or weeks ahead of the clock
 
@@ -134,11 +134,11 @@ async def test_after_retention_late_interaction_still_reads_every_line(archive: 
             (ME.entity_id, ME.namespace),
         )
         lines = {r[0] for r in await cur.fetchall()}
-        request = stages.check(
+        request = check(
             rt, ME, "Where does Maya live?", 5, as_entity=None, read_only=True, threshold=None,
             kinds=("turn", "memory"), trace=False, query_vector=None, cues=None, now=None, seed=None, hops=None,
         )  # fmt: skip
-        found = await stages.retrieve(rt, conn, request, stages.start_embedding(rt, request))
+        found = await retrieve(rt, conn, request, start_embedding(rt, request))
     assert len(lines) >= 20
     assert lines <= set(found.scanned), "every line is scored by MaxSim, as its turn was"
 

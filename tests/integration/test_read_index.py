@@ -27,8 +27,8 @@ from mnemo import AsyncArchive, Scope, Settings
 from mnemo.bench.locomo import load_locomo
 from mnemo.embed import Embeddings
 from mnemo.models import Memory, Refusal
-from mnemo.recall import index as read_index
-from mnemo.recall.index import ScopeIndex
+from mnemo.recall import scope_index as read_index
+from mnemo.recall.scope_index import ScopeIndex
 from mnemo.store import read_index as index_rows
 from mnemo.write.importer import import_turns
 

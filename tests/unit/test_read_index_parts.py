@@ -10,7 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mnemo.cognition.scoring.bm25 import average_length, bm25_weights
-from mnemo.recall.index import ScopeIndex, _Late, _Lexicon, _Utterances, _Vectors
+from mnemo.recall.index_postings import LexicalIndex
+from mnemo.recall.index_utterances import UtteranceIndex
+from mnemo.recall.index_vectors import DenseIndex, LateIndex
+from mnemo.recall.scope_index import ScopeIndex
 from mnemo.store.read_index import Postings
 
 IDS = [uuid.UUID(int=n + 1) for n in range(50)]
@@ -41,7 +44,7 @@ _rows = st.lists(
 def test_bm25_over_held_postings_is_the_formula_over_the_live_ones(
     rows: list[tuple[str, int, int, int]], gone: list[int]
 ) -> None:
-    lexicon = _Lexicon()
+    lexicon = LexicalIndex()
     lexicon.load(_postings(rows))
     for i in gone:
         lexicon.items.remove(IDS[i])
@@ -63,7 +66,7 @@ def test_bm25_over_held_postings_is_the_formula_over_the_live_ones(
 
 
 def test_the_exact_scan_ranks_by_cosine_with_ties_in_id_order_and_skips_the_dead() -> None:
-    vectors = _Vectors(3)
+    vectors = DenseIndex(3)
     rows = np.array([[1, 0, 0], [2, 0, 0], [0, 1, 0], [1, 1, 0]], dtype=np.float32)
     vectors.load(IDS[:4][::-1], ["turn"] * 4, rows)  # ids 4, 3, 2, 1
     hits = vectors.nearest(np.array([1.0, 0.0, 0.0]), 3)
@@ -74,10 +77,10 @@ def test_the_exact_scan_ranks_by_cosine_with_ties_in_id_order_and_skips_the_dead
 
 
 def test_an_index_whose_dead_entries_outnumber_the_live_ones_asks_to_be_rebuilt() -> None:
-    vectors = _Vectors(2)
+    vectors = DenseIndex(2)
     many = [uuid.UUID(int=n + 100) for n in range(3000)]
     vectors.load(many, ["memory"] * len(many), np.ones((len(many), 2), dtype=np.float32))
-    index = ScopeIndex(("e", "ns", "slug"), 1, _Lexicon(), vectors, _Late(), _Utterances())
+    index = ScopeIndex(("e", "ns", "slug"), 1, LexicalIndex(), vectors, LateIndex(), UtteranceIndex())
     for item in many[:1400]:
         vectors.items.remove(item)
     assert not index.bloated  # 1,400 dead beside 1,600 live

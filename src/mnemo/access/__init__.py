@@ -2,7 +2,7 @@
 
 :class:`Access` is ``archive.access`` (issue 41 item 1): who may read a scope, and the bearer
 tokens the HTTP service and the MCP server accept. The rules live in :mod:`.control`, the rows
-in ``store/``.
+in ``store/scopes.py`` (scopes and grants) and ``store/tokens.py`` (bearer tokens, stored hashed).
 """
 
 from __future__ import annotations

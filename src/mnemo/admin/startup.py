@@ -18,8 +18,8 @@ from mnemo._runtime import Runtime
 from mnemo.config import Settings, load_settings
 from mnemo.cortex.lance_tables import Cortex
 from mnemo.embed import Embeddings, load_embedder
-from mnemo.recall.index import ReadIndexes
 from mnemo.recall.learned import load_ranker
+from mnemo.recall.scope_index import ReadIndexes
 from mnemo.rerank import load_reranker
 from mnemo.store import Store, tiers
 from mnemo.store import vectors as vector_rows

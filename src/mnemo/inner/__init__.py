@@ -1,6 +1,14 @@
 """The inner life (cognitive-plan §4): feedback, readiness, reflection, promotion, wandering, in one home.
 
 :class:`Inner` is ``archive.inner`` (issue 41 item 1); cognitive-plan §3.9, §4.2-4.7, §5.1-5.3.
+
+Inside: :mod:`.inner_writes` (outcomes, gut deltas, task attempts, milestones), :mod:`.inner_reads`
+(readiness, the inner-life page, persistent failures, the idle sample) and
+:mod:`.reflect_on_demand` (the night's inner stage now, and approving a waiting promotion). The
+rows are in ``store/inner_life.py``; the pure rules in ``cognition/mind`` (gut, idle sampling,
+tensions, promotion, readiness, ledger) and ``cognition/consolidation/tuning.py``; the night's
+stages in ``night/`` (inner_consolidation, promote, tension_review, gut_axes, frustration, tune,
+guard).
 """
 
 from __future__ import annotations

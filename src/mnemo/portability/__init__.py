@@ -2,6 +2,12 @@
 
 :class:`Portability` is ``archive.portability`` (issue 41 item 1). :meth:`Portability.restore`
 and :meth:`Portability.verify_backup` need no open archive: ``AsyncArchive.portability.restore(...)``.
+
+Inside: :mod:`.backup` (one file, one consistent snapshot of both stores; its staging and undo log
+in the private ``_staging`` and ``_restore_disk``), :mod:`.packet_format` (packets as JSON lines:
+parse, encode, export), :mod:`.packet_import` (all of them or none), :mod:`.packet_state` and
+:mod:`.packet_copy` (the consolidated state a whole copy carries), :mod:`.forks` (branch, discard,
+merge). The rows are in ``store/packets.py``, ``store/copy_state.py`` and ``store/snapshots.py``.
 """
 
 from __future__ import annotations

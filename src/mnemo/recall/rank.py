@@ -16,7 +16,7 @@ from mnemo.cognition.scoring.late import TokenVectors, combine, late_scores
 from mnemo.cognition.scoring.neighbours import smooth
 from mnemo.cognition.scoring.timeframe import in_window, query_window
 from mnemo.models import Scope
-from mnemo.recall.index import FirstStage
+from mnemo.recall.first_stage import FirstStage
 from mnemo.recall.records import Candidates, Request
 from mnemo.recall.retrieve import _lexical_scores, _score_exactly, _similarities
 from mnemo.store import search as search_rows

@@ -117,7 +117,7 @@ class Candidates:
     facts: scope_rows.RecallFacts | None = None
     """What the recall read of its scope first (which searches it can skip)."""
     stage: Any = None
-    """Where first-stage scores come from (:class:`mnemo.recall.index.FirstStage`): the scope's warm
+    """Where first-stage scores come from (:class:`mnemo.recall.first_stage.FirstStage`): the scope's warm
     read index, or SQL."""
 
 

@@ -23,7 +23,7 @@ from mnemo.config import Settings
 from mnemo.cortex import cortex_search
 from mnemo.errors import AccessDeniedError, InvalidContentError, Remedy
 from mnemo.models import Scope
-from mnemo.recall.index import FirstStage, IndexedStage, SqlStage
+from mnemo.recall.first_stage import FirstStage, IndexedStage, SqlStage
 from mnemo.recall.records import ITEM_KINDS, Candidates, Request
 from mnemo.store import passage_vectors as passage_rows
 from mnemo.store import scopes as scope_rows
@@ -198,7 +198,7 @@ async def first_stage(
     rt: Runtime, conn: psycopg.AsyncConnection, scope: Scope, facts: scope_rows.RecallFacts
 ) -> FirstStage:
     """The scope's warm read index caught up to the version the facts read, else SQL (and the
-    index is built in the background: :class:`mnemo.recall.index.ReadIndexes`)."""
+    index is built in the background: :class:`mnemo.recall.scope_index.ReadIndexes`)."""
     e, ns = scope.entity_id, scope.namespace
     sql = SqlStage(rt, conn, e, ns, exact=facts.indexed <= rt.settings.exact_scan_limit)
     index = await rt.indexes.warm(rt, conn, (e, ns, rt.slug), facts.version)

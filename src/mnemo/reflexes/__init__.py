@@ -1,6 +1,9 @@
 """Reflexes (cognitive-plan §2.6, issue 18 item 8): procedural memory and its outcomes, in one home.
 
 :class:`Reflexes` is ``archive.reflexes`` (issue 41 item 1; memory-architecture §10).
+
+Inside: :mod:`.procedures` (counting outcomes, matching a context, the causal edges). The rows are
+in ``store/reflexes.py``; the night's self-pruning is the stage ``night/reflex_pruning.py``.
 """
 
 from __future__ import annotations

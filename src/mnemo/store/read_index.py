@@ -4,7 +4,7 @@ and vectors.
 DESIGN §3 ("PostgreSQL is the truth; a read index is a cache"); seeds: memory-architecture §2.1
 (memory beside the model, no round trip per item), cognitive-plan §2.2, §2.5. Migration 0018's
 triggers bump a scope's version and log the ids of the items each write touched; a read index that
-is behind re-reads those items here (:mod:`mnemo.recall.index`).
+is behind re-reads those items here (:mod:`mnemo.recall.scope_index`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ go last weekend?": the time expression (:mod:`mnemo.cognition.text.timex`) is re
 time the question is asked at (``as_of``, default now) to a window, and a candidate is *in*
 it when its time (a turn's, a memory's event time) or a time its text speaks of ("we went
 camping last month", resolved against the item's own time) falls there. Recall then lifts the
-candidates in the window above the others (:func:`mnemo.recall.stages.time_frame`): a question that
+candidates in the window above the others (:func:`mnemo.recall.rank.time_frame`): a question that
 names a period asks about that period.
 """
 

@@ -1,0 +1,249 @@
+"""The scope read index: an in-memory copy of what first-stage retrieval reads, PostgreSQL the truth.
+
+DESIGN §3 ("PostgreSQL is the truth; a read index is a cache"). Seeds: memory-architecture §2.1
+(memory shares the machine with the model: no network round trip per item), cognitive-plan §2.2,
+§2.5 (hybrid candidates), archive-adr §3.1 (pre-filter to the scope, then score a subset).
+
+A process that serves recall keeps, per hot scope, the scope's BM25 postings, its live vectors in
+the active space, and the token embeddings the late-interaction scan reads. It only *proposes*:
+
+- **coherence**: every write bumps the scope's version and logs the items it touched (migration
+  0018's triggers, in the writing transaction). A recall reads the version in its first statement;
+  an index that is behind re-reads the logged items (:meth:`ScopeIndex.catch_up`), or is rebuilt
+  when the log was pruned past it;
+- **safety**: what the index proposes is fetched from PostgreSQL by statements that re-check scope
+  and status, so a stale index can never return a forgotten item; ``forget`` and ``purge`` drop the
+  local copy at once (:meth:`ReadIndexes.drop`);
+- **cold path**: a scope without an index is answered through SQL alone
+  (:class:`~mnemo.recall.first_stage.SqlStage`) while its index is built in the background, on a
+  connection of the store's background pool (``pool_reserve``), so a build and the requests never
+  wait for each other's connections;
+  ``index_mb`` evicts the least recently used scopes and ``index=false`` turns the whole thing off.
+
+Both ways answer through one interface (:class:`~mnemo.recall.first_stage.FirstStage`), so the
+recall pipeline is the same whether the index is warm or not, and every score is the one SQL
+would give (BM25 over the same postings and statistics; cosine over the same halfvec values; MaxSim
+over the same items).
+
+The parts live beside this module: :mod:`~mnemo.recall.index_postings` (the items' slots and BM25
+postings), :mod:`~mnemo.recall.index_vectors` (the dense vectors and the late-interaction tokens),
+:mod:`~mnemo.recall.index_utterances` (the turns' and lines' places); the two ways of answering in
+:mod:`~mnemo.recall.first_stage`. This module holds one scope's index, its build and catch-up, and
+the process's indexes within ``index_mb``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import psycopg
+
+from mnemo.recall.index_postings import ALL_KINDS, LexicalIndex
+from mnemo.recall.index_utterances import UtteranceIndex
+from mnemo.recall.index_vectors import DenseIndex, LateIndex
+from mnemo.store import read_index as index_rows
+from mnemo.store import token_vectors as token_rows
+from mnemo.store import vectors as vector_rows
+
+if TYPE_CHECKING:
+    from mnemo._runtime import Runtime
+
+__all__ = ["ReadIndexes", "ScopeIndex", "ScopeKey", "build_index"]
+
+log = logging.getLogger(__name__)
+
+ScopeKey = tuple[str, str, str]  # entity, namespace, slug
+
+
+# --- one scope's index --------------------------------------------------------------------------
+@dataclass(slots=True)
+class ScopeIndex:
+    """One scope's read index at :attr:`version` (see the module docstring)."""
+
+    key: ScopeKey
+    version: int
+    lexicon: LexicalIndex
+    vectors: DenseIndex
+    late: LateIndex
+    utterances: UtteranceIndex
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def nbytes(self) -> int:
+        return self.lexicon.nbytes + self.vectors.nbytes + self.late.nbytes + self.utterances.nbytes
+
+    @property
+    def size(self) -> int:
+        return len(self.vectors.items.slot)
+
+    @property
+    def bloated(self) -> bool:
+        """Whether changed and removed items' old entries outnumber the live ones (then a fresh
+        build in the background replaces it; until then it answers as it is)."""
+        return any(part.dead > max(1024, len(part.slot)) for part in (self.lexicon.items, self.vectors.items))
+
+    async def catch_up(self, rt: Runtime, conn: psycopg.AsyncConnection) -> bool:
+        """Re-read every item the scope's writes touched since :attr:`version`; False when the log no
+        longer reaches back (rebuild instead)."""
+        e, ns, slug = self.key
+        changes = await index_rows.changes_since(conn, e, ns, self.version)
+        if changes is None:
+            return False
+        if changes.version <= self.version:
+            return True
+        touched = changes.items
+        for item in touched:
+            self.lexicon.items.remove(item)
+            self.vectors.items.remove(item)
+            self.utterances.remove(item)
+            self.late.token_ids.pop(item, None)  # read again if it is still listed
+        self.late.forget(touched)
+        self.lexicon.load(await index_rows.postings(conn, e, ns, touched))
+        self.utterances.load(await index_rows.utterances(conn, e, ns, touched))
+        self.vectors.load(*await index_rows.dense_rows(conn, rt.table, e, ns, slug, touched))
+        await _load_late(rt, conn, self.key, self.late)
+        self.version = changes.version
+        return True
+
+
+async def build_index(rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey) -> ScopeIndex:
+    """Read a scope's whole index from PostgreSQL, at the version read first (changes committed
+    while it reads are re-read by the next catch-up, so nothing is missed)."""
+    e, ns, slug = key
+    version, _ = await index_rows.scope_version(conn, e, ns)
+    postings = await index_rows.postings(conn, e, ns)
+    dense = await index_rows.dense_rows(conn, rt.table, e, ns, slug)
+    late = LateIndex()
+    await _load_late(rt, conn, key, late)
+    said = await index_rows.utterances(conn, e, ns)
+
+    def assemble() -> ScopeIndex:  # in a worker thread: a large scope's layout never stalls the event loop
+        lexicon_ = LexicalIndex()
+        lexicon_.load(postings)
+        vectors = DenseIndex(rt.embeddings.dim)
+        vectors.load(*dense)
+        utterances = UtteranceIndex()
+        utterances.load(said)
+        return ScopeIndex(key, version, lexicon_, vectors, late, utterances)
+
+    return await asyncio.to_thread(assemble)
+
+
+async def _load_late(rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey, late: LateIndex) -> None:
+    """List the scope's scannable items again and read the token embeddings of those new to it."""
+    e, ns, slug = key
+    limit = rt.settings.late_scan_limit
+    items = await vector_rows.scope_items(conn, rt.table, e, ns, slug, ALL_KINDS, limit + 1)
+    late.items = items
+    late.complete = len(items) <= limit and rt.settings.late_retrieval
+    if not late.complete:
+        late.token_ids.clear()
+        late.indexes.clear()
+        return
+    listed = {i for i, _, size in items if size is not None}
+    for gone in [i for i in late.token_ids if i not in listed]:
+        del late.token_ids[gone]
+    new = [i for i in listed if i not in late.token_ids]
+    late.token_ids.update(await token_rows.fetch(conn, e, ns, slug, new))
+
+
+# --- the process's indexes ------------------------------------------------------------------------
+class ReadIndexes:
+    """This process's scope read indexes, least recently used first, within ``index_mb``."""
+
+    def __init__(self) -> None:
+        self._scopes: OrderedDict[ScopeKey, ScopeIndex] = OrderedDict()
+        self._building: dict[ScopeKey, asyncio.Task[None]] = {}
+        self.builds = 0
+        self._too_big: set[ScopeKey] = set()  # scopes whose index alone exceeds the budget
+        self.max_bytes: int | None = None
+        """A budget in bytes instead of the settings' ``index_mb`` (tests, benchmarks)."""
+
+    def __len__(self) -> int:
+        return len(self._scopes)
+
+    def held(self, key: ScopeKey) -> ScopeIndex | None:
+        return self._scopes.get(key)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(i.nbytes for i in self._scopes.values())
+
+    async def warm(self, rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey, version: int) -> ScopeIndex | None:
+        """The scope's index, caught up to at least ``version``; None when there is none yet (one is
+        then built in the background) or indexing is off."""
+        if not rt.settings.index:
+            return None
+        index = self._scopes.get(key)
+        if index is None:
+            self._build_later(rt, key)
+            return None
+        if index.version < version:
+            async with index.lock:
+                if index.version < version and not await index.catch_up(rt, conn):
+                    self._scopes.pop(key, None)
+                    self._build_later(rt, key)
+                    return None
+            if index.bloated:
+                self._build_later(rt, key)
+        self._scopes.move_to_end(key)
+        return index
+
+    async def ensure(self, rt: Runtime, key: ScopeKey) -> ScopeIndex | None:
+        """Build the scope's index now, if indexing is on (benchmarks, tests, a service warming up)."""
+        if not rt.settings.index:
+            return None
+        if key not in self._scopes:
+            async with rt.store.background() as conn:  # never waits behind requests for a connection
+                self._keep(rt, key, await build_index(rt, conn, key))
+        return self._scopes.get(key)
+
+    def _build_later(self, rt: Runtime, key: ScopeKey) -> None:
+        if key in self._building or key in self._too_big:
+            return
+        self._building[key] = asyncio.get_running_loop().create_task(self._build(rt, key))
+
+    async def _build(self, rt: Runtime, key: ScopeKey) -> None:
+        try:
+            async with rt.store.background() as conn:  # the reserved pool: no request's connection
+                index = await build_index(rt, conn, key)
+            self._keep(rt, key, index)
+        except Exception:  # the SQL path keeps answering; the next recall tries again
+            log.exception("building the read index of %s/%s failed", key[0], key[1])
+        finally:
+            self._building.pop(key, None)
+
+    def _keep(self, rt: Runtime, key: ScopeKey, index: ScopeIndex) -> None:
+        self.builds += 1
+        budget = self.max_bytes if self.max_bytes is not None else rt.settings.index_mb << 20
+        if index.nbytes > budget:  # answered through SQL; not built again at every recall
+            self._too_big.add(key)
+            return
+        self._scopes[key] = index
+        self._scopes.move_to_end(key)
+        while self.nbytes > budget and len(self._scopes) > 1:
+            self._scopes.popitem(last=False)
+
+    def drop(self, entity_id: str, namespace: str | None = None) -> None:
+        """Forget every index of the entity (of one namespace): ``forget`` and ``purge`` call this."""
+        for key in [k for k in (*self._scopes, *self._building) if k[0] == entity_id and namespace in (None, k[1])]:
+            self._scopes.pop(key, None)
+            self._too_big.discard(key)
+            task = self._building.pop(key, None)
+            if task is not None:
+                task.cancel()
+
+    async def close(self) -> None:
+        tasks = list(self._building.values())
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        self._building.clear()
+        self._scopes.clear()
