@@ -29,10 +29,9 @@ from typing import Any
 
 from long_items import long_items
 
-from mnemo import AsyncArchive, Scope, Settings
+from mnemo import AsyncArchive, Scope, Settings, TurnInput
 from mnemo.bench.locomo import load_locomo
 from mnemo.embed import load_embedder
-from mnemo.write.formats import TurnInput
 
 
 async def _round(archive: AsyncArchive, parts: list[list[TurnInput]], name: str) -> dict[str, float]:

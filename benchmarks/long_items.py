@@ -26,11 +26,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mnemo import AsyncArchive, Refusal, Scope, Settings
+from mnemo import AsyncArchive, Refusal, Scope, Settings, TurnInput
 from mnemo.bench.locomo import Conversation, load_locomo
 from mnemo.bench.metrics import mean, percentile, recall_any_at_k, recall_at_k
 from mnemo.embed import Embeddings, load_embedder
-from mnemo.write.formats import TurnInput
 
 KS = (1, 5, 10)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mnemo.cognition.consolidation.curation import Classification
 from mnemo.cognition.scoring.weights import StochasticWeight
 from mnemo.config import Settings
 from mnemo.errors import (
@@ -44,38 +45,60 @@ from mnemo.errors import (
 from mnemo.models import (
     BackupManifest,
     Belief,
+    CausalEdge,
     ContextBlock,
     ContextItem,
     Curation,
+    Database,
     EntityFacts,
     ExcerptLine,
     Fact,
+    FailurePatternRecord,
     FlushReport,
     GateOutcome,
+    GutAxis,
+    HeldInput,
     Hit,
     ImportReport,
+    InnerLife,
+    Item,
+    ListedMemory,
     Maturity,
     Memory,
     MemoryHistory,
+    MemoryPage,
+    Milestone,
     NightReport,
     Observation,
+    PacketImport,
+    Principal,
+    Readiness,
     RecallResult,
     Reflex,
     Refusal,
+    SafetyRecord,
     Scope,
     ScopeSummary,
     Status,
+    TaskAttempt,
+    Tension,
     TokenInfo,
     TreeNode,
+    TuningStep,
     Turn,
+    TurnInput,
     Verdict,
+    Wandering,
     WeightChange,
     to_jsonable,
 )
 
 if TYPE_CHECKING:
     from mnemo._sync import Archive
+    from mnemo.admin.inspector import Inspector
+    from mnemo.admin.probes import Probes
     from mnemo.archive import AsyncArchive, as_process
+    from mnemo.embed import Embeddings
     from mnemo.store.extensions import Extension
 
 __version__ = "0.1.0"
@@ -88,16 +111,20 @@ __all__ = [
     "BackupError",
     "BackupManifest",
     "Belief",
+    "CausalEdge",
+    "Classification",
     "ConfigurationError",
     "ContentTooLargeError",
     "ContextBlock",
     "ContextItem",
     "CortexError",
     "Curation",
+    "Database",
     "DatabaseError",
     "DatabaseUnavailableError",
     "DimensionMismatchError",
     "EmbedderError",
+    "Embeddings",
     "EmptyContentError",
     "EndpointError",
     "EntityFacts",
@@ -105,36 +132,55 @@ __all__ = [
     "Extension",
     "ExtensionMissingError",
     "Fact",
+    "FailurePatternRecord",
     "FlushReport",
     "GateOutcome",
+    "GutAxis",
+    "HeldInput",
     "Hit",
     "ImportReport",
+    "InnerLife",
+    "Inspector",
     "InvalidContentError",
     "InvalidInputError",
     "InvalidScopeError",
+    "Item",
+    "ListedMemory",
     "MalformedImportError",
     "Maturity",
     "Memory",
     "MemoryHistory",
+    "MemoryPage",
     "MigrationError",
+    "Milestone",
     "MnemoError",
     "NightReport",
     "NotFoundError",
     "Observation",
+    "PacketImport",
+    "Principal",
+    "Probes",
+    "Readiness",
     "RecallResult",
     "Reflex",
     "Refusal",
+    "SafetyRecord",
     "Scope",
     "ScopeSummary",
     "Settings",
     "Status",
     "StochasticWeight",
+    "TaskAttempt",
+    "Tension",
     "TokenInfo",
     "TreeNode",
+    "TuningStep",
     "Turn",
+    "TurnInput",
     "UnknownItemError",
     "UnknownScopeError",
     "Verdict",
+    "Wandering",
     "WeightChange",
     "WorkerError",
     "as_process",
@@ -143,7 +189,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``Archive``, ``AsyncArchive``, ``as_process`` and ``Extension``, imported on first use (PEP 562)."""
+    """``Archive``, ``AsyncArchive``, ``as_process``, ``Extension``, ``Embeddings``, ``Inspector`` and
+    ``Probes``, imported on first use (PEP 562): they bring the store, the models and the web stack."""
     if name == "Archive":
         from mnemo._sync import Archive
 
@@ -160,4 +207,16 @@ def __getattr__(name: str) -> Any:
         from mnemo.store.extensions import Extension
 
         return Extension
+    if name == "Embeddings":
+        from mnemo.embed import Embeddings
+
+        return Embeddings
+    if name == "Inspector":
+        from mnemo.admin.inspector import Inspector
+
+        return Inspector
+    if name == "Probes":
+        from mnemo.admin.probes import Probes
+
+        return Probes
     raise AttributeError(f"module 'mnemo' has no attribute {name!r}")
