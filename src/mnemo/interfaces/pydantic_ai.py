@@ -21,7 +21,7 @@ from typing import Any
 from pydantic_ai import RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
-from mnemo._sync import Archive
+from mnemo import Archive
 from mnemo.archive import AsyncArchive
 from mnemo.errors import MnemoError
 from mnemo.models import MEMORY_KINDS, Hit, Refusal, Scope

@@ -160,7 +160,7 @@ def ask(svc: LocalService, method: str, path: str, entity: str, body: Any = None
 def open_archive(config: Settings | None = None) -> Archive:
     """The archive from ``config`` (default: ``MNEMO_*`` settings), with warnings on stderr. The
     embedding model loads only when a command first embeds or counts tokens."""
-    from mnemo._sync import Archive
+    from mnemo import Archive
 
     logging.basicConfig(level=logging.WARNING, format="warning: %(message)s", stream=sys.stderr)
     config = config or settings()
