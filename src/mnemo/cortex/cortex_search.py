@@ -25,6 +25,7 @@ import psycopg
 
 from mnemo._runtime import Runtime
 from mnemo.cognition.scoring.bifocal import select_excerpt
+from mnemo.cognition.scoring.blend_components import RELEVANCE
 from mnemo.cortex.lance_tables import ScopeVectors, quoted
 from mnemo.models import ExcerptLine, Hit, Role, Scope
 from mnemo.store import tiers
@@ -139,6 +140,7 @@ async def at_level(rt: Runtime, scope: Scope, vector: np.ndarray, level: int, k:
     scored.sort(key=lambda x: (-x[0], x[1]["id"]))
     hits = []
     for rank, (similarity, row) in enumerate(scored[:k], start=1):
+        relevance: dict[str, Any] = {RELEVANCE: similarity}  # a node is not blended: its relevance is its similarity
         hits.append(
             Hit(
                 id=uuid.UUID(row["id"]),
@@ -156,7 +158,7 @@ async def at_level(rt: Runtime, scope: Scope, vector: np.ndarray, level: int, k:
                 tier="cortex",
                 level=int(row["level"]),
                 gist=row["summary"],
-                search=similarity,
+                **relevance,
             )
         )
     return hits
