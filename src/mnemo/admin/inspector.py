@@ -33,13 +33,13 @@ class Inspector:
     """The inspector's view of the archive for ``reader`` (an entity; ``namespace`` when its token
     is limited to one)."""
 
-    rt: Runtime
+    _rt: Runtime
     reader: str
     namespace: str | None = None
     ENTITIES: ClassVar[int] = ENTITIES
 
     async def scopes(self) -> list[dict[str, Any]]:
-        async with self.rt.store.connection() as conn:
+        async with self._rt.store.connection() as conn:
             found = await inspect_rows.visible_scopes(conn, self.reader)
         return [asdict(s) for s in found if self.namespace is None or not s.owner or s.namespace == self.namespace]
 
@@ -48,7 +48,7 @@ class Inspector:
         whether it exists or not."""
         if self.namespace is not None and scope.entity_id == self.reader and scope.namespace != self.namespace:
             raise UnknownScopeError(f"no scope {scope} here")
-        async with self.rt.store.connection() as conn:
+        async with self._rt.store.connection() as conn:
             exists, allowed = await scope_rows.read_access(conn, scope.entity_id, scope.namespace, self.reader)
         if not (exists and allowed):
             raise UnknownScopeError(f"no scope {scope} here")
@@ -61,12 +61,12 @@ class Inspector:
 
     async def queue(self) -> dict[str, int]:
         """Background jobs by status (the whole archive's: workers serve every scope)."""
-        async with self.rt.store.connection() as conn:
+        async with self._rt.store.connection() as conn:
             return dict(await status_rows.queue_depth(conn))
 
     async def overview(self, scope: Scope) -> dict[str, Any]:
         await self.readable(scope)
-        async with self.rt.store.connection() as conn:
+        async with self._rt.store.connection() as conn:
             counts = await inspect_rows.scope_counts(conn, scope.entity_id, scope.namespace)
             runs = await inspect_rows.night_runs(conn, scope.entity_id, scope.namespace, 5)
         return {"counts": asdict(counts), "runs": [asdict(r) for r in runs]}
@@ -76,7 +76,7 @@ class Inspector:
     ) -> tuple[list[dict[str, Any]], tuple[datetime, uuid.UUID] | None]:
         """One page of memories and the key of the next page (None: the last one)."""
         await self.readable(scope)
-        async with self.rt.store.connection() as conn:
+        async with self._rt.store.connection() as conn:
             rows = await inspect_rows.browse(
                 conn, scope.entity_id, scope.namespace, before=before, limit=PAGE + 1, **filters
             )
@@ -86,7 +86,7 @@ class Inspector:
     async def memory(self, scope: Scope, memory_id: uuid.UUID | str) -> dict[str, Any]:
         await self.readable(scope)
         wanted = check_id(memory_id, label="memory id")
-        async with self.rt.store.connection() as conn:
+        async with self._rt.store.connection() as conn:
             row = await inspect_rows.memory(conn, scope.entity_id, scope.namespace, wanted)
             if row is None:
                 raise UnknownItemError(f"no memory {wanted} in scope {scope}")
@@ -95,13 +95,13 @@ class Inspector:
 
     async def episodes(self, scope: Scope, before: datetime | None = None) -> list[dict[str, Any]]:
         await self.readable(scope)
-        async with self.rt.store.connection() as conn:
+        async with self._rt.store.connection() as conn:
             return [asdict(b) for b in await inspect_rows.blocks(conn, scope.entity_id, scope.namespace, before, PAGE)]
 
     async def episode(self, scope: Scope, block_id: uuid.UUID | str) -> dict[str, Any]:
         await self.readable(scope)
         wanted = check_id(block_id, label="episode id")
-        async with self.rt.store.connection() as conn:
+        async with self._rt.store.connection() as conn:
             row = await inspect_rows.block(conn, scope.entity_id, scope.namespace, wanted)
             if row is None:
                 raise UnknownItemError(f"no episode {wanted} in scope {scope}")
@@ -112,14 +112,14 @@ class Inspector:
     async def entities(self, scope: Scope) -> list[dict[str, Any]]:
         """The scope's :data:`ENTITIES` most mentioned entities, for the facts page to start from."""
         await self.readable(scope)
-        async with self.rt.store.connection() as conn:
+        async with self._rt.store.connection() as conn:
             return [asdict(e) for e in await inspect_rows.entities(conn, scope.entity_id, scope.namespace, ENTITIES)]
 
     async def audit(
         self, scope: Scope, *, what: str, enforced: bool | None, reason: str | None
     ) -> list[dict[str, Any]]:
         await self.readable(scope)
-        async with self.rt.store.connection() as conn:
+        async with self._rt.store.connection() as conn:
             rows = await inspect_rows.audit(
                 conn, scope.entity_id, scope.namespace, what=what, enforced=enforced, reason=reason, limit=200
             )
@@ -127,7 +127,7 @@ class Inspector:
 
     async def curation(self, scope: Scope) -> list[dict[str, Any]]:
         await self.readable(scope)
-        async with self.rt.store.connection() as conn:
+        async with self._rt.store.connection() as conn:
             return [asdict(v) for v in await inspect_rows.curation(conn, scope.entity_id, scope.namespace)]
 
     # --- actions (the owner's; each one audited) ---------------------------------------------
@@ -135,7 +135,7 @@ class Inspector:
     async def anchor(self, scope: Scope, memory_id: uuid.UUID | str, anchored: bool) -> None:
         await self.owned(scope)
         wanted = check_id(memory_id, label="memory id")
-        async with self.rt.store.transaction() as conn:
+        async with self._rt.store.transaction() as conn:
             if not await inspect_rows.set_anchored(conn, scope.entity_id, scope.namespace, wanted, anchored):
                 raise UnknownItemError(f"no memory {wanted} in scope {scope}")
             action = "anchor" if anchored else "unanchor"
@@ -143,7 +143,7 @@ class Inspector:
 
     async def audited(self, scope: Scope, item_id: uuid.UUID | None, action: str, detail: dict[str, Any]) -> None:
         """Record an action done through the archive's own API (forget, supersede, apply)."""
-        async with self.rt.store.transaction() as conn:
+        async with self._rt.store.transaction() as conn:
             await inspect_rows.record_action(
                 conn, scope.entity_id, scope.namespace, item_id, action, self.reader, detail
             )
