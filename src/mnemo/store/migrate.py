@@ -3,7 +3,9 @@
 Files in ``migrations/`` are named ``NNNN_name.sql``. Each pending file runs in
 one transaction together with its row in ``mnemo.schema_migrations`` under an
 advisory lock, so concurrent starts cannot apply a migration twice and a failed
-migration leaves nothing behind. An applied file whose text changed is refused.
+migration leaves nothing behind. An applied file whose text changed is refused, except the
+comment-only edits made after a release, whose earlier checksums are listed in :data:`EARLIER`
+(a database that applied the earlier text opens as before).
 """
 
 from __future__ import annotations
@@ -22,12 +24,20 @@ __all__ = ["Migration", "apply_migrations", "load_migrations", "pending"]
 _LOCK_KEY = 0x6D6E656D6F  # "mnemo"
 _NAME_RE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
+EARLIER: dict[int, frozenset[str]] = {
+    # 0020: a comment renamed mnemo.cognition.identity after databases had applied it (4e710e5)
+    20: frozenset({"4c44b36b8ad82e021125c72690c3f4026e587a0450e0a18d3a69cfe5d1c42a8f"}),
+}
+"""Checksums of earlier texts of mnemo's own migrations that differ only in comments: still accepted."""
+
 
 @dataclass(frozen=True, slots=True)
 class Migration:
     version: int
     name: str
     sql: str
+    earlier: frozenset[str] = frozenset()
+    """Checksums of earlier texts of this migration that differ from it only in comments."""
 
     @property
     def checksum(self) -> str:
@@ -40,7 +50,9 @@ def load_migrations() -> list[Migration]:
     for entry in resources.files("mnemo.store").joinpath("migrations").iterdir():
         match = _NAME_RE.match(entry.name)
         if match:
-            found.append(Migration(int(match.group(1)), match.group(2), entry.read_text(encoding="utf-8")))
+            version = int(match.group(1))
+            text = entry.read_text(encoding="utf-8")
+            found.append(Migration(version, match.group(2), text, EARLIER.get(version, frozenset())))
     found.sort(key=lambda m: m.version)
     versions = [m.version for m in found]
     if len(set(versions)) != len(versions):
@@ -56,7 +68,8 @@ def pending(migrations: list[Migration], recorded: dict[int, str], owner: str, r
     if unknown:
         raise MigrationError(f"the database has migrations {unknown} that {owner} does not know; {remedy}")
     for migration in migrations:
-        if migration.version in recorded and recorded[migration.version] != migration.checksum:
+        accepted = {migration.checksum, *migration.earlier}
+        if migration.version in recorded and recorded[migration.version] not in accepted:
             raise MigrationError(
                 f"migration {migration.version:04d}_{migration.name} of {owner} changed after it was applied; "
                 "add a new migration instead of editing an applied one"
