@@ -7,7 +7,7 @@ diminishing returns ``gain / log2(evidence + 1)``).
 
 Weights are immutable values: :meth:`StochasticWeight.reinforce` and
 :meth:`StochasticWeight.contradict` return new weights. Every change that is
-stored goes through :func:`mnemo._dynamics.change_weight`, which adds the audit
+stored goes through :func:`mnemo._dynamics.change_weights`, which adds the audit
 row and the safety checks of :mod:`mnemo.cognition.scoring.safety`.
 """
 
