@@ -9,7 +9,9 @@ overhead; ONNX Runtime runs the same graph in a few. :func:`onnx_encoder` export
 transformer with ``torch.onnx`` from the files on disk (never a download), checks that the
 exported graph gives the PyTorch model's sentence and token embeddings (cosine above
 :data:`AGREEMENT`), and keeps it under the cache directory (``home``/models by default) keyed by
-the model files' names, sizes and times, so the next process loads it without importing torch.
+the model files' names, sizes and times, so the next process loads it without importing torch;
+its tokenizer is the model's ``tokenizer.json`` read by ``tokenizers`` (:class:`FastTokenizer`:
+``transformers`` would import torch, seconds on every embedding command), giving the same ids.
 Export is atomic (a temporary directory renamed into place, under a file lock): a crash leaves
 nothing half-written.
 
@@ -40,7 +42,7 @@ import numpy as np
 from mnemo.cognition.scoring.late import TokenVectors
 from mnemo.errors import EmbedderError
 
-__all__ = ["AGREEMENT", "OnnxEncoder", "Pipeline", "onnx_encoder", "pipeline_of"]
+__all__ = ["AGREEMENT", "FastTokenizer", "OnnxEncoder", "Pipeline", "load_tokenizer", "onnx_encoder", "pipeline_of"]
 
 _log = logging.getLogger("mnemo")
 
@@ -121,6 +123,105 @@ class _LockedTokenizer:
                 return value(*args, **kwargs)
 
         return locked
+
+
+class FastTokenizer:
+    """A model's ``tokenizer.json`` through the ``tokenizers`` library, called as a Hugging Face
+    fast tokenizer is (the calls mnemo makes): the same ids, masks and offsets, without importing
+    ``transformers`` (which imports torch: seconds on every embedding command).
+
+    Not thread-safe (padding and truncation are set on each call): use it under a lock, as
+    :class:`OnnxEncoder` does.
+    """
+
+    def __init__(self, tokenizer: Any, config: dict[str, Any] | None = None) -> None:
+        config = config or {}
+        self._tokenizer = tokenizer
+        limit = config.get("model_max_length")
+        self.model_max_length: int | None = limit if isinstance(limit, int) and limit < 10**9 else None
+        self.all_special_ids = sorted(i for i, token in tokenizer.get_added_tokens_decoder().items() if token.special)
+        padding = dict(tokenizer.padding or {})
+        pad = config.get("pad_token")
+        if isinstance(pad, str) and tokenizer.token_to_id(pad) is not None:
+            padding |= {"pad_token": pad, "pad_id": tokenizer.token_to_id(pad)}
+        self._padding = {
+            "direction": config.get("padding_side") or padding.get("direction", "right"),
+            "pad_id": padding.get("pad_id", 0),
+            "pad_type_id": padding.get("pad_type_id", 0),
+            "pad_token": padding.get("pad_token", "[PAD]"),
+        }
+
+    @classmethod
+    def from_directory(cls, directory: Path) -> FastTokenizer | None:
+        """The directory's ``tokenizer.json``, or None when it has none or its ``tokenizer_config.json``
+        asks for casing or accents other than the file's normaliser (``transformers`` would rebuild it)."""
+        from tokenizers import Tokenizer
+
+        file = directory / "tokenizer.json"
+        if not file.is_file():
+            return None
+        config: dict[str, Any] = {}
+        with contextlib.suppress(OSError, ValueError):
+            config = json.loads((directory / "tokenizer_config.json").read_text())
+        normalizer = json.loads(file.read_text()).get("normalizer") or {}
+        for key, option in (("do_lower_case", "lowercase"), ("strip_accents", "strip_accents")):
+            if key in config and normalizer.get("type") == "BertNormalizer" and config[key] != normalizer.get(option):
+                return None
+        return cls(Tokenizer.from_file(str(file)), config)
+
+    def __call__(
+        self,
+        text: str | Sequence[str],
+        *,
+        add_special_tokens: bool = True,
+        padding: bool = False,
+        truncation: bool = False,
+        max_length: int | None = None,
+        return_tensors: str | None = None,
+        return_offsets_mapping: bool = False,
+    ) -> dict[str, Any]:
+        """``input_ids``, ``token_type_ids``, ``attention_mask`` (and ``offset_mapping``) of a text
+        (flat lists) or of texts (a list each, or ``(n, tokens)`` arrays with ``return_tensors="np"``)."""
+        single = isinstance(text, str)
+        tokenizer = self._tokenizer
+        limit = max_length if max_length is not None else self.model_max_length
+        if truncation and limit is not None:
+            tokenizer.enable_truncation(limit, stride=0, strategy="longest_first", direction="right")
+        else:
+            tokenizer.no_truncation()
+        if padding and not single:
+            tokenizer.enable_padding(**self._padding)
+        else:
+            tokenizer.no_padding()
+        texts = [text] if single else list(text)
+        encodings = tokenizer.encode_batch(texts, add_special_tokens=add_special_tokens) if texts else []
+        out: dict[str, Any] = {
+            "input_ids": [e.ids for e in encodings],
+            "token_type_ids": [e.type_ids for e in encodings],
+            "attention_mask": [e.attention_mask for e in encodings],
+        }
+        if return_offsets_mapping:
+            out["offset_mapping"] = [e.offsets for e in encodings]
+        if return_tensors == "np":
+            return {k: np.array(v, dtype=np.int64) for k, v in out.items()}
+        if return_tensors is not None:
+            raise ValueError(f"return_tensors={return_tensors!r}: only 'np' is supported")
+        return {k: v[0] for k, v in out.items()} if single else out
+
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
+        """The text of ``ids`` (special tokens kept unless ``skip_special_tokens``)."""
+        return str(self._tokenizer.decode(list(ids), skip_special_tokens=skip_special_tokens))
+
+
+def load_tokenizer(directory: Path) -> Any:
+    """The tokenizer of a Hugging Face model directory, from its files (never a download): its
+    ``tokenizer.json`` through ``tokenizers`` (:class:`FastTokenizer`), else ``transformers``."""
+    fast = FastTokenizer.from_directory(directory)
+    if fast is not None:
+        return fast
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(directory), local_files_only=True)
 
 
 class OnnxEncoder:
@@ -213,7 +314,6 @@ def onnx_encoder(path: str, pipeline: Pipeline, cache_dir: Path, truncate_dim: i
 def _load(path: str, pipeline: Pipeline, cache_dir: Path, truncate_dim: int | None) -> OnnxEncoder:
     try:
         import onnxruntime
-        from transformers import AutoTokenizer
     except ImportError as exc:
         raise EmbedderError(f"the ONNX backend needs onnxruntime: {exc}") from exc
     target = cache_dir / _key(pipeline)
@@ -230,7 +330,7 @@ def _load(path: str, pipeline: Pipeline, cache_dir: Path, truncate_dim: int | No
         session = onnxruntime.InferenceSession(
             str(target / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
         )
-        tokenizer = AutoTokenizer.from_pretrained(str(pipeline.transformer), local_files_only=True)
+        tokenizer = load_tokenizer(pipeline.transformer)
     except Exception as exc:
         raise EmbedderError(f"cannot load the exported model {target}: {exc}; delete it to export again") from exc
     return OnnxEncoder(session, tokenizer, pipeline, truncate_dim)
@@ -316,12 +416,11 @@ def _write_graph(pipeline: Pipeline, file: Path) -> None:
 def _agree(path: str, pipeline: Pipeline, work: Path, truncate_dim: int | None) -> None:
     """Refuse an export whose embeddings differ from PyTorch's beyond float noise."""
     import onnxruntime
-    from transformers import AutoTokenizer
 
     from mnemo.embed import _content_tokens, _st_model
 
     session = onnxruntime.InferenceSession(str(work / "model.onnx"), providers=["CPUExecutionProvider"])
-    tokenizer = AutoTokenizer.from_pretrained(str(pipeline.transformer), local_files_only=True)
+    tokenizer = load_tokenizer(pipeline.transformer)
     exported = OnnxEncoder(session, tokenizer, pipeline, truncate_dim)
     vectors, tokens = exported.encode(list(PROBES), batch_size=2)
     model = _st_model(path, truncate_dim)
