@@ -4,14 +4,18 @@ their places, and that a model file that cannot be used stops the archive from o
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mnemo import AsyncArchive, RecallResult, Scope, Settings
 from mnemo.cognition.scoring.ranker import FEATURES, Ranker
 from mnemo.embed import Embeddings
 from mnemo.errors import ConfigurationError
+from mnemo.recall.first_stage import Said, SqlStage
 
 ME = Scope("ana", "chat")
 TURNS = [
@@ -154,3 +158,57 @@ async def test_a_session_penalty_gives_the_second_session_a_place_in_the_top(
     assert [h.session_id for h in hand.hits] == ["s1", "s1"]  # by hand, one session holds the top
     assert {h.session_id for h in spreading.hits} == {"s1", "s2"}
     assert spreading.hits[0].id == hand.hits[0].id  # the best stays first
+
+
+async def _pool_of(archive: AsyncArchive, *, warm: bool) -> tuple[tuple[object, ...], list[list[float]], int]:
+    """The learned stage's pool for :data:`QUESTION` (and how often it read texts through SQL),
+    after the scope's read index is built (``warm``) or with none."""
+    if warm:
+        assert await archive._rt.indexes.ensure(archive._rt, (ME.entity_id, ME.namespace, archive._rt.slug))
+    calls = []
+    sql_said = SqlStage.said
+
+    async def counted(self: SqlStage, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Said]:
+        calls.append(list(ids))
+        return await sql_said(self, ids)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(SqlStage, "said", counted)
+        with archive.inspect.probes().capturing() as capture:
+            await archive.recall(ME, QUESTION, 6, read_only=True)
+    assert len(capture.pools) == 1
+    pool = capture.pools[0]
+    return pool.ids, pool.matrix.tolist(), len(calls)
+
+
+async def test_the_learned_stage_reads_speakers_from_the_read_index_as_sql_gives_them(
+    database_url: str, embeddings: Embeddings
+) -> None:
+    archive = await _open(database_url, embeddings)
+    sql_only = await _open(database_url, embeddings, index=False)
+    try:
+        await _fill(archive)
+        await archive.remember(ME, "Ana keeps the blue bowl from Ben's pottery class on the shelf.")
+        await archive._rt.backfill.wait()
+        indexed = await _pool_of(archive, warm=True)
+        await archive.record_turn(ME, "s3", "user", "Ana asked Ben to glaze another blue bowl.", speaker="Ben")
+        await archive._rt.backfill.wait()
+        caught_up = await _pool_of(archive, warm=True)  # the new turn comes in through the change log
+        by_sql = await _pool_of(sql_only, warm=False)
+    finally:
+        await sql_only.close()
+        await archive.close()
+    ids, matrix, reads = indexed
+    assert reads == 0  # the warm index held every head item's text and speaker: no SQL read
+    assert caught_up[2] == 0
+    assert by_sql[2] == 1  # index=false: the texts are read through SQL, once
+    # the same head; what the texts give (names, speaker) to the bit; the scores' features as the
+    # read index's float32 scores give them (test_read_index: within its TIE of SQL's)
+    assert caught_up[0] == by_sql[0]
+    for name in ("names", "speaker"):
+        n = FEATURES.index(name)
+        assert [row[n] for row in caught_up[1]] == [row[n] for row in by_sql[1]], name
+    assert np.allclose(caught_up[1], by_sql[1], rtol=0, atol=1e-6)
+    assert len(ids) > len(TURNS) - 1 and len(caught_up[0]) == len(ids) + 1
+    speaker = FEATURES.index("speaker")
+    assert 0.0 < sum(row[speaker] for row in matrix) < len(matrix)  # Ana's turns, not Ben's nor the memory

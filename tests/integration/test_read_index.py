@@ -90,6 +90,7 @@ def contents(index: ScopeIndex) -> dict[str, object]:
         "vectors": {i: (vectors.items.kinds[s], vectors.matrix[s].tobytes()) for i, s in live.items()},
         "late": (index.late.complete, sorted(index.late.items)),
         "tokens": {i: (tv.ids.tobytes(), tv.vectors.tobytes()) for i, tv in index.late.token_ids.items()},
+        "said": (index.said, index.said_bytes),
     }
 
 

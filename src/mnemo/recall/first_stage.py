@@ -30,12 +30,13 @@ if TYPE_CHECKING:
     from mnemo._runtime import Runtime
     from mnemo.recall.scope_index import ScopeIndex
 
-__all__ = ["NO_TOKENS", "FirstStage", "Hit", "IndexedStage", "Item", "Place", "Positions", "SqlStage"]
+__all__ = ["NO_TOKENS", "FirstStage", "Hit", "IndexedStage", "Item", "Place", "Positions", "Said", "SqlStage"]
 
 Hit = tuple[uuid.UUID, str, float]
 Item = tuple[uuid.UUID, str, int | None]
 Place = tuple[str, int]  # session, turn number
 Positions = tuple[dict[uuid.UUID, Place], dict[str, tuple[int, int]], dict[uuid.UUID, str]]
+Said = tuple[str, str | None]  # an item's text and who said it (None for a memory)
 
 
 class FirstStage(Protocol):
@@ -50,6 +51,7 @@ class FirstStage(Protocol):
     async def positions(
         self, ids: Sequence[uuid.UUID], anchors: Sequence[uuid.UUID], distance: int, *, lines: bool
     ) -> Positions: ...
+    async def said(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Said]: ...
     def held_tokens(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, TokenVectors]: ...
 
 
@@ -103,6 +105,11 @@ class SqlStage:
         return await search_rows.positions(
             self.conn, self.entity_id, self.namespace, ids, anchors, distance, lines=lines
         )
+
+    async def said(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Said]:
+        """Each of ``ids``' text and speaker, as :func:`mnemo.store.search.item_texts` reads them."""
+        texts = await search_rows.item_texts(self.conn, self.entity_id, self.namespace, ids)
+        return {i: (t.content, t.speaker) for i, t in texts.items()}
 
     def held_tokens(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, TokenVectors]:
         """Nothing is held in memory on this path (the token cache is asked next)."""
@@ -165,6 +172,13 @@ class IndexedStage:
         self, ids: Sequence[uuid.UUID], anchors: Sequence[uuid.UUID], distance: int, *, lines: bool
     ) -> Positions:
         return self.index.utterances.positions(ids, anchors, distance, lines=lines)
+
+    async def said(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Said]:
+        """From the index's copy (a text and its speaker are caught up as every other part); an
+        item it does not hold is read through SQL."""
+        held = self.index.said
+        rest = [i for i in ids if i not in held]
+        return {i: held[i] for i in ids if i in held} | (await self.sql.said(rest) if rest else {})
 
     def held_tokens(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, TokenVectors]:
         held = self.index.late.token_ids

@@ -29,6 +29,7 @@ from mnemo.cognition.scoring.ranker import FEATURES, Ranker, spread_sessions, st
 from mnemo.cognition.scoring.refusal import proper_names
 from mnemo.errors import ConfigurationError
 from mnemo.recall.capture import Pool, sink
+from mnemo.recall.first_stage import Said
 from mnemo.recall.rank import _head
 from mnemo.recall.records import Candidates, Request
 from mnemo.store import search as search_rows
@@ -100,10 +101,9 @@ def _in_order(
 async def features(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates) -> Pool:
     """The head's :data:`FEATURES`, from the candidates' scores, positions and texts."""
     head = _head(rt, request, found.final)
-    scope = request.scope
     asked = proper_names(request.text)
     # the texts only tell who said what and which names it mentions: not read when nobody is named
-    texts = await search_rows.item_texts(conn, scope.entity_id, scope.namespace, head) if asked else {}
+    texts = await _said(conn, request, found, head) if asked else {}
     where = found.positions
     sessions = {i: where[i][0] for i in head if i in where}
     base = dict(zip(list(found.base), standardise(found.base, list(found.base)), strict=True))
@@ -122,6 +122,18 @@ async def features(rt: Runtime, conn: psycopg.AsyncConnection, request: Request,
     }
     matrix = np.array([columns[f] for f in FEATURES], dtype=np.float64).T.reshape(len(head), len(FEATURES))
     return Pool(tuple(head), matrix, sessions)
+
+
+async def _said(
+    conn: psycopg.AsyncConnection, request: Request, found: Candidates, head: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, Said]:
+    """The head's texts and speakers: from the scope's read index when it is warm (the first stage
+    hands out its copy), else through SQL."""
+    if found.stage is not None:
+        said: dict[uuid.UUID, Said] = await found.stage.said(head)
+        return said
+    texts = await search_rows.item_texts(conn, request.scope.entity_id, request.scope.namespace, head)
+    return {i: (t.content, t.speaker) for i, t in texts.items()}
 
 
 def _near(
@@ -193,21 +205,17 @@ def _session_rank(head: Sequence[uuid.UUID], sessions: Mapping[uuid.UUID, str]) 
 _WORD = re.compile(r"[^\W_]+")
 
 
-def _speaker(
-    asked: Sequence[str], head: Sequence[uuid.UUID], texts: Mapping[uuid.UUID, search_rows.ItemText]
-) -> list[float]:
+def _speaker(asked: Sequence[str], head: Sequence[uuid.UUID], texts: Mapping[uuid.UUID, Said]) -> list[float]:
     """1 where the candidate's speaker is one of the question's names (``asked``)."""
     names = {n.lower() for n in asked}
     out = []
     for i in head:
         text = texts.get(i)
-        out.append(float(text is not None and (text.speaker or "").lower() in names))
+        out.append(float(text is not None and (text[1] or "").lower() in names))
     return out
 
 
-def _names(
-    asked: Sequence[str], head: Sequence[uuid.UUID], texts: Mapping[uuid.UUID, search_rows.ItemText]
-) -> list[float]:
+def _names(asked: Sequence[str], head: Sequence[uuid.UUID], texts: Mapping[uuid.UUID, Said]) -> list[float]:
     """The share of the question's names (``asked``: :func:`~mnemo.cognition.scoring.refusal.proper_names`)
     that each candidate's text or speaker mentions."""
     names = {n.lower() for n in asked}
@@ -216,6 +224,6 @@ def _names(
     out = []
     for i in head:
         text = texts.get(i)
-        words = set() if text is None else {w.lower() for w in _WORD.findall(f"{text.speaker or ''} {text.content}")}
+        words = set() if text is None else {w.lower() for w in _WORD.findall(f"{text[1] or ''} {text[0]}")}
         out.append(len(names & words) / len(names))
     return out

@@ -5,7 +5,8 @@ DESIGN §3 ("PostgreSQL is the truth; a read index is a cache"). Seeds: memory-a
 §2.5 (hybrid candidates), archive-adr §3.1 (pre-filter to the scope, then score a subset).
 
 A process that serves recall keeps, per hot scope, the scope's BM25 postings, its live vectors in
-the active space, and the token embeddings the late-interaction scan reads. It only *proposes*:
+the active space, the token embeddings the late-interaction scan reads, and each item's text and
+speaker, which the learned stage reads (:attr:`ScopeIndex.said`). It only *proposes*:
 
 - **coherence**: every write bumps the scope's version and logs the items it touched (migration
   0018's triggers, in the writing transaction). A recall reads the version in its first statement;
@@ -37,27 +38,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import psycopg
 
+from mnemo.recall.first_stage import Said
 from mnemo.recall.index_postings import ALL_KINDS, LexicalIndex
 from mnemo.recall.index_utterances import UtteranceIndex
 from mnemo.recall.index_vectors import DenseIndex, LateIndex
 from mnemo.store import read_index as index_rows
+from mnemo.store import search as search_rows
 from mnemo.store import token_vectors as token_rows
 from mnemo.store import vectors as vector_rows
 
 if TYPE_CHECKING:
     from mnemo._runtime import Runtime
+    from mnemo.store.search import ItemText
 
 __all__ = ["ReadIndexes", "ScopeIndex", "ScopeKey", "build_index"]
 
 log = logging.getLogger(__name__)
 
 ScopeKey = tuple[str, str, str]  # entity, namespace, slug
+_SAID_BYTES = 200  # a held text's entry, less its characters
 
 
 # --- one scope's index --------------------------------------------------------------------------
@@ -72,10 +79,25 @@ class ScopeIndex:
     late: LateIndex
     utterances: UtteranceIndex
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    said: dict[uuid.UUID, Said] = field(default_factory=dict)
+    """Each turn's, line's and memory's text and speaker (what the learned stage reads)."""
+    said_bytes: int = 0
 
     @property
     def nbytes(self) -> int:
-        return self.lexicon.nbytes + self.vectors.nbytes + self.late.nbytes + self.utterances.nbytes
+        parts = self.lexicon.nbytes + self.vectors.nbytes + self.late.nbytes + self.utterances.nbytes
+        return parts + self.said_bytes
+
+    def keep_said(self, texts: Mapping[uuid.UUID, ItemText]) -> None:
+        for item, text in texts.items():
+            self.forget_said(item)
+            self.said[item] = (text.content, text.speaker)
+            self.said_bytes += _SAID_BYTES + len(text.content) + len(text.speaker or "")
+
+    def forget_said(self, item: uuid.UUID) -> None:
+        old = self.said.pop(item, None)
+        if old is not None:
+            self.said_bytes -= _SAID_BYTES + len(old[0]) + len(old[1] or "")
 
     @property
     def size(self) -> int:
@@ -101,10 +123,12 @@ class ScopeIndex:
             self.lexicon.items.remove(item)
             self.vectors.items.remove(item)
             self.utterances.remove(item)
+            self.forget_said(item)
             self.late.token_ids.pop(item, None)  # read again if it is still listed
         self.late.forget(touched)
         self.lexicon.load(await index_rows.postings(conn, e, ns, touched))
         self.utterances.load(await index_rows.utterances(conn, e, ns, touched))
+        self.keep_said(await search_rows.item_texts(conn, e, ns, touched))
         self.vectors.load(*await index_rows.dense_rows(conn, rt.table, e, ns, slug, touched))
         await _load_late(rt, conn, self.key, self.late)
         self.version = changes.version
@@ -121,6 +145,7 @@ async def build_index(rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey)
     late = LateIndex()
     await _load_late(rt, conn, key, late)
     said = await index_rows.utterances(conn, e, ns)
+    texts = await search_rows.item_texts(conn, e, ns, None)
 
     def assemble() -> ScopeIndex:  # in a worker thread: a large scope's layout never stalls the event loop
         lexicon_ = LexicalIndex()
@@ -129,7 +154,9 @@ async def build_index(rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey)
         vectors.load(*dense)
         utterances = UtteranceIndex()
         utterances.load(said)
-        return ScopeIndex(key, version, lexicon_, vectors, late, utterances)
+        index = ScopeIndex(key, version, lexicon_, vectors, late, utterances)
+        index.keep_said(texts)
+        return index
 
     return await asyncio.to_thread(assemble)
 

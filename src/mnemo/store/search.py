@@ -215,26 +215,29 @@ class ItemText(NamedTuple):
     at: datetime  # a turn's (a line's turn's) time; a memory's event time, else when it was written
 
 
+_ITEM_TEXTS = """SELECT id, content, speaker, NULL::text, created_at FROM mnemo.turns
+     WHERE entity_id = %(e)s AND namespace = %(ns)s {turns}
+   UNION ALL
+   SELECT DISTINCT ON (turn_id) turn_id, content, speaker, NULL::text, created_at FROM mnemo.block_lines
+     WHERE entity_id = %(e)s AND namespace = %(ns)s {lines}
+       AND NOT EXISTS (SELECT 1 FROM mnemo.turns t
+                       WHERE t.entity_id = %(e)s AND t.namespace = %(ns)s AND t.id = turn_id)
+   UNION ALL
+   SELECT id, content, NULL, kind, coalesce(event_time, created_at) FROM mnemo.memories
+     WHERE entity_id = %(e)s AND namespace = %(ns)s {memories}"""
+
+
 async def item_texts(
-    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, item_ids: Sequence[uuid.UUID]
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, item_ids: Sequence[uuid.UUID] | None
 ) -> dict[uuid.UUID, ItemText]:
     """The :class:`ItemText` of each of ``item_ids`` that is a turn, a line or a memory: what the
-    re-rankers read and what a time-aware query checks."""
-    if not item_ids:
+    re-rankers read and what a time-aware query checks. ``None``: every item of the scope (the read
+    index's copy, :mod:`mnemo.recall.scope_index`)."""
+    if item_ids is not None and not item_ids:
         return {}
-    cur = await conn.execute(
-        """SELECT id, content, speaker, NULL::text, created_at FROM mnemo.turns
-             WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)
-           UNION ALL
-           SELECT DISTINCT ON (turn_id) turn_id, content, speaker, NULL::text, created_at FROM mnemo.block_lines
-             WHERE entity_id = %(e)s AND namespace = %(ns)s AND turn_id = ANY(%(ids)s)
-               AND NOT EXISTS (SELECT 1 FROM mnemo.turns t
-                               WHERE t.entity_id = %(e)s AND t.namespace = %(ns)s AND t.id = turn_id)
-           UNION ALL
-           SELECT id, content, NULL, kind, coalesce(event_time, created_at) FROM mnemo.memories
-             WHERE entity_id = %(e)s AND namespace = %(ns)s AND id = ANY(%(ids)s)""",
-        {"e": entity_id, "ns": namespace, "ids": list(item_ids)},
-    )
+    ids = "" if item_ids is None else "AND id = ANY(%(ids)s)"
+    stmt = _ITEM_TEXTS.format(turns=ids, lines="" if item_ids is None else "AND turn_id = ANY(%(ids)s)", memories=ids)
+    cur = await conn.execute(stmt, {"e": entity_id, "ns": namespace, "ids": list(item_ids or [])})
     return {r[0]: ItemText(r[1], r[2], r[3], r[4]) for r in await cur.fetchall()}
 
 
