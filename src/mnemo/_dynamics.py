@@ -248,9 +248,12 @@ async def mutate_after_recall(
     *,
     query: str,
     now: datetime,
+    link_top: int | None = None,
 ) -> None:
     """Retrieval-induced mutation (must run inside a transaction): recalled memories gain an access
-    and ``reinforce(reinforce_gain)`` and are linked to each other; near misses ``contradict(suppress_gain)``."""
+    and ``reinforce(reinforce_gain)`` and are linked to each other (only the first ``link_top`` of
+    them, in the order given, when set: a context's best placed, issue 42 decision 4); near misses
+    ``contradict(suppress_gain)``. The statements sent do not grow with the number of memories."""
     if not hits and not near_misses:
         return
     # Every row this recall changes is locked here, in one statement, in id order: hits and near
@@ -282,7 +285,7 @@ async def mutate_after_recall(
     requests = [WeightRequest(i, "reinforce", settings.reinforce_gain, "recalled", evidence) for i in hits]
     requests += [WeightRequest(i, "contradict", settings.suppress_gain, "near miss", evidence) for i in near_misses]
     await change_weights(conn, settings, scope, requests, at=now, missing_ok=True, locked=locked)
-    linked = [i for i in hits if i in states]
+    linked = [i for i in hits if i in states][:link_top]
     if len(linked) > 1:
         bumped = pairs(linked)
         await rows.bump_co_access(conn, scope.entity_id, scope.namespace, bumped, now)

@@ -179,8 +179,10 @@ class AsyncArchive:
         await self.close()
 
     async def close(self) -> None:
-        """Flush every scratch buffer (graceful shutdown), then disconnect."""
+        """Write every recall's queued use (issue 42 decision 3), flush every scratch buffer
+        (graceful shutdown), then disconnect."""
         try:
+            await self._rt.uses.drain()
             await self._rt.backfill.close()
             await self._rt.indexes.close()
             await gate_path.recover(self._rt)
@@ -227,6 +229,7 @@ class AsyncArchive:
         same content, kind and ``anchored`` flag again in the scope stores no copy: the live memory is
         reinforced (audited, reason ``remembered again``) and returned, unless ``supersedes`` is given.
         ``process``: the subsystem writing (default: the :func:`as_process` in effect, else ``core``)."""
+        await self._rt.uses.barrier(scope.entity_id, scope.namespace)
         with as_process(process):
             return await write_path.remember(
                 self._rt,
@@ -266,6 +269,7 @@ class AsyncArchive:
         ``created_at``), that turn comes back with ``repeat=True``. A client that may send a turn
         twice (a retry after a lost reply) gives it a key; a turn without a key or a time is
         stamped now, so the same words said again later are a new turn."""
+        await self._rt.uses.barrier(scope.entity_id, scope.namespace)
         with as_process(process):
             return await write_path.record_turn(
                 self._rt,
@@ -298,6 +302,7 @@ class AsyncArchive:
         are not stored again: ``report.skipped_repeats`` counts them.
         Everything is embedded first; the rows are then written in one short transaction.
         """
+        await self._rt.uses.barrier(scope.entity_id, scope.namespace)
         with as_process(process):
             return await import_path.import_file(
                 self._rt, scope, Path(path), fmt=fmt, sample=sample, progress=progress, skip_invalid=skip_invalid
@@ -317,6 +322,7 @@ class AsyncArchive:
         token vectors). Parse a file's turns with :meth:`parse_turns`. Returns each turn as stored;
         one the scope already held (same idempotency key, or same session, role, time and content)
         is not stored again and comes back as the held turn with ``repeat=True``."""
+        await self._rt.uses.barrier(scope.entity_id, scope.namespace)
         with as_process(process):
             return await import_path.import_turns(self._rt, scope, turns, vectors=vectors, token_vectors=token_vectors)
 
@@ -432,6 +438,7 @@ class AsyncArchive:
         curation, decay and retention. Crash-safe and resumable (``mnemo night``). ``dry_run``:
         the report says what each stage would do, and nothing is written (``mnemo night --dry-run``)."""
         await night_api.owned(self._rt, scope)
+        await self._rt.uses.barrier(scope.entity_id, scope.namespace)
         return await night_cycle.run_night(
             self._rt, scope, as_of=as_of, progress=progress, stages=stages, dry_run=dry_run
         )
@@ -456,6 +463,7 @@ class AsyncArchive:
         simulation gives its own clock). ``interest``: the caller's subconscious centroid (an agent's
         gut, :mod:`mnemo.agent.gut_feeling`): the exit gate counts an item near it as relevant."""
         when = None if at is None else to_utc(at, label="at")
+        await self._rt.uses.barrier(scope.entity_id, scope.namespace)
         with as_process(process):
             return await gate_path.observe(
                 self._rt,
@@ -470,6 +478,7 @@ class AsyncArchive:
                 interest=interest,
             )
 
+    @overload
     async def flush(
         self,
         scope: Scope,
@@ -478,9 +487,25 @@ class AsyncArchive:
         items: Sequence[uuid.UUID | str] | None = None,
         at: datetime | str | None = None,
         interest: Sequence[float] | np.ndarray | None = None,
-    ) -> FlushReport:
-        """Run the scope's scratch buffer through the exit gate now (or ``at``); ``items``: only these of
-        its items (the ``item_id`` of :meth:`observe`), e.g. the messages leaving an agent's window."""
+    ) -> FlushReport: ...
+    @overload
+    async def flush(self, scope: None = None) -> None: ...
+    async def flush(
+        self,
+        scope: Scope | None = None,
+        *,
+        attention: str | None = None,
+        items: Sequence[uuid.UUID | str] | None = None,
+        at: datetime | str | None = None,
+        interest: Sequence[float] | np.ndarray | None = None,
+    ) -> FlushReport | None:
+        """Write every recall's and context's queued use first (issue 42 decision 3: accesses,
+        weights, links, traces, written behind them), in every scope; then, given a ``scope``, run its
+        scratch buffer through the exit gate now (or ``at``); ``items``: only these of its items (the
+        ``item_id`` of :meth:`observe`), e.g. the messages leaving an agent's window."""
+        await self._rt.uses.drain()
+        if scope is None:
+            return None
         when = None if at is None else to_utc(at, label="at")
         return await gate_path.flush(self._rt, scope, attention=attention, items=items, now=when, interest=interest)
 
@@ -488,21 +513,25 @@ class AsyncArchive:
     async def forget(self, scope: Scope, item_id: uuid.UUID | str) -> dict[str, int]:
         """Remove one turn or memory of ``scope`` from every chamber (rows, postings, vectors, co-access
         links, traces that copied or name it), in one transaction. Returns rows removed per place."""
+        await self._rt.uses.barrier(scope.entity_id, scope.namespace)
         return await forget_path.forget(self._rt, scope, item_id)
 
     async def forget_process(self, scope: Scope, process: str) -> dict[str, int]:
         """Remove every turn and memory ``process`` wrote in ``scope`` and everything derived from them
         ("purge what the simulation wrote"), in one transaction; rows removed per place."""
+        await self._rt.uses.barrier(scope.entity_id, scope.namespace)
         return await forget_path.forget_process(self._rt, scope, process)
 
     async def purge(self, scope: Scope) -> dict[str, int]:
         """Remove a whole scope (turns, memories, vectors, links, grants, buffer, traces) in one transaction."""
+        await self._rt.uses.barrier(scope.entity_id, scope.namespace)
         return await forget_path.purge(self._rt, scope)
 
     async def purge_entity(self, entity_id: str) -> dict[str, int]:
         """Remove every scope of ``entity_id``, in all namespaces, in one transaction (``mnemo purge
         --all-namespaces``). Returns rows removed per place, summed over the scopes;
         :class:`UnknownScopeError` when the entity has no scope."""
+        await self._rt.uses.barrier(str(entity_id))  # every namespace of the entity
         return await forget_path.purge_entity(self._rt, entity_id)
 
     # --- status ------------------------------------------------------------------

@@ -544,6 +544,9 @@ class Status:
     queue: Mapping[str, int] = field(default_factory=dict)  # background jobs by status (todo, doing, failed, ...)
     swept: tuple[str, ...] = ()
     """Staging directories a killed backup or restore had left in the home, removed by this call."""
+    uses: Mapping[str, int] = field(default_factory=dict)
+    """This process's use queue (issue 42 decision 3): recalls' uses ``queued``, ``written`` and
+    ``failed`` (logged, never raised) since the archive opened, and the scopes still ``pending``."""
 
 
 @dataclass(frozen=True, slots=True)

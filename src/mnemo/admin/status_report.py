@@ -42,6 +42,12 @@ async def status(rt: Runtime) -> Status:
         pending_reembed=missing,
         queue=queue,
         swept=tuple(swept),
+        uses={
+            "queued": rt.uses.queued,
+            "written": rt.uses.written,
+            "failed": rt.uses.failed,
+            "pending": rt.uses.pending,
+        },
     )
 
 

@@ -66,6 +66,7 @@ async def feedback(
     items = [check_id(u, label="used") for u in used]
     note = check_text(detail, label="detail", allow_blank=True, multiline=True)
     when = time_or_now(at, skew_hours=rt.settings.clock_skew_hours, label="at")
+    await rt.uses.barrier(scope.entity_id, scope.namespace)  # the recall's trace is written behind it (issue 42)
     async with rt.store.transaction() as conn:
         linked = await inner_rows.outcome_kind(conn, scope.entity_id, scope.namespace, target)
         if linked is None:

@@ -20,8 +20,10 @@ injection) and §2.10 (token counting). Three parts, in this order:
    (when what it tells happened), else by when it was written.
 
 Unless ``read_only``, the situational memories placed in the block are
-reinforced and linked as recalled together (the seed's "record co-access for
-Hebbian learning"); candidates that did not make it in are left alone.
+reinforced and the best five of them linked as recalled together (the seed's
+"record co-access for Hebbian learning"; issue 42 decision 4: 10 links at most);
+candidates that did not make it in are left alone. Like a recall's, this use is
+written behind the block, in the scope's use queue (issue 42 decision 3).
 
 Token counts use the embedder's own tokenizer (no download); every rendered
 line is counted, headers included, so the block never exceeds the budget
@@ -52,6 +54,7 @@ from mnemo.models import ContextBlock, ContextItem, Hit, Scope
 from mnemo.recall import pipeline as recall_path
 from mnemo.store import dynamics as dynamic_rows
 from mnemo.store.pool import retry_conflicts
+from mnemo.store.traces import commit_lazily
 
 __all__ = ["ContextBlock", "ContextItem", "assemble", "compress"]
 
@@ -142,7 +145,7 @@ async def assemble(
     items += identity + situational
     reader = scope.entity_id if as_entity is None else as_entity
     if not read_only and cfg.mutation and reader == scope.entity_id:
-        await _reinforce_placed(rt, scope, hits, situational, text, when)
+        _reinforce_placed(rt, scope, hits, situational, text, when)  # written behind, in the use queue
     return _render(scope, items, count, budget, result.refused)
 
 
@@ -238,21 +241,34 @@ def _repeats(placed: Sequence[Hit], taken: set[str]) -> Any | None:
     return None
 
 
-async def _reinforce_placed(
+#: How many of the placed memories a context links pairwise: the best ones (issue 42 decision 4).
+LINKED_PLACED = 5
+
+
+def _reinforce_placed(
     rt: Runtime, scope: Scope, hits: Sequence[Hit], situational: Sequence[ContextItem], text: str, when: datetime
 ) -> None:
-    """Reinforce the recalled memories that made it into the block (and only those)."""
-    memory_hits = {h.id for h in hits if h.item_kind == "memory"}
-    placed = [i.id for i in situational if i.id in memory_hits]
+    """Queue the reinforcement of the recalled memories that made it into the block (and only
+    those) in the scope's use queue, as a recall's (issue 42 decisions 3 and 4): every placed
+    memory gains an access and ``reinforce``, in one statement each however many there are; only
+    the best :data:`LINKED_PLACED` placed (in recall order) are linked pairwise, 10 links at most."""
+    placed_ids = {i.id for i in situational}
+    placed = [h.id for h in hits if h.item_kind == "memory" and h.id in placed_ids]  # best first
     if not placed:
         return
 
     async def write() -> None:
-        async with rt.store.transaction() as conn:
-            await mutate_after_recall(conn, rt.settings, scope, placed, [], query=text, now=when)
+        async with rt.store.connection() as conn, conn.pipeline(), conn.transaction():
+            await commit_lazily(conn)
+            await mutate_after_recall(
+                conn, rt.settings, scope, placed, [], query=text, now=when, link_top=LINKED_PLACED
+            )
 
-    await retry_conflicts(write)
-    await note_writes(rt, 2 * len(placed))
+    async def use() -> None:
+        await retry_conflicts(write)
+        await note_writes(rt, 2 * len(placed))
+
+    rt.uses.submit((scope.entity_id, scope.namespace), use)
 
 
 def _render(

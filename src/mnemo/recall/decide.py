@@ -17,6 +17,7 @@ import psycopg
 
 from mnemo import _dynamics as dynamics
 from mnemo._runtime import Runtime
+from mnemo._upkeep import note_writes
 from mnemo.cognition.scoring.blend_components import BLEND, COMPONENTS, RELEVANCE
 from mnemo.cognition.scoring.rank_order import rank_scores, rank_tiers
 from mnemo.cognition.scoring.refusal import asked_about, hypothetical, judge, unsupported
@@ -188,23 +189,24 @@ def _item_kind(kind: str) -> ItemKind:
 
 
 # --- 8. trace and mutate ---------------------------------------------------------------------------
-async def trace_and_mutate(rt: Runtime, conn: psycopg.AsyncConnection, request: Request, decision: Decision) -> int:
-    """Log the retrieval; unless read-only, a refusal or a grantee's read, reinforce and link the
-    returned memories and mildly suppress the near misses (cognitive-plan §3.8). Both go in one
-    transaction that commits without waiting for the disk (:func:`~mnemo.store.traces.commit_lazily`:
-    atomic and ordered; only a crash of the database machine within a fraction of a second can lose
-    it), its statements pipelined. Returns how many memories were reinforced."""
+def trace_and_mutate(rt: Runtime, request: Request, decision: Decision) -> None:
+    """Queue the retrieval's trace and, unless read-only, a refusal or a grantee's read, the
+    reinforcement and links of the returned memories and the mild suppression of the near misses
+    (cognitive-plan §3.8), written behind the recall (issue 42 decision 3): the scope's use queue
+    (:class:`~mnemo._runtime.UseQueue`) commits them right after it returns, in order, before the
+    scope's next recall, context or write. Both go in one transaction that commits without waiting
+    for the disk (:func:`~mnemo.store.traces.commit_lazily`), its statements pipelined."""
     scope = request.scope
     mutates = not (decision.refused or request.read_only or not rt.settings.mutation or not request.owner_reads)
     # Use strengthens, being returned does not: a memory the blend lifted into the top k over more
     # relevant ones is not reinforced for it (else every lift would feed the next one).
     memories = [h.id for h in decision.hits if h.item_kind == "memory" and h.id in decision.relevant] if mutates else []
     if not request.trace and not (memories or (mutates and decision.near_misses)):
-        return 0
+        return
 
     async def write() -> None:
-        # pipeline mode: the statements whose results are not read go to the server together
-        async with conn.pipeline(), conn.transaction():
+        async with rt.store.connection() as conn, conn.pipeline(), conn.transaction():
+            # pipeline mode: the statements whose results are not read go to the server together
             await trace_rows.commit_lazily(conn)
             if request.trace:
                 await _trace(conn, request, decision)
@@ -213,8 +215,12 @@ async def trace_and_mutate(rt: Runtime, conn: psycopg.AsyncConnection, request: 
                     conn, rt.settings, scope, memories, decision.near_misses, query=request.text, now=request.now
                 )
 
-    await retry_conflicts(write)
-    return len(memories)
+    async def use() -> None:
+        await retry_conflicts(write)
+        if memories:
+            await note_writes(rt, len(memories) * 2)  # access/weight rows and their co-access links
+
+    rt.uses.submit((scope.entity_id, scope.namespace), use)
 
 
 async def _trace(conn: psycopg.AsyncConnection, request: Request, decision: Decision) -> None:

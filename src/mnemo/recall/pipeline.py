@@ -53,8 +53,11 @@ Pipeline, in the order :func:`recall` runs it (each piece switchable in
 11. ``trace_and_mutate``: the trace and, unless read-only, retrieval-induced mutation
     (cognitive-plan §3.8): the returned memories are reinforced and linked, near misses (blended
     ranks ``max(k, 5) + 1`` to ``near_miss_until``) mildly suppressed. Only the scope's owner
-    mutates it; reads through a grant leave it unchanged; ``result`` builds the
-    :class:`~mnemo.models.RecallResult` or :class:`~mnemo.models.Refusal`.
+    mutates it; reads through a grant leave it unchanged. Both are written behind the recall
+    (issue 42 decision 3): queued in the scope's use queue (:class:`~mnemo._runtime.UseQueue`),
+    committed right after the recall returns; the scope's next recall, context or write waits
+    for them first (a barrier). ``result`` builds the :class:`~mnemo.models.RecallResult` or
+    :class:`~mnemo.models.Refusal`.
 """
 
 from __future__ import annotations
@@ -66,7 +69,6 @@ from datetime import datetime
 import numpy as np
 
 from mnemo._runtime import Runtime
-from mnemo._upkeep import note_writes
 from mnemo.models import RecallResult, Refusal, Scope
 from mnemo.recall.answerable import check_answerable
 from mnemo.recall.blend import blend
@@ -121,6 +123,7 @@ async def recall(
         processes=processes, mood=mood,
     )  # fmt: skip
     embedding = start_embedding(rt, request)
+    await rt.uses.barrier(request.scope.entity_id, request.scope.namespace)  # what this scope's earlier recalls queued
     async with rt.store.connection() as conn:
         found = await retrieve(rt, conn, request, embedding)
         await fuse(rt, conn, request, found)
@@ -136,7 +139,5 @@ async def recall(
         decision = decide(rt, request, found, blended, started)
         decision = await check_answerable(rt, request, decision)  # with an LLM: do the hits answer it?
         decision = await quote(rt, conn, request, found, decision, blended.rows)
-        mutated = await trace_and_mutate(rt, conn, request, decision)
-    if mutated:
-        await note_writes(rt, mutated * 2)  # access/weight rows and their co-access links
+    trace_and_mutate(rt, request, decision)  # written behind the recall, in the scope's use queue
     return result(request, decision, blended)

@@ -7,6 +7,7 @@ shadow-mode safety log).
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
@@ -14,7 +15,6 @@ from datetime import datetime
 from typing import Any, Literal
 
 import psycopg
-from psycopg.types.json import Jsonb
 
 from mnemo.models import MemoryKind, MemoryStatus
 
@@ -193,31 +193,71 @@ async def save_accesses(
 
 
 async def insert_weight_changes(conn: psycopg.AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """Write audit rows of one scope in one statement, however many (issue 42 decision 4: the
+    statements of a reinforcement do not grow with the memories it touches)."""
     if not rows:
         return
-    async with conn.cursor() as cur:
-        await cur.executemany(
-            """INSERT INTO traces.weight_changes (id, entity_id, namespace, memory_id, at, operation, gain,
-                                                  old_alpha, old_beta, new_alpha, new_beta, reason, evidence,
-                                                  blocked)
-               VALUES (%(id)s, %(entity_id)s, %(namespace)s, %(memory_id)s, %(at)s, %(operation)s, %(gain)s,
-                       %(old_alpha)s, %(old_beta)s, %(new_alpha)s, %(new_beta)s, %(reason)s, %(evidence)s,
-                       %(blocked)s)""",
-            [{**r, "evidence": Jsonb(r.get("evidence") or {})} for r in rows],
-        )
+    entity_id, namespace = _one_scope(rows)
+    await conn.execute(
+        """INSERT INTO traces.weight_changes (id, entity_id, namespace, memory_id, at, operation, gain,
+                                              old_alpha, old_beta, new_alpha, new_beta, reason, evidence, blocked)
+           SELECT r.id, %s, %s, r.memory_id, r.at, r.operation, r.gain, r.old_alpha, r.old_beta, r.new_alpha,
+                  r.new_beta, r.reason, r.evidence::jsonb, r.blocked
+           FROM unnest(%s::uuid[], %s::uuid[], %s::timestamptz[], %s::text[], %s::float8[], %s::float8[],
+                       %s::float8[], %s::float8[], %s::float8[], %s::text[], %s::text[], %s::bool[])
+                AS r(id, memory_id, at, operation, gain, old_alpha, old_beta, new_alpha, new_beta, reason,
+                     evidence, blocked)""",
+        (
+            entity_id,
+            namespace,
+            [r["id"] for r in rows],
+            [r["memory_id"] for r in rows],
+            [r["at"] for r in rows],
+            [r["operation"] for r in rows],
+            [r["gain"] for r in rows],
+            [r.get("old_alpha") for r in rows],
+            [r.get("old_beta") for r in rows],
+            [r["new_alpha"] for r in rows],
+            [r["new_beta"] for r in rows],
+            [r["reason"] for r in rows],
+            [json.dumps(r.get("evidence") or {}, default=str) for r in rows],
+            [bool(r.get("blocked", False)) for r in rows],
+        ),
+    )
 
 
 async def insert_safety_events(conn: psycopg.AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """Write safety events of one scope in one statement."""
     if not rows:
         return
-    async with conn.cursor() as cur:
-        await cur.executemany(
-            """INSERT INTO traces.safety_events (id, entity_id, namespace, memory_id, at, ceiling, enforced, detail,
-                                                 change_id)
-               VALUES (%(id)s, %(entity_id)s, %(namespace)s, %(memory_id)s, %(at)s, %(ceiling)s, %(enforced)s,
-                       %(detail)s, %(change_id)s)""",
-            rows,
-        )
+    entity_id, namespace = _one_scope(rows)
+    await conn.execute(
+        """INSERT INTO traces.safety_events (id, entity_id, namespace, memory_id, at, ceiling, enforced, detail,
+                                             change_id)
+           SELECT r.id, %s, %s, r.memory_id, r.at, r.ceiling, r.enforced, r.detail, r.change_id
+           FROM unnest(%s::uuid[], %s::uuid[], %s::timestamptz[], %s::text[], %s::bool[], %s::text[], %s::uuid[])
+                AS r(id, memory_id, at, ceiling, enforced, detail, change_id)""",
+        (
+            entity_id,
+            namespace,
+            [r["id"] for r in rows],
+            [r["memory_id"] for r in rows],
+            [r["at"] for r in rows],
+            [r["ceiling"] for r in rows],
+            [r["enforced"] for r in rows],
+            [r["detail"] for r in rows],
+            [r["change_id"] for r in rows],
+        ),
+    )
+
+
+def _one_scope(rows: Sequence[dict[str, Any]]) -> tuple[str, str]:
+    """The one scope every row belongs to (one statement writes one entity's rows: DESIGN §7)."""
+    scopes = {(r["entity_id"], r["namespace"]) for r in rows}
+    if len(scopes) != 1:
+        raise ValueError(f"rows of one scope expected, not {len(scopes)}")
+    entity_id, namespace = scopes.pop()
+    return str(entity_id), str(namespace)
 
 
 @dataclass(frozen=True, slots=True)
