@@ -107,6 +107,8 @@ class ScopeIndex:
     def bloated(self) -> bool:
         """Whether changed and removed items' old entries outnumber the live ones (then a fresh
         build in the background replaces it; until then it answers as it is)."""
+        if self.vectors.outgrown:  # grown past exact_scan_limit: a build lays out the ANN graph (issue 42)
+            return True
         return any(part.dead > max(1024, len(part.slot)) for part in (self.lexicon.items, self.vectors.items))
 
     async def catch_up(self, rt: Runtime, conn: psycopg.AsyncConnection) -> bool:
@@ -121,7 +123,7 @@ class ScopeIndex:
         touched = changes.items
         for item in touched:
             self.lexicon.items.remove(item)
-            self.vectors.items.remove(item)
+            self.vectors.remove(item)
             self.utterances.remove(item)
             self.forget_said(item)
             self.late.token_ids.pop(item, None)  # read again if it is still listed
@@ -150,8 +152,9 @@ async def build_index(rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey)
     def assemble() -> ScopeIndex:  # in a worker thread: a large scope's layout never stalls the event loop
         lexicon_ = LexicalIndex()
         lexicon_.load(postings)
-        vectors = DenseIndex(rt.embeddings.dim)
+        vectors = DenseIndex(rt.embeddings.dim, ann_above=rt.settings.exact_scan_limit)
         vectors.load(*dense)
+        vectors.layout_ann()  # above exact_scan_limit only (issue 42, decision 2)
         utterances = UtteranceIndex()
         utterances.load(said)
         index = ScopeIndex(key, version, lexicon_, vectors, late, utterances)
