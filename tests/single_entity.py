@@ -85,6 +85,14 @@ ALLOWED: dict[str, Allowance] = {
         "a benchmark's bulk fixture: VACUUM (ANALYZE) of the memories table",
         "a maintenance command Citus propagates to every shard",
     ),
+    "mnemo.store.bench_reads.drop_hnsw": Allowance(
+        "the perf benchmark drops a vector table's HNSW index before its bulk load (issue 42)",
+        "DDL Citus propagates to every shard, run by a benchmark on a throw-away database",
+    ),
+    "mnemo.store.bench_reads.create_indexes": Allowance(
+        "the perf benchmark builds the dropped HNSW index again after its bulk load (issue 42)",
+        "DDL Citus propagates to every shard, run by a benchmark on a throw-away database",
+    ),
     "mnemo.store.status.chamber_counts": Allowance(
         "mnemo status counts the rows of the whole archive",
         "a multi-shard count run by an operator",

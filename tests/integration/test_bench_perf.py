@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from mnemo.bench import perf
 from mnemo.bench.perf import VectorCache, run_perf
 from mnemo.embed import Embeddings, load_embedder
 from tests.bench_data import tiny
@@ -57,3 +59,34 @@ async def test_perf_harness_tiny_run(tmp_path: Path, embeddings: Embeddings) -> 
     mutation = result["mutation"]
     assert mutation["memories"] == 40 and mutation["queries"] == 12
     assert 0 < mutation["read_only_ms"]["p50"] <= mutation["read_only_ms"]["p95"]
+
+
+async def test_perf_harness_synthesised_vectors_deferred_hnsw_ann_and_over_budget(
+    tmp_path: Path, embeddings: Embeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42's 1M run in miniature: vectors past ``real`` synthesised (and said so), the HNSW
+    index dropped for the load and built after it, the read index answering through its ANN
+    above ``exact_scan_limit``, and the scope answered through SQL under a budget it does not fit."""
+    monkeypatch.setattr(perf, "DEFER_HNSW_ABOVE", 200)
+    monkeypatch.setenv("MNEMO_EXACT_SCAN_LIMIT", "100")
+    result = await run_perf(
+        tiny(tmp_path / "t.json"),
+        embeddings=embeddings,
+        scales=(300,),
+        real=100,
+        ingest_turns=100,
+        mutation_memories=0,
+        queries=12,
+        cache_dir=tmp_path / "cache",
+    )
+    json.dumps(result)
+    assert result["vectors"]["real"] == 100 and result["vectors"]["synthesised"] == 200
+    assert "synthesised" in result["vectors"]["note"]
+    (scale,) = result["scales"]
+    assert scale["hnsw_build_s"] is not None and scale["hnsw_build_s"] >= 0
+    assert 0.9 <= scale["ann_recall_at_10"] <= 1.0  # the rebuilt HNSW index answers
+    assert scale["index_held"] and scale["index_dense"].startswith("ANN")
+    assert scale["index_ann_recall_at_10"] is not None and scale["index_ann_recall_at_10"] >= 0.95
+    over = result["over_budget"]
+    assert over["index_held"] is False and over["answered_through"].startswith("SQL")
+    assert over["budget_mb"] < over["index_mb"] and over["recall_ms_with_embedding"]["p50"] > 0

@@ -13,9 +13,11 @@ memory-architecture §12 and the perf harness of DESIGN §3.
 from __future__ import annotations
 
 import contextlib
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
@@ -60,6 +62,43 @@ class Probes:
                 )
                 found.append([sim for _, _, sim in hits])
         return found
+
+    async def read_index_facts(self, scope: Scope) -> dict[str, Any]:
+        """``scope``'s read index, building it if need be: whether it is held (an index alone over
+        ``index_mb`` is not: its scope is answered through SQL), its size in bytes (the refused one's
+        too), its items, whether its dense search goes through the ANN (issue 42), and the budget."""
+        rt = self._rt
+        key = (scope.entity_id, scope.namespace, rt.slug)
+        index = await rt.indexes.ensure(rt, key)
+        budget = rt.indexes.max_bytes if rt.indexes.max_bytes is not None else rt.settings.index_mb << 20
+        if index is None:
+            return {"held": False, "bytes": rt.indexes.refused.get(key, 0), "items": 0, "ann": False, "budget": budget}
+        ann = index.vectors.ann is not None
+        return {"held": True, "bytes": int(index.nbytes), "items": index.size, "ann": ann, "budget": budget}
+
+    async def index_dense_search(self, scope: Scope, vectors: np.ndarray, k: int = 10) -> list[list[float]]:
+        """The similarities of the held read index's top ``k`` (its ANN above ``exact_scan_limit``)
+        for each query vector; empty lists when the scope's index is not held."""
+        rt = self._rt
+        index = rt.indexes.held((scope.entity_id, scope.namespace, rt.slug))
+        if index is None:
+            return [[] for _ in vectors]
+        return [[sim for _, _, sim in index.vectors.nearest(v, k)] for v in vectors]
+
+    @contextlib.asynccontextmanager
+    async def hnsw_after_load(self, maintenance_mb: int = 1024) -> AsyncIterator[dict[str, float]]:
+        """Around a bulk load: the vector table's HNSW index is dropped, and built once over the
+        loaded rows on the way out (its seconds in the yielded dict, ``hnsw_build_s``)."""
+        rt, timing = self._rt, dict[str, float]()
+        async with rt.store.connection() as conn:
+            definitions = await probe_rows.drop_hnsw(conn, rt.table)
+        try:
+            yield timing
+        finally:
+            started = time.perf_counter()
+            async with rt.store.connection() as conn:
+                await probe_rows.create_indexes(conn, definitions, maintenance_mb)
+            timing["hnsw_build_s"] = time.perf_counter() - started
 
     async def read_index_bytes(self, scope: Scope) -> int:
         """The size of ``scope``'s read index, building it if need be (0 with ``index=false``)."""

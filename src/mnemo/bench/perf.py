@@ -3,7 +3,12 @@
 Data are real sentences: the LoCoMo dev turns, expanded to the needed size by
 re-attributing them to other speakers on other dates (each copy is a distinct
 "Speaker: text" document, so no two vectors are the same unless the text is).
-Vectors are real embeddings, cached on disk by text so a second run is quick.
+Vectors are real embeddings, cached on disk by text so a second run is quick;
+with ``real`` (``--real``, for the 1,000,000-item run of issue 42) only the first
+``real`` turns are embedded and every later turn's vector is synthesised from
+them (:func:`synthesise`, seeded; the output says so), and a load above
+:data:`DEFER_HNSW_ABOVE` rows drops the vector table's HNSW index and builds it
+once after the load (its seconds are reported).
 Everything runs in throw-away embedded databases; nothing here is a unit test.
 
 Figures, each printed next to the machine's cores:
@@ -13,11 +18,16 @@ Figures, each printed next to the machine's cores:
 - recall latency p50/p95/p99 per scale, query embedding included and excluded,
   next to an exact NumPy scan over the same vectors;
 - ANN quality: recall@10 of the HNSW candidates against exact search, and the
-  same with a scope filter that keeps 1% of the rows.
+  same with a scope filter that keeps 1% of the rows; and of the read index's
+  own dense search (its in-process ANN above ``exact_scan_limit``);
+- the read index: build time, memory, and whether it is held; a scope whose
+  index alone is over ``index_mb`` is answered through SQL (the output says so,
+  and the smallest scale is timed once more under a budget it does not fit).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -37,7 +47,10 @@ from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.models import Scope, TurnInput
 
-__all__ = ["build_corpus", "run_perf"]
+__all__ = ["DEFER_HNSW_ABOVE", "build_corpus", "run_perf", "synthesise"]
+
+DEFER_HNSW_ABOVE = 100_000
+"""Rows in one load above which the HNSW index is built after the load, not grown row by row."""
 
 NAMES = [
     "Ana",
@@ -128,6 +141,22 @@ def build_corpus(locomo: Path, size: int) -> tuple[list[TurnInput], list[str]]:
             )
         copy += 1
     return turns, questions
+
+
+def synthesise(real: np.ndarray, count: int, seed: int = 42) -> np.ndarray:
+    """``count`` unit vectors made from ``real`` ones (issue 42's 1M run: embedding a million
+    texts would take hours): each is a seeded mix of two real vectors, mostly the first, plus a
+    little noise, so the set keeps the real one's neighbourhoods without repeating a vector."""
+    rng = np.random.default_rng(seed)
+    out = np.empty((count, real.shape[1]), dtype=np.float32)
+    step = 65_536
+    for start in range(0, count, step):
+        n = min(step, count - start)
+        a, b = rng.integers(0, len(real), n), rng.integers(0, len(real), n)
+        w = rng.uniform(0.6, 0.9, (n, 1)).astype(np.float32)
+        rows = w * real[a] + (1 - w) * real[b] + rng.normal(0, 0.01, (n, real.shape[1])).astype(np.float32)
+        out[start : start + n] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    return out
 
 
 class VectorCache:
@@ -327,25 +356,30 @@ async def _scale(
     size = len(turns)
     main, rare = Scope("perf", f"main{size}"), Scope("perf", f"rare{size}")
     chunk = 20_000
-    for start in range(0, size, chunk):
-        await archive.import_turns(
-            main,
-            turns[start : start + chunk],
-            vectors=vectors[start : start + chunk],
-            token_vectors=tokens[start : start + chunk],
-        )
-        if progress is not None:
-            progress(f"storing {size:,}", min(start + chunk, size), size)
-    # a scope holding 1% as many rows as the main one, in the same vector table
     rare_n = max(10, size // 100)
     pick = np.random.default_rng(7).choice(size, rare_n, replace=False)
-    await archive.import_turns(
-        rare, [turns[int(i)] for i in pick], vectors=vectors[pick], token_vectors=[tokens[int(i)] for i in pick]
-    )
+    stored_at = time.perf_counter()
+    async with contextlib.AsyncExitStack() as load:
+        hnsw = await load.enter_async_context(probes.hnsw_after_load()) if size > DEFER_HNSW_ABOVE else {}
+        for start in range(0, size, chunk):
+            await archive.import_turns(
+                main,
+                turns[start : start + chunk],
+                vectors=vectors[start : start + chunk],
+                token_vectors=tokens[start : start + chunk],
+            )
+            if progress is not None:
+                progress(f"storing {size:,}", min(start + chunk, size), size)
+        # a scope holding 1% as many rows as the main one, in the same vector table
+        await archive.import_turns(
+            rare, [turns[int(i)] for i in pick], vectors=vectors[pick], token_vectors=[tokens[int(i)] for i in pick]
+        )
+    store_s = time.perf_counter() - stored_at
 
     t0 = time.perf_counter()
-    index_bytes = await probes.read_index_bytes(main)
+    facts = await probes.read_index_facts(main)
     build_s = time.perf_counter() - t0
+    index_bytes = facts["bytes"]
     qs = (questions * (queries // max(1, len(questions)) + 1))[:queries]
     qvecs = np.stack([await archive.embeddings.embed_query(q) for q in qs])
     for q in qs[:20]:  # warm-up: caches, plans
@@ -381,6 +415,14 @@ async def _scale(
 
     ann, _ = await ann_recall(main, stored)
     ann_filtered, complete = await ann_recall(rare, stored[pick])
+    index_ann = None
+    if facts["held"]:
+        index_hits = []
+        for v, found in zip(qvecs[:200], await probes.index_dense_search(main, qvecs[:200], 10), strict=True):
+            exact = np.sort(stored @ v)[::-1][:10]
+            index_hits.append(sum(1 for sim in found if sim >= exact[-1] - 1e-3) / 10)
+        index_ann = round(float(np.mean(index_hits)), 4)
+    budget_mb = round(facts["budget"] / 2**20, 1)
     return {
         "memories": size,
         "queries": len(qs),
@@ -388,8 +430,18 @@ async def _scale(
         "recall_ms_without_embedding": _lat(warm),
         "sql_recall_ms_with_embedding": _lat(sql_full),
         "sql_recall_ms_without_embedding": _lat(sql_warm),
+        "store_s": round(store_s, 1),
+        "hnsw_build_s": round(hnsw["hnsw_build_s"], 1) if "hnsw_build_s" in hnsw else None,
         "index_build_s": round(build_s, 2),
         "index_mb": round(index_bytes / 2**20, 1),
+        "index_held": facts["held"],
+        "index_dense": "ANN (usearch), re-scored exactly" if facts["ann"] else "exact scan",
+        "index_ann_recall_at_10": index_ann,
+        "index_budget_mb": budget_mb,
+        "index_note": None
+        if facts["held"]
+        else f"the scope's read index ({index_bytes / 2**20:.1f} MiB) is over index_mb ({budget_mb} MiB): "
+        "not kept, every recall of this scope is answered through SQL",
         "numpy_exact_scan_ms": _lat(numpy_ms),
         "ann_recall_at_10": round(ann, 4),
         "ann_recall_at_10_filtered_1pct": round(ann_filtered, 4),
@@ -398,11 +450,41 @@ async def _scale(
     }
 
 
+async def _over_budget(
+    archive: AsyncArchive, size: int, index_bytes: int, questions: list[str], queries: int
+) -> dict[str, Any]:
+    """What a scope whose index is over ``index_mb`` does: its index is built, refused, and its
+    recalls are answered through SQL (``archive`` opened with a budget half the index's size)."""
+    probes = archive.inspect.probes()
+    main = Scope("perf", f"main{size}")
+    facts = await probes.read_index_facts(main)
+    qs = (questions * (queries // max(1, len(questions)) + 1))[:queries]
+    for q in qs[:10]:
+        await archive.recall(main, q, 10, read_only=True, threshold=-1.0)
+    times = []
+    for q in qs:
+        t0 = time.perf_counter()
+        await archive.recall(main, q, 10, read_only=True, threshold=-1.0)
+        times.append((time.perf_counter() - t0) * 1000)
+    return {
+        "memories": size,
+        "index_mb": round(index_bytes / 2**20, 1),
+        "budget_mb": archive.settings.index_mb,
+        "index_held": facts["held"],
+        "answered_through": "SQL (the index was built, found over index_mb, and not kept)"
+        if not facts["held"]
+        else "the read index (it fit after all)",
+        "queries": len(qs),
+        "recall_ms_with_embedding": _lat(times),
+    }
+
+
 async def run_perf(
     locomo: Path,
     *,
     embeddings: Embeddings,
     scales: Sequence[int] = (10_000, 100_000),
+    real: int | None = None,
     baseline: Embeddings | None = None,
     ingest_turns: int = 2_000,
     mutation_memories: int = 2_000,
@@ -413,8 +495,19 @@ async def run_perf(
     largest = max([*scales, ingest_turns])
     turns, questions = build_corpus(locomo, largest)
     cache = VectorCache(cache_dir or Path(tempfile.gettempdir()) / "mnemo-bench-cache", embeddings)
-    vectors, tokens = await cache.get_with_tokens([embeddings.turn_text(t.content, t.speaker) for t in turns], progress)
+    embedded = largest if real is None else min(largest, max(real, ingest_turns))
+    texts = [embeddings.turn_text(t.content, t.speaker) for t in turns[:embedded]]
+    vectors, tokens = await cache.get_with_tokens(texts, progress)
     result: dict[str, Any] = {"cores": os.cpu_count(), "embedder": str(embeddings.slug), "scales": []}
+    result["vectors"] = {"real": embedded, "synthesised": largest - embedded}
+    if largest > embedded:
+        result["vectors"]["note"] = (
+            f"the vectors of turns {embedded + 1:,} to {largest:,} are synthesised from the {embedded:,} real "
+            "embeddings (seeded mixes of two, plus noise; no token embeddings): latency and memory figures, "
+            "not quality ones"
+        )
+        vectors = np.concatenate([vectors, synthesise(vectors, largest - embedded)])
+        tokens = [*tokens, *([None] * (largest - embedded))]
     with tempfile.TemporaryDirectory(prefix="mnemo-perf-") as home:
         archive = await AsyncArchive.open(Settings(home=Path(home) / "ingest"), embeddings=embeddings)
         try:
@@ -440,4 +533,15 @@ async def run_perf(
             finally:
                 await sql.close()
                 await archive.close()
+            first = result["scales"][0]
+            if size == min(scales) and first["index_held"]:
+                budget = int(first["index_mb"] // 2)  # the same scope, under a budget its index does not fit
+                tight = await AsyncArchive.open(
+                    Settings(home=Path(home) / f"s{size}", index_mb=budget), embeddings=embeddings
+                )
+                try:
+                    index_bytes = int(first["index_mb"] * 2**20)
+                    result["over_budget"] = await _over_budget(tight, size, index_bytes, questions, min(queries, 200))
+                finally:
+                    await tight.close()
     return result

@@ -217,6 +217,7 @@ def print_perf(result: dict[str, Any], console: Console) -> None:
         "ANN R@10",
         "ANN R@10, 1% filter",
         "filtered: k results",
+        "index ANN R@10",
     ):
         table.add_column(col, justify="right")
     for s in result["scales"]:
@@ -236,5 +237,31 @@ def print_perf(result: dict[str, Any], console: Console) -> None:
             f"{s['ann_recall_at_10']:.3f}",
             f"{s['ann_recall_at_10_filtered_1pct']:.3f}",
             f"{100 * s['filtered_queries_with_10_results']:.0f}%",
+            f"{s['index_ann_recall_at_10']:.3f}" if s.get("index_ann_recall_at_10") is not None else "-",
         )
     console.print(table)
+    _print_perf_notes(result, console)
+
+
+def _print_perf_notes(result: dict[str, Any], console: Console) -> None:
+    """Where the vectors came from, each scale's load and read index, and what a scope over
+    ``index_mb`` does (issue 42)."""
+    if note := result.get("vectors", {}).get("note"):
+        console.print(f"vectors: {note}")
+    for s in result["scales"]:
+        if "index_held" not in s:
+            continue
+        hnsw = f", HNSW built after the load in {s['hnsw_build_s']:.1f} s" if s.get("hnsw_build_s") is not None else ""
+        console.print(
+            f"{s['memories']:,}: stored in {s['store_s']:.1f} s{hnsw}; read index {s['index_mb']:.1f} MiB "
+            f"(index_mb {s['index_budget_mb']:.0f}), built in {s['index_build_s']:.1f} s, "
+            f"dense search: {s['index_dense']}"
+        )
+        if s.get("index_note"):
+            console.print(f"  {s['index_note']}")
+    if over := result.get("over_budget"):
+        console.print(
+            f"over index_mb: {over['memories']:,} memories, an index of {over['index_mb']:.1f} MiB under index_mb "
+            f"{over['budget_mb']} MiB: held {over['index_held']}, answered through {over['answered_through']}; "
+            f"recall p50/p95/p99 {_lat3(over['recall_ms_with_embedding'])} ms"
+        )

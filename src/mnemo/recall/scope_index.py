@@ -191,6 +191,9 @@ class ReadIndexes:
         self._building: dict[ScopeKey, asyncio.Task[None]] = {}
         self.builds = 0
         self._too_big: set[ScopeKey] = set()  # scopes whose index alone exceeds the budget
+        self.refused: dict[ScopeKey, int] = {}
+        """The size in bytes of each index built and not kept: alone over the budget (its scope is
+        answered through SQL)."""
         self.max_bytes: int | None = None
         """A budget in bytes instead of the settings' ``index_mb`` (tests, benchmarks)."""
 
@@ -253,6 +256,7 @@ class ReadIndexes:
         budget = self.max_bytes if self.max_bytes is not None else rt.settings.index_mb << 20
         if index.nbytes > budget:  # answered through SQL; not built again at every recall
             self._too_big.add(key)
+            self.refused[key] = index.nbytes
             return
         self._scopes[key] = index
         self._scopes.move_to_end(key)
@@ -264,6 +268,7 @@ class ReadIndexes:
         for key in [k for k in (*self._scopes, *self._building) if k[0] == entity_id and namespace in (None, k[1])]:
             self._scopes.pop(key, None)
             self._too_big.discard(key)
+            self.refused.pop(key, None)
             task = self._building.pop(key, None)
             if task is not None:
                 task.cancel()
