@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from pglast import parse_plpgsql
+
 from tests.entity_sql import Anchor, Plan, analyse
 
-__all__ = ["ALLOWED", "Allowance", "Verdict", "check", "placeholders"]
+__all__ = ["ALLOWED", "Allowance", "Verdict", "check", "check_trigger", "placeholders"]
 
 
 @dataclass(frozen=True)
@@ -195,3 +197,52 @@ def _entities(anchor: Anchor, values: Sequence[Any], rows: Sequence[Sequence[Any
         value = [v.strip().strip('"') for v in value.strip("{}").split(",") if v.strip()]
     items = value if anchor.many and value is not None else [value]
     return {str(v) for v in items if v is not None}
+
+
+# --- trigger functions ---------------------------------------------------------------------------
+_ROW_ASSIGNED = re.compile(r"^\s*(\w+)\s*:=\s*(new|old)\s*$", re.IGNORECASE)
+
+
+def check_trigger(definition: str) -> list[str]:
+    """The problems of a PL/pgSQL trigger function's statements (``definition``: its ``CREATE
+    FUNCTION`` text, as ``pg_get_functiondef`` gives it or a migration holds it).
+
+    A row-level trigger runs, on Citus, on the shard of the row that fired it (issue 42, decision 5),
+    so each statement of its body must touch that row's entity only: ``NEW.entity_id``,
+    ``OLD.entity_id`` and the ``entity_id`` of a record assigned from ``NEW`` or ``OLD`` are that
+    entity (an update never moves a row to another entity: ``entity_id`` is the distribution column),
+    and each statement is judged as :func:`check` judges one sent with that one entity, which must be
+    the only entity it binds (a literal entity is another one). Dynamic SQL
+    (``EXECUTE``) cannot be judged, so it is a problem in a trigger function."""
+    try:
+        tree = parse_plpgsql(definition)
+    except Exception as exc:  # pglast's ParseError
+        return [f"cannot be parsed: {exc}"]
+    exprs: list[tuple[int, str]] = []
+    problems: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for kind, value in node.items():
+                if kind == "PLpgSQL_stmt_dynexecute":
+                    problems.append(f"dynamic SQL (EXECUTE, line {value.get('lineno')}) cannot be checked")
+                if kind == "PLpgSQL_expr":
+                    exprs.append((int(value.get("parseMode", 0)), str(value["query"])))
+                walk(value)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+
+    walk(tree)
+    rows = {"new", "old"} | {m[1].lower() for _, q in exprs if (m := _ROW_ASSIGNED.match(q))}
+    entity = re.compile(rf"\b(?:{'|'.join(sorted(rows))})\.entity_id\b", re.IGNORECASE)
+    for mode, query in exprs:
+        if mode == 3:  # an assignment: its expression
+            query = query.split(":=", 1)[1]
+        statement = entity.sub("$1", query if mode == 0 else f"SELECT {query}")
+        verdict = check(statement, ["the row's entity"])
+        others = sorted(str(a.literal) for a in _plan(statement).anchors if a.param != 1)
+        problem = verdict.problem or (others and f"binds {', '.join(others)} beside the row's entity")
+        if problem:
+            problems.append(f"{problem}: {' '.join(query.split())}")
+    return problems

@@ -9,6 +9,7 @@ import psycopg
 
 from mnemo import AsyncArchive, RecallResult, Scope
 from tests.entity_sql import REFERENCE_TABLES, analyse
+from tests.single_entity import check_trigger
 from tests.statement_log import LOG, normalise
 
 ALICE = Scope("alice", "private")
@@ -70,3 +71,24 @@ def test_the_reference_tables_are_the_chambers_tables_without_an_entity(database
                                  AND c.table_name = t.table_name AND c.column_name = 'entity_id')"""
         ).fetchall()
     assert {r[0] for r in rows} == REFERENCE_TABLES
+
+
+def test_every_trigger_function_touches_only_its_rows_entity(database_url: str) -> None:
+    """Triggers send statements no client sends (issue 42, decision 5): each PL/pgSQL trigger
+    function of the two chambers is read from the catalogue and its statements checked, bound to the
+    firing row's entity (Citus runs a row trigger on that row's shard)."""
+    with psycopg.connect(database_url) as conn:
+        functions = conn.execute(
+            """SELECT p.oid::regprocedure::text, pg_get_functiondef(p.oid) FROM pg_proc p
+               JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_language l ON l.oid = p.prolang
+               WHERE n.nspname IN ('mnemo', 'vectors') AND p.prorettype = 'trigger'::regtype
+                 AND l.lanname = 'plpgsql'"""
+        ).fetchall()
+        triggers = conn.execute(
+            """SELECT DISTINCT t.tgfoid::regproc::text FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+               JOIN pg_namespace n ON n.oid = c.relnamespace
+               WHERE n.nspname IN ('mnemo', 'vectors') AND NOT t.tgisinternal"""
+        ).fetchall()
+    assert {name for name, _ in functions} >= {"mnemo.note_scope_change()"}
+    assert {r[0] for r in triggers} <= {name.removesuffix("()") for name, _ in functions}  # none unread
+    assert {name: check_trigger(definition) for name, definition in functions} == {name: [] for name, _ in functions}

@@ -4,11 +4,13 @@ that bind one entity pass, statements that could touch several fail, whatever th
 from __future__ import annotations
 
 import importlib
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.single_entity import ALLOWED, check, placeholders
+from tests.single_entity import ALLOWED, check, check_trigger, placeholders
 
 E, F = "entity-a", "entity-b"
 
@@ -161,3 +163,40 @@ def test_placeholders_are_numbered_as_psycopg_numbers_them() -> None:
     assert placeholders("SELECT %(a)s, %(b)s, %(a)s", {"a": 1, "b": 2}) == ("SELECT $1, $2, $1", [1, 2])
     assert placeholders("SELECT 'x%%' || %s", ("y",)) == ("SELECT 'x%' || $1", ["y"])
     assert placeholders(b"SELECT '100%'", None) == ("SELECT '100%'", [])
+
+
+# --- trigger functions (issue 42, decision 5): their statements touch the firing row's entity only
+_MIGRATIONS = Path(__file__).resolve().parents[2] / "src" / "mnemo" / "store" / "migrations"
+
+
+def _trigger_function(migration: str, name: str) -> str:
+    text = (_MIGRATIONS / migration).read_text()
+    found = re.search(rf"CREATE FUNCTION mnemo\.{name}\(\) RETURNS trigger.*?END \$\$;", text, re.DOTALL)
+    assert found is not None
+    return found.group(0)
+
+
+def test_the_scope_version_trigger_touches_only_its_rows_entity() -> None:
+    assert check_trigger(_trigger_function("0023_scope_versions_per_scope.sql", "note_scope_change")) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "problem"),
+    [
+        ("s.entity_id = r.entity_id AND s.namespace", "s.namespace", "scope_versions (as s) is not restricted"),
+        ("VALUES (r.entity_id, r.namespace, v, item)", "VALUES ('entity-b', r.namespace, v, item)", "binds entity-b"),
+        ("RETURN NULL;", "EXECUTE 'DELETE FROM mnemo.scope_changes'; RETURN NULL;", "dynamic SQL"),
+        ("RETURN NULL;", "v := (SELECT max(version) FROM mnemo.scope_versions); RETURN NULL;", "not restricted"),
+    ],
+)
+def test_a_trigger_that_may_touch_another_entitys_rows_fails(old: str, new: str, problem: str) -> None:
+    body = _trigger_function("0023_scope_versions_per_scope.sql", "note_scope_change")
+    assert old in body
+    problems = check_trigger(body.replace(old, new, 1))
+    assert any(problem in p for p in problems), problems
+
+
+def test_the_statement_level_triggers_of_0018_would_fail() -> None:
+    """The triggers 0023 replaced: dynamic SQL over transition tables, and a loop over two scopes."""
+    assert check_trigger(_trigger_function("0018_scope_versions.sql", "note_scope_changes"))
+    assert check_trigger(_trigger_function("0018_scope_versions.sql", "note_scope_row_change"))

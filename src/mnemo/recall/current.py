@@ -92,12 +92,14 @@ async def _claims(
     rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates
 ) -> tuple[list[Claim], list[Ending]]:
     """The scope's claims that can make a statement stale, and the values that ended: read once per
-    version of the scope (a recall made ``as_of`` a time reads what was said by then)."""
+    version of the scope and its epoch (a scope purged and written again counts its versions from 1
+    again, migration 0023; a recall made ``as_of`` a time reads what was said by then)."""
     e, ns = request.scope.entity_id, request.scope.namespace
     version = found.facts.version if found.facts is not None and request.as_of is None else 0
+    epoch = found.facts.epoch if found.facts is not None else None
     cached = rt.claims_cache.get((e, ns)) if version else None
-    if cached is not None and cached[0] == version:
-        return cast("tuple[list[Claim], list[Ending]]", cached[1])
+    if cached is not None and cached[0] == version and cached[1][0] == epoch:
+        return cast("tuple[list[Claim], list[Ending]]", cached[1][1])
     claims = await claim_rows.changeable(conn, e, ns)
     if request.as_of is not None:  # asked as of a point in time: what was said after it is not known yet
         claims = [c for c in claims if c.said_at <= request.as_of]
@@ -105,7 +107,7 @@ async def _claims(
     if version:
         if len(rt.claims_cache) >= _CACHED_SCOPES:
             rt.claims_cache.clear()
-        rt.claims_cache[(e, ns)] = (version, read)
+        rt.claims_cache[(e, ns)] = (version, (epoch, read))
     return read
 
 

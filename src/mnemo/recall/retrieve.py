@@ -201,7 +201,7 @@ async def first_stage(
     index is built in the background: :class:`mnemo.recall.scope_index.ReadIndexes`)."""
     e, ns = scope.entity_id, scope.namespace
     sql = SqlStage(rt, conn, e, ns, exact=facts.indexed <= rt.settings.exact_scan_limit)
-    index = await rt.indexes.warm(rt, conn, (e, ns, rt.slug), facts.version)
+    index = await rt.indexes.warm(rt, conn, (e, ns, rt.slug), (facts.version, facts.epoch))
     if index is None:
         return sql
     docs, total = facts.indexed, facts.total_len

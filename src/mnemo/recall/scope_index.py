@@ -8,10 +8,11 @@ A process that serves recall keeps, per hot scope, the scope's BM25 postings, it
 the active space, the token embeddings the late-interaction scan reads, and each item's text and
 speaker, which the learned stage reads (:attr:`ScopeIndex.said`). It only *proposes*:
 
-- **coherence**: every write bumps the scope's version and logs the items it touched (migration
-  0018's triggers, in the writing transaction). A recall reads the version in its first statement;
-  an index that is behind re-reads the logged items (:meth:`ScopeIndex.catch_up`), or is rebuilt
-  when the log was pruned past it;
+- **coherence**: every writing transaction gives the scope the next version of its own counter and
+  logs the items it touched (migration 0023's row triggers, in the writing transaction). A recall
+  reads the version and its epoch in its first statement; an index that is behind re-reads the
+  logged items (:meth:`ScopeIndex.catch_up`), or is rebuilt when the log was pruned past it or the
+  epoch changed (the scope was purged: its versions count from 1 again);
 - **safety**: what the index proposes is fetched from PostgreSQL by statements that re-check scope
   and status, so a stale index can never return a forgotten item; ``forget`` and ``purge`` drop the
   local copy at once (:meth:`ReadIndexes.drop`);
@@ -78,6 +79,8 @@ class ScopeIndex:
     vectors: DenseIndex
     late: LateIndex
     utterances: UtteranceIndex
+    epoch: uuid.UUID | None = None
+    """The epoch of the scope's versions it was built at (None: before the scope's first write)."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     said: dict[uuid.UUID, Said] = field(default_factory=dict)
     """Each turn's, line's and memory's text and speaker (what the learned stage reads)."""
@@ -113,9 +116,9 @@ class ScopeIndex:
 
     async def catch_up(self, rt: Runtime, conn: psycopg.AsyncConnection) -> bool:
         """Re-read every item the scope's writes touched since :attr:`version`; False when the log no
-        longer reaches back (rebuild instead)."""
+        longer reaches back or the scope's versions are of another :attr:`epoch` (rebuild instead)."""
         e, ns, slug = self.key
-        changes = await index_rows.changes_since(conn, e, ns, self.version)
+        changes = await index_rows.changes_since(conn, e, ns, self.version, self.epoch)
         if changes is None:
             return False
         if changes.version <= self.version:
@@ -141,7 +144,7 @@ async def build_index(rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey)
     """Read a scope's whole index from PostgreSQL, at the version read first (changes committed
     while it reads are re-read by the next catch-up, so nothing is missed)."""
     e, ns, slug = key
-    version, _ = await index_rows.scope_version(conn, e, ns)
+    version, _, epoch = await index_rows.scope_version(conn, e, ns)
     postings = await index_rows.postings(conn, e, ns)
     dense = await index_rows.dense_rows(conn, rt.table, e, ns, slug)
     late = LateIndex()
@@ -157,7 +160,7 @@ async def build_index(rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey)
         vectors.layout_ann()  # above exact_scan_limit only (issue 42, decision 2)
         utterances = UtteranceIndex()
         utterances.load(said)
-        index = ScopeIndex(key, version, lexicon_, vectors, late, utterances)
+        index = ScopeIndex(key, version, lexicon_, vectors, late, utterances, epoch)
         index.keep_said(texts)
         return index
 
@@ -207,12 +210,19 @@ class ReadIndexes:
     def nbytes(self) -> int:
         return sum(i.nbytes for i in self._scopes.values())
 
-    async def warm(self, rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey, version: int) -> ScopeIndex | None:
-        """The scope's index, caught up to at least ``version``; None when there is none yet (one is
-        then built in the background) or indexing is off."""
+    async def warm(
+        self, rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey, at: tuple[int, uuid.UUID | None]
+    ) -> ScopeIndex | None:
+        """The scope's index, caught up to at least version ``at[0]`` of epoch ``at[1]`` (what the
+        recall read of the scope); None when there is none yet, or only one of another epoch (the
+        scope was purged since: one is then built in the background), or indexing is off."""
         if not rt.settings.index:
             return None
+        version, epoch = at
         index = self._scopes.get(key)
+        if index is not None and index.epoch != epoch:  # its versions are not comparable: never stale
+            self._scopes.pop(key, None)
+            index = None
         if index is None:
             self._build_later(rt, key)
             return None

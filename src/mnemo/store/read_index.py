@@ -2,9 +2,12 @@
 and vectors.
 
 DESIGN §3 ("PostgreSQL is the truth; a read index is a cache"); seeds: memory-architecture §2.1
-(memory beside the model, no round trip per item), cognitive-plan §2.2, §2.5. Migration 0018's
-triggers bump a scope's version and log the ids of the items each write touched; a read index that
-is behind re-reads those items here (:mod:`mnemo.recall.scope_index`).
+(memory beside the model, no round trip per item), cognitive-plan §2.2, §2.5. Migration 0023's
+row triggers give a scope the next version of its own counter once per writing transaction and log
+the ids of the items it touched (issue 42, decision 5); a read index that is behind re-reads those
+items here (:mod:`mnemo.recall.scope_index`). The versions row's ``epoch`` is new whenever the row
+is created (a scope written again after a purge counts from 1 again): an index of another epoch is
+rebuilt.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from mnemo.store.vectors import LIVE
 __all__ = [
     "Changes",
     "Postings",
+    "ScopeVersion",
     "changes_since",
     "dense_rows",
     "forget_changes",
@@ -39,37 +43,49 @@ class Changes(NamedTuple):
     items: list[uuid.UUID]
 
 
-async def scope_version(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> tuple[int, int]:
-    """``(version, since)``: the scope's version (0 before its first write) and the oldest version
-    its change log still reaches back to."""
+class ScopeVersion(NamedTuple):
+    """Where a scope's versions stand (all zero and None before its first write)."""
+
+    version: int
+    since: int
+    """The oldest version its change log still reaches back to."""
+    epoch: uuid.UUID | None
+    """New whenever the versions row is created (migration 0023)."""
+
+
+async def scope_version(conn: psycopg.AsyncConnection, entity_id: str, namespace: str) -> ScopeVersion:
+    """The scope's version, the oldest its change log reaches back to, and its epoch."""
     cur = await conn.execute(
-        "SELECT version, since FROM mnemo.scope_versions WHERE entity_id = %s AND namespace = %s",
+        "SELECT version, since, epoch FROM mnemo.scope_versions WHERE entity_id = %s AND namespace = %s",
         (entity_id, namespace),
     )
     row = await cur.fetchone()
-    return (0, 0) if row is None else (int(row[0]), int(row[1]))
+    return ScopeVersion(0, 0, None) if row is None else ScopeVersion(int(row[0]), int(row[1]), row[2])
 
 
-async def changes_since(conn: psycopg.AsyncConnection, entity_id: str, namespace: str, version: int) -> Changes | None:
-    """Every item the scope's writes after ``version`` touched; None when the log was pruned past it
-    (the index must be rebuilt)."""
+async def changes_since(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, version: int, epoch: uuid.UUID | None
+) -> Changes | None:
+    """Every item the scope's writes after ``version`` of ``epoch`` touched; None when the log was
+    pruned past it or the scope's versions are of another epoch (purged, or first written, since):
+    the index must be rebuilt."""
     cur = await conn.execute(
-        """SELECT v.version, v.since, coalesce(array_agg(DISTINCT c.item_id)
+        """SELECT v.version, v.since, v.epoch, coalesce(array_agg(DISTINCT c.item_id)
                                                  FILTER (WHERE c.item_id IS NOT NULL), '{}')
            FROM mnemo.scope_versions v
            LEFT JOIN mnemo.scope_changes c
              ON c.entity_id = v.entity_id AND c.namespace = v.namespace AND c.version > %(v)s
             AND c.version <= v.version
            WHERE v.entity_id = %(e)s AND v.namespace = %(ns)s
-           GROUP BY v.version, v.since""",
+           GROUP BY v.version, v.since, v.epoch""",
         {"e": entity_id, "ns": namespace, "v": version},
     )
     row = await cur.fetchone()
     if row is None:
-        return Changes(0, [])
-    if int(row[1]) > version:
+        return None if epoch is not None else Changes(0, [])
+    if row[2] != epoch or int(row[1]) > version:
         return None
-    return Changes(int(row[0]), list(row[2]))
+    return Changes(int(row[0]), list(row[3]))
 
 
 async def prune_changes(conn: psycopg.AsyncConnection, keep: int) -> int:

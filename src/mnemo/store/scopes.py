@@ -7,6 +7,7 @@ is a single-entity query on the owner's rows.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -71,7 +72,10 @@ class RecallFacts(NamedTuple):
     lines: bool = True
     """Whether any block of the scope keeps lines (else their look-ups are skipped)."""
     version: int = 0
-    """The scope's version (migration 0018): a read index behind it catches up first."""
+    """The scope's version (migrations 0018, 0023): a read index behind it catches up first."""
+    epoch: uuid.UUID | None = None
+    """The scope's versions row's epoch (None before its first write): new whenever the scope is
+    written again after a purge, when its versions count from 1 again (migration 0023)."""
     total_len: int | None = None
     """The postings' total document length (``lexical_stats``; None without a row): BM25's average."""
     terms: tuple[str, ...] = ()
@@ -97,7 +101,8 @@ _RECALL_FACTS = """
            (SELECT total_len FROM mnemo.lexical_stats WHERE entity_id = %(e)s AND namespace = %(ns)s),
            (SELECT coalesce(array_agg(DISTINCT lexeme ORDER BY lexeme), '{}')
             FROM unnest(to_tsvector('english', %(text)s))),
-           (SELECT params FROM mnemo.tuning WHERE entity_id = %(e)s AND namespace = %(ns)s AND name = 'blend')"""
+           (SELECT params FROM mnemo.tuning WHERE entity_id = %(e)s AND namespace = %(ns)s AND name = 'blend'),
+           (SELECT epoch FROM mnemo.scope_versions WHERE entity_id = %(e)s AND namespace = %(ns)s)"""
 
 
 async def recall_facts(
@@ -123,6 +128,7 @@ async def recall_facts(
         True, bool(row[1]), int(row[2]), {w: known[w] for w in words if w in known}, row[4], row[5],
         version=int(row[6]), total_len=None if row[7] is None else int(row[7]), terms=tuple(row[8]),
         alphas=None if row[9] is None else {str(c): float(a) for c, a in row[9].get("alphas", {}).items()},
+        epoch=row[10],
     )  # fmt: skip
 
 

@@ -81,15 +81,15 @@ async def ensure_space(conn: psycopg.AsyncConnection, space: str, dim: int) -> s
         await conn.execute(
             "INSERT INTO vectors.spaces (table_name, space, dim) VALUES (%s, %s, %s)", (table, space, dim)
         )
-        # its writes bump the scopes' versions, as the other item tables' do (migration 0018)
+        # its writes bump the scopes' versions, as the other item tables' do (migration 0023)
         await conn.execute(
             "SELECT mnemo.watch_scope_changes(%s::regclass, 'item_id', %s)", (f"vectors.{table}", _VECTOR_UPDATE)
         )
     return table
 
 
-_VECTOR_UPDATE = "(o.slug, o.embedding, o.item_kind) IS DISTINCT FROM (n.slug, n.embedding, n.item_kind)"
-"""When an updated vector row changes what a read index holds (the same condition as migration 0018's)."""
+_VECTOR_UPDATE = "(OLD.slug, OLD.embedding, OLD.item_kind) IS DISTINCT FROM (NEW.slug, NEW.embedding, NEW.item_kind)"
+"""When an updated vector row changes what a read index holds (the same condition as migration 0023's)."""
 
 
 async def insert_vectors(conn: psycopg.AsyncConnection, table: str, rows: Iterable[VectorRow]) -> int:
