@@ -193,8 +193,9 @@ async def test_a_deadlock_victim_runs_again_and_applies_once(database_url: str) 
 def test_a_database_failure_is_logged_with_its_traceback(
     settings: Settings, embeddings: Embeddings, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A 500 (here: the retrieval log is gone, so recall cannot write its trace) answers the
-    client with a short message and puts the failure, traceback included, in the server log."""
+    """A 500 (here: the co-access links are gone, so recall cannot read them; its trace is written
+    behind it, issue 42) answers the client with a short message and puts the failure, traceback
+    included, in the server log."""
     from mnemo.interfaces.http import create_app
 
     async def setup() -> str:
@@ -206,7 +207,7 @@ def test_a_database_failure_is_logged_with_its_traceback(
     token = asyncio.run(setup())
     with serve(create_app(settings, embeddings=embeddings)) as base:
         with psycopg.connect(settings.database_url or "", autocommit=True) as conn:
-            conn.execute("DROP TABLE traces.retrievals CASCADE")
+            conn.execute("DROP TABLE mnemo.co_access CASCADE")
         with caplog.at_level(logging.ERROR, logger="mnemo"):
             response = httpx.post(
                 f"{base}/v1/recall", json={"namespace": SCOPE.namespace, "query": "chess in Oslo"},
@@ -216,4 +217,4 @@ def test_a_database_failure_is_logged_with_its_traceback(
     assert response.json()["error"]["code"] == "internal"
     logged = [r for r in caplog.records if r.name == "mnemo" and r.levelno == logging.ERROR]
     assert logged and "POST /v1/recall" in logged[0].getMessage()
-    assert logged[0].exc_info is not None and "retrievals" in str(logged[0].exc_info[1])
+    assert logged[0].exc_info is not None and "co_access" in str(logged[0].exc_info[1])

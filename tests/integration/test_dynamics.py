@@ -82,11 +82,13 @@ async def test_recall_reinforces_hits_and_suppresses_near_misses(archive: AsyncA
     ids = {(await archive.remember(ME, text)).id: text for text in TOPICS}
     before = {r[0]: (r[1], r[2]) for r in rows(database_url, "SELECT id, alpha, beta FROM mnemo.memories")}
     result = await archive.recall(ME, "dentist appointment time", k=3, read_only=True)
+    await archive.flush()  # the recall's use is written behind it (issue 42)
     assert rows(database_url, "SELECT count(*) FROM traces.weight_changes") == [(0,)]
     assert {r[0]: (r[1], r[2]) for r in rows(database_url, "SELECT id, alpha, beta FROM mnemo.memories")} == before
 
     result = await archive.recall(ME, "dentist appointment time", k=3)
     assert isinstance(result, RecallResult)
+    await archive.flush()  # the recall's use is written behind it (issue 42)
     hit_ids = [h.id for h in result]
     after = {
         r[0]: r[1:]
@@ -222,6 +224,7 @@ async def test_diminishing_returns_in_stored_weights(archive: AsyncArchive) -> N
     memory = await archive.remember(ME, "I like long walks by the river")
     for _ in range(8):
         await archive.recall(ME, "long walks by the river", k=1)
+    await archive.flush()  # the recall's use is written behind it (issue 42)
     history = await archive.inspect.why(ME, memory.id)
     gains = [c.new[0] - c.old[0] for c in history.changes if c.old is not None]
     assert len(gains) == 8 and all(a > b for a, b in itertools.pairwise(gains))
@@ -249,6 +252,7 @@ async def test_grant_reads_do_not_mutate_the_owner(archive: AsyncArchive, databa
     await archive.access.grant(ME, "helper")
     result = await archive.recall(ME, "boiler service", k=1, as_entity="helper")
     assert isinstance(result, RecallResult) and len(result) == 1
+    await archive.flush()  # the recall's use is written behind it (issue 42)
     assert rows(database_url, "SELECT count(*) FROM traces.weight_changes") == [(0,)]
 
 

@@ -303,10 +303,12 @@ async def test_context_reinforces_only_what_it_placed(archive: AsyncArchive, dat
     block = await archive.context(ME, "deploy checklist", 60, seed=1)
     placed = {i.id for i in block.items if i.track == "situational"}
     assert 0 < len(placed) < 8
+    await archive.flush()  # the context's use is written behind it (issue 42)
     counts = dict(rows(database_url, "SELECT id, access_count FROM mnemo.memories"))
     assert {i for i, c in counts.items() if c == 1} == placed
     assert all(c == 0 for i, c in counts.items() if i not in placed)
     await archive.context(ME, "deploy checklist", 60, seed=1, read_only=True)
+    await archive.flush()
     assert dict(rows(database_url, "SELECT id, access_count FROM mnemo.memories")) == counts
 
 

@@ -344,10 +344,12 @@ async def test_the_entropy_monitor_broadens_sampling_when_enforced(settings: Set
 async def test_milestones_are_reached_by_real_events_only(archive: AsyncArchive) -> None:
     assert (await archive.inner.readiness(ME)).reached == 0
     await archive.recall(ME, "anything at all?")  # a refusal is no successful retrieval
+    await archive.flush()  # the recall's use is written behind it (issue 42)
     assert (await archive.inner.readiness(ME)).reached == 0
     await archive.observe(ME, FACT, attention=FACT)
     await archive.flush(ME, attention=FACT)
     await archive.recall(ME, "When does Maya water the seedlings?")
+    await archive.flush()  # the recall's use is written behind it (issue 42)
     ready = await archive.inner.readiness(ME)
     assert [m.name for m in ready.milestones if m.reached] == ["first_memory", "first_retrieval"]
     assert await archive.inner.reach_milestone(ME, "first_goal_reflected", {"goal": "water the garden"})

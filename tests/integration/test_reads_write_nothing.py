@@ -32,6 +32,7 @@ async def test_a_grantees_recall_and_readiness_reads_write_nothing_of_the_owners
     before = _rows(database_url)
     found = await archive.recall(ME, QUESTION, as_entity="doctor")  # not read_only: still a read
     assert isinstance(found, RecallResult) and "peanuts" in found.hits[0].content
+    await archive.flush()  # the recall's use is written behind it (issue 42)
     readiness = await archive.inner.readiness(ME)
     assert {m.name: m.reached_at for m in readiness.milestones}["first_retrieval"] is None  # not the owner's
     assert _rows(database_url) == before
@@ -41,6 +42,7 @@ async def test_a_grantees_recall_and_readiness_reads_write_nothing_of_the_owners
 
     owned = await archive.recall(ME, QUESTION)  # the owner's own use: reinforces and is the milestone
     assert isinstance(owned, RecallResult)
+    await archive.flush()  # the recall's use is written behind it (issue 42)
     after_use = _rows(database_url)
     assert after_use["weights"] != before["weights"] and after_use["mutating"] == (1,)
     shown = {m.name: m.reached_at for m in (await archive.inner.readiness(ME)).milestones}

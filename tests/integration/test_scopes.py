@@ -45,6 +45,7 @@ async def test_cross_entity_read_needs_a_grant(archive: AsyncArchive, database_u
     assert await archive.access.grant(ALICE, "bob") is False
     granted = await archive.recall(ALICE, "surprise party", as_entity="bob")
     assert isinstance(granted, RecallResult) and granted[0].id == secret.id
+    await archive.flush()  # the recall's use is written behind it (issue 42)
     with psycopg.connect(database_url) as conn:
         reader = conn.execute("SELECT reader FROM traces.retrievals ORDER BY at DESC LIMIT 1").fetchone()
     assert reader == ("bob",)

@@ -136,6 +136,7 @@ async def test_every_recall_is_traced(archive: AsyncArchive, database_url: str) 
     memory = await archive.remember(ALICE, "Alice's birthday is on the 3rd of March")
     await archive.recall(ALICE, "when is alice's birthday?", k=2, read_only=True)
     await archive.recall(ALICE, "photosynthesis in desert cacti")
+    await archive.flush()  # the recall's use is written behind it (issue 42)
     with psycopg.connect(database_url) as conn:
         rows = conn.execute(
             "SELECT query, outcome, hit_ids, read_only, reader FROM traces.retrievals ORDER BY at"
@@ -218,6 +219,7 @@ async def test_an_own_scope_that_holds_nothing_is_a_refusal_not_an_error(
     before = snapshot(database_url)
     result = await archive.recall(Scope("alicee", "chat"), "anything")
     assert isinstance(result, Refusal) and result.best_similarity is None and result.scope == Scope("alicee", "chat")
+    await archive.flush()  # the recall's use is written behind it (issue 42)
     after = snapshot(database_url)
     changed = {table: count - before[table] for table, count in after.items() if count != before[table]}
     assert changed == {"traces.retrievals": 1}  # the refusal is traced; no scope is created by reading
