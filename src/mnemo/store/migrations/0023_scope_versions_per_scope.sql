@@ -13,6 +13,8 @@
 --   counts from 1 again. A read index keeps the epoch it was built at beside its version: another
 --   epoch means the scope it holds is gone, and it is rebuilt (the sequence made numbers unique
 --   instead). A forget still moves `since` up to the version (the log cannot say which items went).
+-- - Row triggers cost a function call per row: postings (many rows per item) are not watched on
+--   insert and delete, their item is (see below).
 -- - Every trigger touches only the rows of the changed row's own entity (checked with the statements,
 --   tests/integration/test_single_entity.py).
 DO $$
@@ -95,8 +97,16 @@ SELECT mnemo.watch_scope_changes('mnemo.turns', 'id', NULL);
 SELECT mnemo.watch_scope_changes(
     'mnemo.memories', 'id',
     '(OLD.status, OLD.tier, OLD.namespace, OLD.content) IS DISTINCT FROM (NEW.status, NEW.tier, NEW.namespace, NEW.content)');
-SELECT mnemo.watch_scope_changes(
-    'mnemo.postings', 'item_id', '(OLD.item_kind, OLD.tf, OLD.doc_len) IS DISTINCT FROM (NEW.item_kind, NEW.tf, NEW.doc_len)');
+-- Postings are the rows an import writes most of (one per term of each item): a row trigger on
+-- their inserts and deletes would cost more than the rest of the write. Every write path inserts an
+-- item's postings in the transaction that inserts the item (a turn, a memory, a line: lexicon's
+-- add_postings, a packet's line_postings), whose own trigger logs the item, and a read index that
+-- re-reads an item re-reads its postings; postings are deleted only by forget (which makes every
+-- older index rebuild, and deletes the items too) and purge. Only their updates are watched (a turn
+-- that became a line).
+CREATE TRIGGER mnemo_postings_updated AFTER UPDATE ON mnemo.postings FOR EACH ROW
+    WHEN ((OLD.item_kind, OLD.tf, OLD.doc_len) IS DISTINCT FROM (NEW.item_kind, NEW.tf, NEW.doc_len))
+    EXECUTE FUNCTION mnemo.note_scope_change('item_id');
 SELECT mnemo.watch_scope_changes(
     'mnemo.token_vectors', 'item_id', '(OLD.token_ids, OLD.vectors) IS DISTINCT FROM (NEW.token_ids, NEW.vectors)');
 SELECT mnemo.watch_scope_changes('mnemo.block_lines', 'turn_id', NULL);
