@@ -360,7 +360,9 @@ async def _scale(
     pick = np.random.default_rng(7).choice(size, rare_n, replace=False)
     stored_at = time.perf_counter()
     async with contextlib.AsyncExitStack() as load:
-        hnsw = await load.enter_async_context(probes.hnsw_after_load()) if size > DEFER_HNSW_ABOVE else {}
+        # the graph is built in memory when it fits: about 2 KiB a row of 384 dimensions (1M: 2 GB)
+        memory = max(1024, size // 500)
+        hnsw = await load.enter_async_context(probes.hnsw_after_load(memory)) if size > DEFER_HNSW_ABOVE else {}
         for start in range(0, size, chunk):
             await archive.import_turns(
                 main,
