@@ -88,13 +88,20 @@ class SqlStage:
         return await vector_rows.scope_items(self.conn, rt.table, self.entity_id, self.namespace, rt.slug, kinds, limit)
 
     async def token_index(self, kinds: Sequence[str], items: Sequence[Item]) -> TokenIndex:
-        """The scanned items' token index, from the process's token cache or PostgreSQL."""
-        key = (self.entity_id, self.namespace, self.rt.slug)
+        """The scanned items' token index, from the process's token cache or PostgreSQL (the items'
+        token embeddings too: those an import of this process just wrote are in its cache; those it
+        reads are kept there and offered to the scope's pending index build)."""
+        e, ns, slug = self.entity_id, self.namespace, str(self.rt.slug)
+        key = (e, ns, self.rt.slug)
         ids = tuple(i for i, _, _ in items)
         cache = self.rt.tokens()
         index = cache.index(key, ids)
         if index is None:
-            tokens = await token_rows.fetch(self.conn, self.entity_id, self.namespace, self.rt.slug, ids)
+            tokens = {k[2]: tv for k, tv in cache.get([(e, ns, i, slug) for i in ids]).items()}
+            read = await token_rows.fetch(self.conn, e, ns, slug, [i for i in ids if i not in tokens])
+            cache.put({(e, ns, i, slug): tv for i, tv in read.items()})  # the head's re-rank reads them next
+            tokens |= read
+            self.rt.indexes.offer_tokens(key, tokens)  # the scope's build does not read them again
             index = index_tokens([tokens.get(i, NO_TOKENS) for i in ids])
             cache.keep_index(key, ids, index)
         return index

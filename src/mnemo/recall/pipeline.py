@@ -124,7 +124,7 @@ async def recall(
     )  # fmt: skip
     embedding = start_embedding(rt, request)
     await rt.uses.barrier(request.scope.entity_id, request.scope.namespace)  # what this scope's earlier recalls queued
-    async with rt.store.connection() as conn:
+    async with rt.indexes.reading(), rt.store.connection() as conn:  # a build waits for it (issue 42)
         found = await retrieve(rt, conn, request, embedding)
         await fuse(rt, conn, request, found)
         await follow_links(rt, conn, request, found)

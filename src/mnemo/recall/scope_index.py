@@ -19,7 +19,12 @@ speaker, which the learned stage reads (:attr:`ScopeIndex.said`). It only *propo
 - **cold path**: a scope without an index is answered through SQL alone
   (:class:`~mnemo.recall.first_stage.SqlStage`) while its index is built in the background, on a
   connection of the store's background pool (``pool_reserve``), so a build and the requests never
-  wait for each other's connections;
+  wait for each other's connections; nor for each other's cores (issue 42, the first recall after
+  an import): a build takes its next step only when no recall of the process is in flight
+  (:meth:`ReadIndexes.reading`), or when it has waited :data:`YIELD_S`, so the recall that asked
+  for it answers from SQL at its usual speed, and the index is ready for the next one (the token
+  index the scan reads laid out too); the token embeddings that recall read through SQL are handed
+  to the build (:meth:`ReadIndexes.offer_tokens`), which does not read them again;
   ``index_mb`` evicts the least recently used scopes and ``index=false`` turns the whole thing off.
 
 Both ways answer through one interface (:class:`~mnemo.recall.first_stage.FirstStage`), so the
@@ -41,7 +46,7 @@ import contextlib
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -51,6 +56,7 @@ from mnemo.recall.first_stage import Said
 from mnemo.recall.index_postings import ALL_KINDS, LexicalIndex
 from mnemo.recall.index_utterances import UtteranceIndex
 from mnemo.recall.index_vectors import DenseIndex, LateIndex
+from mnemo.recall.records import ITEM_KINDS
 from mnemo.store import read_index as index_rows
 from mnemo.store import search as search_rows
 from mnemo.store import token_vectors as token_rows
@@ -58,14 +64,23 @@ from mnemo.store import vectors as vector_rows
 
 if TYPE_CHECKING:
     from mnemo._runtime import Runtime
+    from mnemo.cognition.scoring.late import TokenVectors
     from mnemo.store.search import ItemText
 
-__all__ = ["ReadIndexes", "ScopeIndex", "ScopeKey", "build_index"]
+__all__ = ["YIELD_S", "ReadIndexes", "ScopeIndex", "ScopeKey", "build_index"]
 
 log = logging.getLogger(__name__)
 
 ScopeKey = tuple[str, str, str]  # entity, namespace, slug
 _SAID_BYTES = 200  # a held text's entry, less its characters
+YIELD_S = 2.0
+"""How long a build in the background waits, in all, for the process's recalls to end before it
+reads or lays out its next part (then it goes on even while recalls are in flight)."""
+_ASKED_KINDS = (*ITEM_KINDS, "line")  # what a recall that asks for every kind scans (retrieve.check)
+
+
+async def _go_on() -> None:
+    return None
 
 
 # --- one scope's index --------------------------------------------------------------------------
@@ -140,17 +155,31 @@ class ScopeIndex:
         return True
 
 
-async def build_index(rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey) -> ScopeIndex:
+async def build_index(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    key: ScopeKey,
+    *,
+    pause: Callable[[], Awaitable[None]] = _go_on,
+    tokens: Mapping[uuid.UUID, TokenVectors] | None = None,
+) -> ScopeIndex:
     """Read a scope's whole index from PostgreSQL, at the version read first (changes committed
-    while it reads are re-read by the next catch-up, so nothing is missed)."""
+    while it reads are re-read by the next catch-up, so nothing is missed). ``pause`` is awaited
+    before each part is read and before the layout (a build in the background yields to recalls);
+    ``tokens``: items' token embeddings already read (not read again)."""
     e, ns, slug = key
     version, _, epoch = await index_rows.scope_version(conn, e, ns)
+    await pause()
     postings = await index_rows.postings(conn, e, ns)
+    await pause()
     dense = await index_rows.dense_rows(conn, rt.table, e, ns, slug)
     late = LateIndex()
-    await _load_late(rt, conn, key, late)
+    await pause()
+    await _load_late(rt, conn, key, late, tokens)
+    await pause()
     said = await index_rows.utterances(conn, e, ns)
     texts = await search_rows.item_texts(conn, e, ns, None)
+    await pause()
 
     def assemble() -> ScopeIndex:  # in a worker thread: a large scope's layout never stalls the event loop
         lexicon_ = LexicalIndex()
@@ -162,13 +191,35 @@ async def build_index(rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey)
         utterances.load(said)
         index = ScopeIndex(key, version, lexicon_, vectors, late, utterances, epoch)
         index.keep_said(texts)
+        _lay_out_scan(rt, late)
         return index
 
     return await asyncio.to_thread(assemble)
 
 
-async def _load_late(rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey, late: LateIndex) -> None:
-    """List the scope's scannable items again and read the token embeddings of those new to it."""
+def _lay_out_scan(rt: Runtime, late: LateIndex) -> None:
+    """Lay out the token index that a recall asking for every kind scans (the items
+    :func:`mnemo.recall.retrieve._late_retrieval` lists), so the first recall through the index
+    does not; another set of kinds is laid out when first asked for (:meth:`LateIndex.index`)."""
+    limit = rt.settings.late_scan_limit
+    if not late.complete:
+        return
+    listed = [item for item in late.items if item[1] in _ASKED_KINDS][: limit + 1]
+    scanned = [item for item in listed if item[2] is not None]
+    if scanned and len(listed) <= limit:
+        late.index(_ASKED_KINDS, scanned)
+
+
+async def _load_late(
+    rt: Runtime,
+    conn: psycopg.AsyncConnection,
+    key: ScopeKey,
+    late: LateIndex,
+    given: Mapping[uuid.UUID, TokenVectors] | None = None,
+) -> None:
+    """List the scope's scannable items again and read the token embeddings of those new to it
+    (those in ``given``, read by a recall a moment ago, are not read again: an item's token
+    embeddings never change under one slug)."""
     e, ns, slug = key
     limit = rt.settings.late_scan_limit
     items = await vector_rows.scope_items(conn, rt.table, e, ns, slug, ALL_KINDS, limit + 1)
@@ -182,6 +233,9 @@ async def _load_late(rt: Runtime, conn: psycopg.AsyncConnection, key: ScopeKey, 
     for gone in [i for i in late.token_ids if i not in listed]:
         del late.token_ids[gone]
     new = [i for i in listed if i not in late.token_ids]
+    if given:
+        late.token_ids.update((i, given[i]) for i in new if i in given)
+        new = [i for i in new if i not in late.token_ids]
     late.token_ids.update(await token_rows.fetch(conn, e, ns, slug, new))
 
 
@@ -198,6 +252,9 @@ class ReadIndexes:
         """The size in bytes of each index built and not kept: alone over the budget (its scope is
         answered through SQL)."""
         self.max_bytes: int | None = None
+        self._reads = 0  # recalls in flight (:meth:`reading`)
+        self._offered: dict[ScopeKey, dict[uuid.UUID, TokenVectors]] = {}  # for the builds pending
+        self._quiet: asyncio.Event | None = None  # set while none is
         """A budget in bytes instead of the settings' ``index_mb`` (tests, benchmarks)."""
 
     def __len__(self) -> int:
@@ -246,20 +303,52 @@ class ReadIndexes:
                 self._keep(rt, key, await build_index(rt, conn, key))
         return self._scopes.get(key)
 
+    @contextlib.asynccontextmanager
+    async def reading(self) -> AsyncIterator[None]:
+        """Around a recall: while any is in flight, a build in the background takes no next step
+        (for at most :data:`YIELD_S` in all), so it never takes the recall's cores (issue 42)."""
+        self._reads += 1
+        if self._quiet is not None:
+            self._quiet.clear()
+        try:
+            yield
+        finally:
+            self._reads -= 1
+            if not self._reads and self._quiet is not None:
+                self._quiet.set()
+
+    def offer_tokens(self, key: ScopeKey, tokens: Mapping[uuid.UUID, TokenVectors]) -> None:
+        """Token embeddings a recall just read through SQL, for the scope's pending build (kept
+        only while one is: it lists the scope's items itself, so an item gone meanwhile is left out)."""
+        if key in self._building:
+            self._offered.setdefault(key, {}).update(tokens)
+
     def _build_later(self, rt: Runtime, key: ScopeKey) -> None:
         if key in self._building or key in self._too_big:
             return
         self._building[key] = asyncio.get_running_loop().create_task(self._build(rt, key))
 
     async def _build(self, rt: Runtime, key: ScopeKey) -> None:
+        loop = asyncio.get_running_loop()
+        until = loop.time() + YIELD_S
+
+        async def pause() -> None:  # until no recall is in flight, or the build has waited long enough
+            while self._reads and (left := until - loop.time()) > 0:
+                if self._quiet is None:
+                    self._quiet = asyncio.Event()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._quiet.wait(), left)
+
         try:
+            await pause()  # the recall that asked for it first
             async with rt.store.background() as conn:  # the reserved pool: no request's connection
-                index = await build_index(rt, conn, key)
+                index = await build_index(rt, conn, key, pause=pause, tokens=self._offered.setdefault(key, {}))
             self._keep(rt, key, index)
         except Exception:  # the SQL path keeps answering; the next recall tries again
             log.exception("building the read index of %s/%s failed", key[0], key[1])
         finally:
             self._building.pop(key, None)
+            self._offered.pop(key, None)
 
     def _keep(self, rt: Runtime, key: ScopeKey, index: ScopeIndex) -> None:
         self.builds += 1
@@ -279,6 +368,7 @@ class ReadIndexes:
             self._scopes.pop(key, None)
             self._too_big.discard(key)
             self.refused.pop(key, None)
+            self._offered.pop(key, None)
             task = self._building.pop(key, None)
             if task is not None:
                 task.cancel()
@@ -291,4 +381,5 @@ class ReadIndexes:
             with contextlib.suppress(BaseException):
                 await task
         self._building.clear()
+        self._offered.clear()
         self._scopes.clear()

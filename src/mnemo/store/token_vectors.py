@@ -138,11 +138,12 @@ async def write(
     namespace: str,
     slug: str,
     found: Mapping[uuid.UUID, TokenVectors],
-) -> None:
+) -> dict[uuid.UUID, TokenVectors]:
     """Cache ``found``, only for items that still exist in the scope (one a concurrent ``forget``
-    removed gets no row); an item that has its rows already keeps them."""
+    removed gets no row); an item that has its rows already keeps them. Returns what was sent, as
+    :func:`fetch` reads it back (the import hands it to the process's cache, issue 42)."""
     if not found:
-        return
+        return {}
     ids = list(found)
     packed = [_pack(found[i]) for i in ids]
     await conn.execute(
@@ -163,6 +164,7 @@ async def write(
             "v": [p[1] for p in packed],
         },
     )
+    return {i: _unpack(*p) for i, p in zip(ids, packed, strict=True)}
 
 
 async def copy(

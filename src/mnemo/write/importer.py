@@ -47,8 +47,9 @@ turn once.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
@@ -197,6 +198,10 @@ async def _import_once(
         async with rt.store.transaction() as conn:
             await ensure_scope(conn, rt, scope)
             written = await write_turns(conn, rt, scope, ready, bulk=bulk)
+        # committed: the token embeddings just stored, as a read would return them, go to the
+        # process's cache, so the scope's first recall scans them without reading them back (issue 42)
+        slug = str(rt.slug)
+        rt.tokens().put({(scope.entity_id, scope.namespace, i, slug): tv for i, tv in written.tokens.items()})
         found |= {i: _turn(scope, row, repeat=r) for i, row, r in zip(fresh, written.rows, written.repeat, strict=True)}
         new = len(written.rows) - sum(written.repeat)
         await refresh_statistics(rt, new, bulk)
@@ -269,6 +274,9 @@ class WrittenTurns:
 
     rows: list[turn_rows.TurnRow]
     repeat: list[bool]
+    tokens: Mapping[uuid.UUID, TokenVectors] = field(default_factory=dict)
+    """The token embeddings written for the new turns, as :func:`mnemo.store.token_vectors.fetch`
+    reads them."""
 
 
 async def prepare_turns(
@@ -317,7 +325,7 @@ async def write_turns(
     await _write_claims(rt, conn, scope, [rows[i] for i in new])
     await _write_vectors(rt, conn, scope, [rows[i] for i in new], [ready.vectors[i] for i in new], bulk)
     slug = str(rt.slug)
-    await token_rows.write(
+    tokens = await token_rows.write(
         conn, scope.entity_id, scope.namespace, slug, {rows[i][0]: tv for i, tv in ready.read.items() if not repeat[i]}
     )
     passages = [
@@ -332,7 +340,7 @@ async def write_turns(
     # Last: the postings update the scope's lexical_stats row, which every writer to the scope
     # locks too; written here, it stays locked only until the commit right after.
     await lexicon.add_postings(conn, scope.entity_id, scope.namespace, "turn", [rows[i][0] for i in new])
-    return WrittenTurns(rows, repeat)
+    return WrittenTurns(rows, repeat, tokens)
 
 
 async def _embed(
