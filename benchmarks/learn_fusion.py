@@ -20,7 +20,7 @@ and measure session spreading (item 1).
 3. **Ship** (``--ship``): the model and penalty fitted on all conversations, as the JSON
    ``mnemo.recall.learned.load_ranker`` reads (``mnemo/data/ranker.json`` in the package).
 
-The recall figures here rank the head only (the top ``blend_depth`` of the hand-set order, 50),
+The recall figures here rank the head only (the top ``blend_depth`` of the hand-set order, 100),
 before the cognitive blend; ``mnemo bench locomo`` measures the whole pipeline, lab and lived.
 Deterministic (the logistic fit is).
 """
@@ -222,7 +222,7 @@ def main() -> None:
     parser.add_argument("--ship", type=Path, help="write the model fitted on every conversation here")
     parser.add_argument("--json", type=Path, help="write the report here")
     parser.add_argument("--conversations", type=int)
-    parser.add_argument("--k", type=int, default=50, help="hits asked for (the head is max(blend_depth, 2k))")
+    parser.add_argument("--k", type=int, default=50, help="hits asked for (the head is max(blend_depth, k))")
     args = parser.parse_args()
     if not args.dump.exists():
         args.dump.write_bytes(pickle.dumps(asyncio.run(dump(args.locomo, args.conversations, args.k))))

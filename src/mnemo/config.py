@@ -237,7 +237,12 @@ class Settings(BaseSettings):
     )
     seed: int | None = Field(default=None, description="Seed for every stochastic choice; unset: from the OS.")
     mutation: bool = Field(default=True, description="Recall that is not read-only reinforces what it returns.")
-    blend_depth: int = Field(default=50, ge=1, le=1000, description="Top search candidates the blend re-ranks.")
+    blend_depth: int = Field(
+        default=100,
+        ge=1,
+        le=1000,
+        description="Top search candidates the blend re-ranks, whatever k is asked (a larger k deepens it to k).",
+    )
     blend_mature_after: int = Field(
         default=100, ge=0, description="Memories in a scope before the mature blend alphas replace cold-start ones."
     )

@@ -64,7 +64,7 @@ async def current(
     found.stale |= {i for i, row in blended.rows.items() if _superseded_memory(row)}
     turns = list(dict.fromkeys(t for ts in said.values() for t in ts))
     claims, ended = await _claims(rt, conn, request, found)
-    stale = _named_stale(blended, ended, request.k) | _claimed_stale(said, successors(turns, claims))
+    stale = _named_stale(blended, ended, _SHOWN) | _claimed_stale(said, successors(turns, claims))
     found.stale |= set(stale)
     if not asks_about_now(request.text) or found.in_period:
         return blended
@@ -84,6 +84,11 @@ def _fact_for(
                 out.setdefault(turn_id, item_id)
     return out
 
+
+_SHOWN = 50
+"""How far down the blended head a statement of what holds now counts as shown for the question
+(:func:`_named_stale`): fixed, not the k asked, so the first hits are the same whatever k a caller
+asks for (issue 42); 50 is what a k=50 caller (``mnemo bench locomo``) was shown before."""
 
 _CACHED_SCOPES = 1024
 
@@ -120,9 +125,9 @@ def _claimed_stale(
 
 def _named_stale(blended: Blended, ended: list[Ending], k: int) -> dict[uuid.UUID, uuid.UUID]:
     """Head items that name a value that ended, with the statement of what holds now, when that
-    statement is among the first ``k`` of the head: naming a value is weaker evidence than claiming
-    it ("Ren took me to that udon place" is about food, not about Ren), so only a statement the
-    recall shows for this question anyway moves up."""
+    statement is among the first ``k`` of the head (:data:`_SHOWN`): naming a value is weaker
+    evidence than claiming it ("Ren took me to that udon place" is about food, not about Ren), so
+    only a statement the recall shows for this question anyway moves up."""
     if not ended:
         return {}
     firsts = {e.value.split()[0] for e in ended}

@@ -185,8 +185,10 @@ async def _cross_scores(
 
 
 def _head(rt: Runtime, request: Request, scores: Mapping[uuid.UUID, float]) -> list[uuid.UUID]:
-    """The top of the search ranking that the blend scores."""
-    return sorted(scores, key=lambda i: (-scores[i], str(i)))[: max(rt.settings.blend_depth, request.k * 2)]
+    """The top of the search ranking that the blend scores: ``blend_depth`` candidates whatever k is
+    asked, so the first hits rank the same for a caller asking 10 as for one asking 50 (issue 42);
+    a k above ``blend_depth`` deepens it to k."""
+    return sorted(scores, key=lambda i: (-scores[i], str(i)))[: max(rt.settings.blend_depth, request.k)]
 
 
 async def _token_vectors(
