@@ -42,7 +42,16 @@ import numpy as np
 from mnemo.cognition.scoring.late import TokenVectors
 from mnemo.errors import EmbedderError
 
-__all__ = ["AGREEMENT", "FastTokenizer", "OnnxEncoder", "Pipeline", "load_tokenizer", "onnx_encoder", "pipeline_of"]
+__all__ = [
+    "AGREEMENT",
+    "FastTokenizer",
+    "OnnxEncoder",
+    "Pipeline",
+    "int8_product",
+    "load_tokenizer",
+    "onnx_encoder",
+    "pipeline_of",
+]
 
 _log = logging.getLogger("mnemo")
 
@@ -334,6 +343,43 @@ def _load(path: str, pipeline: Pipeline, cache_dir: Path, truncate_dim: int | No
     except Exception as exc:
         raise EmbedderError(f"cannot load the exported model {target}: {exc}; delete it to export again") from exc
     return OnnxEncoder(session, tokenizer, pipeline, truncate_dim)
+
+
+def int8_product(rows: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """``rows @ codes.T`` for int8 ``rows`` ``(n, dim)`` and int8 ``codes`` ``(q, dim)``, exactly,
+    into int32 ``(n, q)``: late interaction's MaxSim product (issue 42, decision 1;
+    :data:`mnemo.cognition.scoring.late.Int8Product`). ONNX Runtime's ``MatMulInteger`` (MLAS,
+    VNNI where the CPU has it), already loaded for the query embedding: numpy's integer matmul has
+    no such kernel (slower than the float product it replaces), and ``torch._int_mm`` would import
+    torch into every recall process (seconds). Recall does not hand it to late interaction yet:
+    that waits for the LoCoMo dev check decision 1 asks for (``benchmarks/maxsim_kernel.py``
+    measures the kernel)."""
+    if not len(rows) or not len(codes):
+        return np.zeros((len(rows), len(codes)), dtype=np.int32)
+    out = _product_session().run(None, {"A": rows, "B": np.ascontiguousarray(codes.T)})[0]
+    return np.asarray(out, dtype=np.int32)
+
+
+@functools.lru_cache(maxsize=1)
+def _product_session() -> Any:
+    """One ``MatMulInteger`` graph (int8 by int8 into int32) under ONNX Runtime, built on first use."""
+    import onnxruntime
+    from onnx import TensorProto, helper
+
+    inputs = [helper.make_tensor_value_info(n, TensorProto.INT8, [None, None]) for n in ("A", "B")]
+    output = helper.make_tensor_value_info("Y", TensorProto.INT32, [None, None])
+    node = helper.make_node("MatMulInteger", ["A", "B"], ["Y"])
+    model = helper.make_model(
+        helper.make_graph([node], "maxsim", inputs, [output]), opset_imports=[helper.make_opsetid("", 13)]
+    )
+    model.ir_version = 8
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = max(1, min(os.cpu_count() or 1, 8))
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return onnxruntime.InferenceSession(
+        model.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"]
+    )
 
 
 def _key(pipeline: Pipeline) -> str:

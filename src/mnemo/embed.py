@@ -33,12 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from mnemo._onnx import OnnxEncoder, onnx_encoder, pipeline_of
+from mnemo._onnx import OnnxEncoder, int8_product, onnx_encoder, pipeline_of
 from mnemo.cognition.scoring.late import TokenVectors
 from mnemo.cognition.text.passages import passage_spans
 from mnemo.errors import ConfigurationError, EmbedderError
 
-__all__ = ["KIND_PREFIXES", "Embeddings", "Slug", "load_embedder"]
+__all__ = ["KIND_PREFIXES", "Embeddings", "Slug", "int8_product", "load_embedder"]
 
 KIND_PREFIXES: dict[str, str] = {
     "episodic": "Personal experience memory: ",

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from mnemo.cognition.scoring.late import TokenVectors, combine, idf_weights, late_scores, maxsim, quantize
@@ -255,3 +255,40 @@ def test_scoring_block_by_block_gives_the_same_scores(monkeypatch: pytest.Monkey
     whole = late.index_scores(query, late.index_tokens(items))
     monkeypatch.setattr(late, "BLOCK", 3)  # blocks that split items
     assert np.allclose(late.index_scores(query, late.index_tokens(items)), whole, atol=1e-6)
+
+
+# --- decision 1 of issue 42: MaxSim as int8 x int8 into int32 -------------------------------------
+@settings(deadline=None)  # the first call builds the ONNX Runtime session
+@given(_seeds, st.integers(1, 300), st.integers(1, 40), st.integers(1, 64))
+def test_the_int8_product_is_the_exact_integer_product(seed: int, n: int, q: int, dim: int) -> None:
+    from mnemo.embed import int8_product
+
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(-127, 128, size=(n, dim)).astype(np.int8)
+    codes = rng.integers(-127, 128, size=(q, dim)).astype(np.int8)
+    got = int8_product(rows, codes)
+    assert got.dtype == np.int32 and got.shape == (n, q)
+    assert np.array_equal(got, rows.astype(np.int64) @ codes.astype(np.int64).T)
+
+
+@settings(deadline=None)
+@given(_seeds, st.lists(st.integers(0, 9), min_size=1, max_size=8), _lengths)
+def test_int8_queries_score_within_two_hundredths_of_floats_and_floats_ignore_the_kernel(
+    seed: int, sizes: list[int], nq: int
+) -> None:
+    from mnemo.cognition.scoring.late import index_scores, index_tokens
+    from mnemo.embed import int8_product
+
+    query = _tokens(seed, nq, dim=32)
+    floats = [_tokens(seed + 1 + i, n, dim=32) for i, n in enumerate(sizes)]
+    items = [quantize(c) if len(c.ids) else TokenVectors(c.ids, np.zeros((0, 32), np.int8)) for c in floats]
+    index = index_tokens(items)
+    exact = index_scores(query, index)
+    int8 = index_scores(query, index, int8_product)
+    # the query's codes are off by at most 0.5/127 each as the items' are: twice the bound of one side
+    bound = 2 * math.sqrt(32) * 0.5 / 127 + 1e-6
+    assert np.allclose(int8, exact, atol=bound, rtol=0)
+    assert np.allclose(late_scores(query, items, int8_product), int8, atol=1e-9, rtol=0)
+    # a product is an integer one: an index of floats (fresh from the model) keeps the float product
+    with_floats = index_tokens(floats)
+    assert np.array_equal(index_scores(query, with_floats, int8_product), index_scores(query, with_floats))
