@@ -100,6 +100,14 @@ class UseQueue:
         tails = [t for (e, ns), t in self._tails.items() if e == entity_id and namespace in (None, ns)]
         await self._wait(tails)
 
+    async def settled(self, scope: object) -> None:
+        """Before a read of ``scope`` (an inspector page, the inner life): what it queued is written,
+        so the read shows the caller's own past. Anything that is not a scope passes through, for
+        the read's own check to refuse."""
+        entity_id, namespace = getattr(scope, "entity_id", None), getattr(scope, "namespace", None)
+        if isinstance(entity_id, str) and isinstance(namespace, str):
+            await self.barrier(entity_id, namespace)
+
     async def drain(self) -> None:
         """Wait until every scope's queued uses are written (queued meanwhile included)."""
         while await self._wait(list(self._tails.values())):

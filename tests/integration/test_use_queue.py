@@ -194,3 +194,19 @@ async def test_a_context_links_its_best_five_and_reinforces_every_placed_memory(
     assert len(links) == LINKED_PLACED * (LINKED_PLACED - 1) // 2 == 10
     linked = {x for a, b, _ in links for x in (a, b)}
     assert len(linked) == LINKED_PLACED and linked <= set(placed[ME])
+
+
+async def test_the_inspector_and_the_inner_life_read_the_scope_after_its_queued_use(archive: AsyncArchive) -> None:
+    await _fill(archive, ME, TOPICS)
+    first = await archive.recall(ME, "dentist appointment time", k=3)
+    assert isinstance(first, RecallResult)
+    hit = next(h.id for h in first if h.item_kind == "memory")
+    assert archive._rt.uses.pending == 1  # queued, not written
+    # No flush: the inspector's page waits for what the scope queued, so it shows the recall's use.
+    history = await archive.inspect.why(ME, hit)
+    assert any(change.reason == "recalled" for change in history.changes)
+    assert archive._rt.uses.pending == 0
+    await archive.recall(ME, "bike tyre", k=3)
+    assert archive._rt.uses.pending == 1
+    await archive.inner.readiness(ME)
+    assert archive._rt.uses.pending == 0

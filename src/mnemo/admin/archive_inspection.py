@@ -34,15 +34,18 @@ class Inspect:
         """Up to ``limit`` (at most :attr:`MAX_PAGE`) of ``scope``'s memories, any status, newest
         first, after ``cursor`` (the previous page's ``next_cursor``); reads only. A scope that
         holds nothing yet is an empty page."""
+        await self._rt.uses.settled(scope)  # what its recalls used is written (issue 42)
         return await listing.memories(self._rt, scope, limit=limit, cursor=cursor)
 
     async def item(self, scope: Scope, item_id: uuid.UUID | str) -> Item:
         """One turn or memory of ``scope``; :class:`~mnemo.errors.UnknownItemError` when the scope
         holds no such item (the same answer whether the id exists elsewhere or not)."""
+        await self._rt.uses.settled(scope)  # what its recalls used is written (issue 42)
         return await listing.item(self._rt, scope, item_id)
 
     async def why(self, scope: Scope, memory_id: uuid.UUID | str) -> MemoryHistory:
         """A memory's weight history from the audit log (``mnemo why``)."""
+        await self._rt.uses.settled(scope)  # what its recalls used is written (issue 42)
         return await history.why(self._rt, scope, memory_id)
 
     async def cortex_tree(self, scope: Scope) -> list[TreeNode]:

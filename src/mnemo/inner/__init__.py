@@ -89,10 +89,12 @@ class Inner:
 
     async def failure_patterns(self, scope: Scope) -> list[FailurePatternRecord]:
         """Tasks that failed across generations and still fail, worst first, each with its reflection."""
+        await self._rt.uses.settled(scope)  # what its recalls used is written (issue 42)
         return await inner_reads.failures(self._rt, scope)
 
     async def readiness(self, scope: Scope) -> Readiness:
         """The ten bootstrap readiness milestones (cognitive-plan §5.2), each reached by a real event."""
+        await self._rt.uses.settled(scope)  # what its recalls used is written (issue 42)
         return await inner_reads.readiness(self._rt, scope)
 
     async def reach_milestone(
@@ -106,6 +108,7 @@ class Inner:
     async def life(self, scope: Scope) -> InnerLife:
         """Milestones, gut axes, tensions, the blend's alphas and their history, safety events,
         promotions awaiting approval and persistent failures (the inspector's inner-life page)."""
+        await self._rt.uses.settled(scope)  # what its recalls used is written (issue 42)
         return await inner_reads.inner_life(self._rt, scope)
 
     async def reflect(self, scope: Scope, *, as_of: datetime | str | None = None) -> Mapping[str, Any]:
