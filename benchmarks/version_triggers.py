@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from mnemo import AsyncArchive, Settings
 from mnemo.embed import load_embedder
 
@@ -34,12 +36,11 @@ _DELETE = "DELETE FROM mnemo.postings WHERE entity_id = %(e)s AND namespace = %(
 
 
 async def _time(archive: AsyncArchive, name: str, items: int, terms: int, triggers: bool) -> dict[str, float]:
-    store = archive._rt.store
     ids = [f"00000000-0000-7000-8000-{n:012x}" for n in range(items)]
     p: dict[str, Any] = {"e": "bench", "ns": name, "terms": terms}
     role = "SET LOCAL session_replication_role = " + ("origin" if triggers else "replica")
     out: dict[str, float] = {}
-    async with store.connection() as conn:
+    async with await psycopg.AsyncConnection.connect(archive.inspect.database.url, autocommit=True) as conn:
         started = time.perf_counter()
         async with conn.transaction():
             await conn.execute(role)
