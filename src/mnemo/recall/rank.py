@@ -15,6 +15,7 @@ from mnemo.cognition.scoring.fusion import rrf, zscore_fuse
 from mnemo.cognition.scoring.late import TokenVectors, combine, late_scores
 from mnemo.cognition.scoring.neighbours import smooth
 from mnemo.cognition.scoring.timeframe import in_window, query_window
+from mnemo.embed import int8_product
 from mnemo.models import Scope
 from mnemo.recall.first_stage import FirstStage
 from mnemo.recall.records import Candidates, Request
@@ -124,7 +125,8 @@ async def late_interaction(rt: Runtime, conn: psycopg.AsyncConnection, request: 
     elif found.query_tokens is not None and len(found.query_tokens.ids) > 0:
         tokens = await _token_vectors(rt, conn, found.stage, request.scope, head)
         read = [i for i in head if i in tokens]
-        scored = dict(zip(read, late_scores(found.query_tokens, [tokens[i] for i in read]).tolist(), strict=True))
+        late = late_scores(found.query_tokens, [tokens[i] for i in read], int8_product)  # int8 (issue 42, decision 1)
+        scored = dict(zip(read, late.tolist(), strict=True))
     else:
         return
     if len(scored) < 2:

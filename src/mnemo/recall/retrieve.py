@@ -21,6 +21,7 @@ from mnemo.cognition.scoring.late import TokenVectors, index_scores
 from mnemo.cognition.scoring.refusal import proper_names
 from mnemo.config import Settings
 from mnemo.cortex import cortex_search
+from mnemo.embed import int8_product
 from mnemo.errors import AccessDeniedError, InvalidContentError, Remedy
 from mnemo.models import Scope
 from mnemo.recall.first_stage import FirstStage, IndexedStage, SqlStage
@@ -241,7 +242,7 @@ async def _late_retrieval(
             return {}, {}
     ids = tuple(i for i, _, _ in items)
     index = await stage.token_index(request.kinds, items)
-    scores = index_scores(query_tokens, index)
+    scores = index_scores(query_tokens, index, int8_product)  # int8 x int8 (issue 42, decision 1)
     scanned = dict(zip(ids, scores.tolist(), strict=True))
     # the best first; ties in id order (the items' order), so the ranking is deterministic
     best = {items[int(n)][0]: items[int(n)][1] for n in np.argsort(-scores, kind="stable")[: request.depth]}
