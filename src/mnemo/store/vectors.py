@@ -88,7 +88,11 @@ async def ensure_space(conn: psycopg.AsyncConnection, space: str, dim: int) -> s
     return table
 
 
-_VECTOR_UPDATE = "(OLD.slug, OLD.embedding, OLD.item_kind) IS DISTINCT FROM (NEW.slug, NEW.embedding, NEW.item_kind)"
+# compared as text: a WHEN clause is dumped as written, and IS DISTINCT FROM on halfvec names
+# pgvector's operator unqualified, which a restore (empty search_path) cannot find (migration 0023)
+_VECTOR_UPDATE = (
+    "(OLD.slug, OLD.item_kind, OLD.embedding::text) IS DISTINCT FROM (NEW.slug, NEW.item_kind, NEW.embedding::text)"
+)
 """When an updated vector row changes what a read index holds (the same condition as migration 0023's)."""
 
 

@@ -111,7 +111,10 @@ SELECT mnemo.watch_scope_changes(
     'mnemo.token_vectors', 'item_id', '(OLD.token_ids, OLD.vectors) IS DISTINCT FROM (NEW.token_ids, NEW.vectors)');
 SELECT mnemo.watch_scope_changes('mnemo.block_lines', 'turn_id', NULL);
 SELECT mnemo.watch_scope_changes('mnemo.blocks', 'memory_id', 'OLD.migrated_at IS DISTINCT FROM NEW.migrated_at');
+-- A vector is compared as text: a trigger's WHEN clause is dumped as written, and IS DISTINCT FROM
+-- on halfvec names pgvector's operator unqualified, which a restore (an empty search_path) cannot
+-- find (text's operator is always found).
 SELECT mnemo.watch_scope_changes(
     format('vectors.%I', table_name)::regclass, 'item_id',
-    '(OLD.slug, OLD.embedding, OLD.item_kind) IS DISTINCT FROM (NEW.slug, NEW.embedding, NEW.item_kind)')
+    '(OLD.slug, OLD.item_kind, OLD.embedding::text) IS DISTINCT FROM (NEW.slug, NEW.item_kind, NEW.embedding::text)')
 FROM vectors.spaces;
