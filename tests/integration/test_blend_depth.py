@@ -49,8 +49,10 @@ async def test_the_top_ten_of_k_10_is_the_top_ten_of_k_50_for_the_same_seed(stoc
         assert isinstance(ten, RecallResult) and isinstance(fifty, RecallResult)
         assert len(ten.hits) == 10 and len(fifty.hits) == 50
         assert [h.id for h in ten.hits] == [h.id for h in fifty.hits[:10]], q.text
-        # the same scores, to float rounding (a sum over the hits asked for is taken in another order)
-        assert np.allclose([h.score for h in ten.hits], [h.score for h in fifty.hits[:10]], rtol=0, atol=1e-9)
+        # the same scores, to float32 rounding: a sum over the hits asked for is taken in another
+        # order, and one of the two recalls may answer through SQL while the read index builds in the
+        # background, the other through the index (pgvector's halfvec cosines against numpy's: 2e-8)
+        assert np.allclose([h.score for h in ten.hits], [h.score for h in fifty.hits[:10]], rtol=0, atol=1e-6)
         # another seed draws another blend: the scores depend on the seed, not on k
         other = await stochastic.recall(scope, q.text, 10, read_only=True, threshold=-1.0, seed=2000 + n)
         assert isinstance(other, RecallResult)
