@@ -161,6 +161,26 @@ async def archive(settings: Settings, embeddings: Embeddings) -> AsyncIterator[A
 
 
 @pytest.fixture
+async def other(settings: Settings, embeddings: Embeddings) -> AsyncIterator[AsyncArchive]:
+    """A second process on the same database, with its own read indexes."""
+    archive = await AsyncArchive.open(settings, embeddings=embeddings, gate_noise=0.0)
+    try:
+        yield archive
+    finally:
+        await archive.close()
+
+
+@pytest.fixture
+async def sql_only(settings: Settings, embeddings: Embeddings) -> AsyncIterator[AsyncArchive]:
+    """The same database answered through SQL alone (``index=false``)."""
+    archive = await AsyncArchive.open(settings.model_copy(update={"index": False}), embeddings=embeddings)
+    try:
+        yield archive
+    finally:
+        await archive.close()
+
+
+@pytest.fixture
 def sync_archive(settings: Settings, embeddings: Embeddings) -> Iterator[Archive]:
     with Archive(settings, embeddings=embeddings) as arch:
         yield arch

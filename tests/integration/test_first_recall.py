@@ -31,16 +31,6 @@ TURNS = [
 QUESTIONS = ["Where does Lena live?", "What is the dog called?", "What bike do I have?"]
 
 
-@pytest.fixture
-async def sql_only(settings: Settings, embeddings: Embeddings) -> AsyncIterator[AsyncArchive]:
-    """The same database answered through SQL alone (``index=false``)."""
-    archive = await AsyncArchive.open(settings.model_copy(update={"index": False}), embeddings=embeddings)
-    try:
-        yield archive
-    finally:
-        await archive.close()
-
-
 async def _imported(archive: AsyncArchive) -> None:
     await archive.import_turns(ME, [TurnInput(session_id="s1", role="user", content=t) for t in TURNS])
     await archive._rt.backfill.wait()

@@ -12,7 +12,6 @@ import os
 import signal
 import sys
 import uuid
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -25,7 +24,6 @@ from hypothesis import strategies as st
 import mnemo
 from mnemo import AsyncArchive, Scope, Settings
 from mnemo.bench.locomo import load_locomo
-from mnemo.embed import Embeddings
 from mnemo.models import Memory, Refusal
 from mnemo.recall import scope_index as read_index
 from mnemo.recall.scope_index import ScopeIndex
@@ -92,26 +90,6 @@ def contents(index: ScopeIndex) -> dict[str, object]:
         "tokens": {i: (tv.ids.tobytes(), tv.vectors.tobytes()) for i, tv in index.late.token_ids.items()},
         "said": (index.said, index.said_bytes),
     }
-
-
-@pytest.fixture
-async def other(settings: Settings, embeddings: Embeddings) -> AsyncIterator[AsyncArchive]:
-    """A second process on the same database, with its own read indexes."""
-    archive = await AsyncArchive.open(settings, embeddings=embeddings, gate_noise=0.0)
-    try:
-        yield archive
-    finally:
-        await archive.close()
-
-
-@pytest.fixture
-async def sql_only(settings: Settings, embeddings: Embeddings) -> AsyncIterator[AsyncArchive]:
-    """The same database answered through SQL alone (``index=false``)."""
-    archive = await AsyncArchive.open(settings.model_copy(update={"index": False}), embeddings=embeddings)
-    try:
-        yield archive
-    finally:
-        await archive.close()
 
 
 async def same_answers(

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 
 import psycopg
 import pytest
 
-from mnemo import AsyncArchive, Scope, Settings
-from mnemo.embed import Embeddings
+from mnemo import AsyncArchive, Scope
 from mnemo.models import Refusal
 from mnemo.store import read_index as index_rows
 
@@ -35,16 +33,6 @@ AFTER = [
     "I am allergic to shellfish, so no prawns for me.",
     "My new bike is a green Brompton that folds.",
 ]
-
-
-@pytest.fixture
-async def other(settings: Settings, embeddings: Embeddings) -> AsyncIterator[AsyncArchive]:
-    """A second process on the same database, with its own read indexes."""
-    archive = await AsyncArchive.open(settings, embeddings=embeddings, gate_noise=0.0)
-    try:
-        yield archive
-    finally:
-        await archive.close()
 
 
 async def version_of(archive: AsyncArchive, scope: Scope) -> index_rows.ScopeVersion:
