@@ -141,7 +141,7 @@ class Runtime:
     ranker: Ranker = field(default_factory=Ranker.hand_set)  # the head's learned fusion (mnemo.recall.learned)
     # per scope, the claims recall weighs and the endings read from them, at the scope's version
     # (mnemo.recall.current): a write gives the scope a new version, so nothing stale is served
-    claims_cache: dict[tuple[str, str], tuple[int, Any]] = field(default_factory=dict)
+    claims_cache: dict[tuple[str, str], tuple[tuple[int, Any], Any]] = field(default_factory=dict)
     uses: UseQueue = field(default_factory=UseQueue)  # recalls' use, written behind them (issue 42 decision 3)
 
     def __post_init__(self) -> None:

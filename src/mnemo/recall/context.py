@@ -38,9 +38,10 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import psycopg
+
 from mnemo._dynamics import mutate_after_recall, weight_of
 from mnemo._runtime import Runtime
-from mnemo._upkeep import note_writes
 from mnemo._validate import check_query, to_utc
 from mnemo.cognition.scoring.context_packing import (
     IDENTITY_KINDS,
@@ -52,9 +53,8 @@ from mnemo.cognition.scoring.context_packing import (
 from mnemo.errors import InvalidContentError
 from mnemo.models import ContextBlock, ContextItem, Hit, Scope
 from mnemo.recall import pipeline as recall_path
+from mnemo.recall.decide import queue_use
 from mnemo.store import dynamics as dynamic_rows
-from mnemo.store.pool import retry_conflicts
-from mnemo.store.traces import commit_lazily
 
 __all__ = ["ContextBlock", "ContextItem", "assemble", "compress"]
 
@@ -257,18 +257,10 @@ def _reinforce_placed(
     if not placed:
         return
 
-    async def write() -> None:
-        async with rt.store.connection() as conn, conn.pipeline(), conn.transaction():
-            await commit_lazily(conn)
-            await mutate_after_recall(
-                conn, rt.settings, scope, placed, [], query=text, now=when, link_top=LINKED_PLACED
-            )
+    async def statements(conn: psycopg.AsyncConnection) -> None:
+        await mutate_after_recall(conn, rt.settings, scope, placed, [], query=text, now=when, link_top=LINKED_PLACED)
 
-    async def use() -> None:
-        await retry_conflicts(write)
-        await note_writes(rt, 2 * len(placed))
-
-    rt.uses.submit((scope.entity_id, scope.namespace), use)
+    queue_use(rt, scope, statements, rows=2 * len(placed))
 
 
 def _render(

@@ -103,8 +103,8 @@ async def _claims(
     version = found.facts.version if found.facts is not None and request.as_of is None else 0
     epoch = found.facts.epoch if found.facts is not None else None
     cached = rt.claims_cache.get((e, ns)) if version else None
-    if cached is not None and cached[0] == version and cached[1][0] == epoch:
-        return cast("tuple[list[Claim], list[Ending]]", cached[1][1])
+    if cached is not None and cached[0] == (version, epoch):
+        return cast("tuple[list[Claim], list[Ending]]", cached[1])
     claims = await claim_rows.changeable(conn, e, ns)
     if request.as_of is not None:  # asked as of a point in time: what was said after it is not known yet
         claims = [c for c in claims if c.said_at <= request.as_of]
@@ -112,7 +112,7 @@ async def _claims(
     if version:
         if len(rt.claims_cache) >= _CACHED_SCOPES:
             rt.claims_cache.clear()
-        rt.claims_cache[(e, ns)] = (version, (epoch, read))
+        rt.claims_cache[(e, ns)] = ((version, epoch), read)
     return read
 
 

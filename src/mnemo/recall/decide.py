@@ -9,7 +9,7 @@ import contextlib
 import dataclasses
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -204,21 +204,35 @@ def trace_and_mutate(rt: Runtime, request: Request, decision: Decision) -> None:
     if not request.trace and not (memories or (mutates and decision.near_misses)):
         return
 
+    async def statements(conn: psycopg.AsyncConnection) -> None:
+        if request.trace:
+            await _trace(conn, request, decision)
+        if mutates:
+            await dynamics.mutate_after_recall(
+                conn, rt.settings, scope, memories, decision.near_misses, query=request.text, now=request.now
+            )
+
+    queue_use(rt, scope, statements, rows=len(memories) * 2)  # access/weight rows and their co-access links
+
+
+def queue_use(
+    rt: Runtime, scope: Scope, statements: Callable[[psycopg.AsyncConnection], Awaitable[None]], *, rows: int
+) -> None:
+    """Queue a recall's or a context's use in the scope's use queue (issue 42 decision 3):
+    ``statements`` run in one transaction that commits without waiting for the disk
+    (:func:`~mnemo.store.traces.commit_lazily`), pipelined (the statements whose results are not
+    read go to the server together), retried on conflicts; then ``rows`` written rows count toward
+    the statistics refresh."""
+
     async def write() -> None:
         async with rt.store.connection() as conn, conn.pipeline(), conn.transaction():
-            # pipeline mode: the statements whose results are not read go to the server together
             await trace_rows.commit_lazily(conn)
-            if request.trace:
-                await _trace(conn, request, decision)
-            if mutates:
-                await dynamics.mutate_after_recall(
-                    conn, rt.settings, scope, memories, decision.near_misses, query=request.text, now=request.now
-                )
+            await statements(conn)
 
     async def use() -> None:
         await retry_conflicts(write)
-        if memories:
-            await note_writes(rt, len(memories) * 2)  # access/weight rows and their co-access links
+        if rows:
+            await note_writes(rt, rows)
 
     rt.uses.submit((scope.entity_id, scope.namespace), use)
 
