@@ -346,7 +346,8 @@ def _load(path: str, pipeline: Pipeline, cache_dir: Path, truncate_dim: int | No
 
 
 def int8_product(rows: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """``rows @ codes.T`` for int8 ``rows`` ``(n, dim)`` and int8 ``codes`` ``(q, dim)``, exactly,
+    """``rows @ codes.T`` for int8 ``rows`` ``(n, dim)``, held shifted as a token index holds them (uint8
+    code + 128, :func:`mnemo.cognition.scoring.late.shift`) or plain int8, and int8 ``codes`` ``(q, dim)``, exactly,
     into int32 ``(n, q)``: late interaction's MaxSim product (issue 42, decision 1;
     :data:`mnemo.cognition.scoring.late.Int8Product`). ONNX Runtime's ``MatMulInteger`` (MLAS,
     VNNI where the CPU has it), already loaded for the query embedding: numpy's integer matmul has
@@ -357,8 +358,8 @@ def int8_product(rows: np.ndarray, codes: np.ndarray) -> np.ndarray:
         return np.zeros((len(rows), len(codes)), dtype=np.int32)
     # MLAS's VNNI kernel multiplies unsigned by signed bytes: the rows go in as uint8 codes + 128
     # (the sign bit flipped) with a zero point of 128, the same integers exactly (12x faster than
-    # int8 x int8 here, the flip included)
-    shifted = np.bitwise_xor(rows.view(np.uint8), np.uint8(0x80))
+    # int8 x int8 here); an index holds them shifted already, so the flip is paid once, not per recall
+    shifted = rows if rows.dtype == np.uint8 else np.bitwise_xor(rows.view(np.uint8), np.uint8(0x80))
     feeds = {"A": shifted, "B": np.ascontiguousarray(codes.T), "A_zero": np.array(128, dtype=np.uint8)}
     out = _product_session().run(None, feeds)[0]
     return np.asarray(out, dtype=np.int32)

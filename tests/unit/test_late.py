@@ -179,7 +179,11 @@ def test_an_index_scores_as_late_scores_does_with_idf_over_every_indexed_item(
     ]
     index = index_tokens(items)
     assert index.size == len(items) and len(index.filled) == sum(n > 0 for n in sizes)
-    assert not len(index.filled) or index.rows.dtype == np.int8  # codes stay codes: 4x less memory
+    # codes stay codes (4x less memory than floats), held shifted for the integer kernel: code + 128
+    present = [c.vectors for c in items if len(c.ids)]
+    if present:
+        assert index.rows.dtype == np.uint8
+        assert np.array_equal(index.rows.astype(np.int16) - 128, np.concatenate(present).astype(np.int16))
     assert np.allclose(index_scores(query, index), late_scores(query, items), atol=1e-6)
     weights = idf_weights(query.ids.tolist(), items)
     expected = [maxsim(query.vectors, c.vectors.astype(np.float32) * c.scale, weights) for c in items]
@@ -261,6 +265,7 @@ def test_scoring_block_by_block_gives_the_same_scores(monkeypatch: pytest.Monkey
 @settings(deadline=None)  # the first call builds the ONNX Runtime session
 @given(_seeds, st.integers(1, 300), st.integers(1, 40), st.integers(1, 64))
 def test_the_int8_product_is_the_exact_integer_product(seed: int, n: int, q: int, dim: int) -> None:
+    from mnemo.cognition.scoring.late import shift
     from mnemo.embed import int8_product
 
     rng = np.random.default_rng(seed)
@@ -269,6 +274,8 @@ def test_the_int8_product_is_the_exact_integer_product(seed: int, n: int, q: int
     got = int8_product(rows, codes)
     assert got.dtype == np.int32 and got.shape == (n, q)
     assert np.array_equal(got, rows.astype(np.int64) @ codes.astype(np.int64).T)
+    # rows held shifted, as a token index holds them, are the same rows to the kernel
+    assert np.array_equal(int8_product(shift(rows), codes), got)
 
 
 @settings(deadline=None)

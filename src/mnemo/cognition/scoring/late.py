@@ -31,6 +31,7 @@ import numpy as np
 
 __all__ = [
     "QUANT",
+    "SHIFT",
     "GrowingIndex",
     "Int8Product",
     "TokenIndex",
@@ -42,6 +43,7 @@ __all__ = [
     "late_scores",
     "maxsim",
     "quantize",
+    "shift",
 ]
 
 
@@ -120,7 +122,8 @@ class TokenIndex:
     size: int
     """How many items (those without tokens included: they score 0)."""
     rows: np.ndarray
-    """Every token of the items with any, item after item, ``(tokens, dim)`` (int8 codes or floats)."""
+    """Every token of the items with any, item after item, ``(tokens, dim)``: floats, or int8 codes held
+    *shifted* (:func:`shift`: uint8, code + 128), the unsigned side the integer kernel reads."""
     filled: np.ndarray
     """Positions of the items with at least one token."""
     starts: np.ndarray
@@ -137,15 +140,26 @@ class TokenIndex:
         return int(sum(a.nbytes for a in (self.rows, self.filled, self.starts, self.scales, self.vocabulary, self.df)))
 
 
+SHIFT = 128
+"""What an index adds to its int8 codes (:func:`shift`)."""
+
+
+def shift(codes: np.ndarray) -> np.ndarray:
+    """int8 codes as uint8 codes + :data:`SHIFT` (the sign bit flipped): MLAS's VNNI kernel multiplies
+    unsigned by signed bytes, so an index holds its rows this way once, not flipped per recall (issue 42,
+    decision 1)."""
+    return np.bitwise_xor(codes.view(np.uint8), np.uint8(0x80))
+
+
 def index_tokens(candidates: Sequence[TokenVectors]) -> TokenIndex:
     """Lay ``candidates`` out for :func:`index_scores` (their order is the scores' order)."""
     sizes = np.array([len(c.ids) for c in candidates], dtype=np.int64)
     filled = np.flatnonzero(sizes)
     present = [candidates[int(i)] for i in filled]
     dim = present[0].vectors.shape[1] if present else 1
-    dtype = np.int8 if all(c.vectors.dtype == np.int8 for c in present) else np.float32
-    rows = np.concatenate([c.vectors for c in present]) if present else np.zeros((0, dim))
-    rows = rows.astype(dtype, copy=False)
+    codes = bool(present) and all(c.vectors.dtype == np.int8 for c in present)
+    rows = np.concatenate([c.vectors for c in present]) if present else np.zeros((0, dim), dtype=np.float32)
+    rows = shift(rows) if codes else rows.astype(np.float32, copy=False)
     vocabulary, df = _document_frequencies(candidates)
     return TokenIndex(
         size=len(candidates),
@@ -189,8 +203,9 @@ class GrowingIndex:
         when their rows cannot join these (another width or type, or nothing held had any): lay
         everything out again with a new :class:`GrowingIndex`."""
         present = [c for c in more if len(c.ids)]
+        held = np.int8 if self._rows.dtype == np.uint8 else np.float32  # what each item's rows must be
         if present and (
-            not self._used or any(c.vectors.shape[1:] != self._rows.shape[1:] or c.vectors.dtype != self._rows.dtype
+            not self._used or any(c.vectors.shape[1:] != self._rows.shape[1:] or c.vectors.dtype != held
                                   for c in present)
         ):  # fmt: skip
             return None
@@ -200,7 +215,7 @@ class GrowingIndex:
             grown[:base] = self._rows[:base]
             self._rows = grown
         for c in present:
-            self._rows[self._used : self._used + len(c.ids)] = c.vectors
+            self._rows[self._used : self._used + len(c.ids)] = shift(c.vectors) if held == np.int8 else c.vectors
             self._used += len(c.ids)
         start = len(self._sizes)
         self._sizes.extend(len(c.ids) for c in more)
@@ -226,7 +241,8 @@ class GrowingIndex:
 
 
 Int8Product = Callable[[np.ndarray, np.ndarray], np.ndarray]
-"""``rows @ codes.T`` exactly, int8 ``(n, dim)`` by int8 ``(q, dim)`` into int32 ``(n, q)``: an
+"""``rows @ codes.T`` exactly, int8 codes ``(n, dim)`` (held shifted, :func:`shift`) by int8 ``(q, dim)``
+into int32 ``(n, q)``: an
 integer kernel (:func:`mnemo._onnx.int8_product`, VNNI where the CPU has it) handed in by the
 caller, since this module computes without one (issue 42, decision 1)."""
 
@@ -244,7 +260,7 @@ def index_scores(query: TokenVectors, index: TokenIndex, product: Int8Product | 
         return scores
     query_rows = np.asarray(query.vectors, dtype=np.float32) * np.float32(query.scale)
     # an item's scale is positive and shared by its tokens: apply it after the max
-    if product is not None and index.rows.dtype == np.int8:
+    if product is not None and index.rows.dtype == np.uint8:
         codes = np.clip(np.rint(query_rows * QUANT), -QUANT, QUANT).astype(np.int8)
         counts = product(index.rows, codes)  # (all item tokens, query tokens), int32
         best = np.maximum.reduceat(counts, index.starts, axis=0).astype(np.float32)
@@ -263,9 +279,9 @@ them all first)."""
 
 
 def _similarities(query_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``rows @ query_rows.T`` in float32, ``rows`` converted block by block: the item tokens
-    stream through the product as its long side, the few query tokens stay in cache (a third
-    faster than the other orientation on two cores)."""
+    """``rows @ query_rows.T`` in float32, ``rows`` (floats, or shifted codes: :func:`shift`) converted
+    block by block: the item tokens stream through the product as its long side, the few query tokens
+    stay in cache (a third faster than the other orientation on two cores)."""
     columns = np.ascontiguousarray(query_rows.T)
     if rows.dtype == np.float32:
         return rows @ columns
@@ -274,6 +290,7 @@ def _similarities(query_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
     for start in range(0, len(rows), BLOCK):
         part = rows[start : start + BLOCK]
         np.copyto(block[: len(part)], part, casting="unsafe")
+        block[: len(part)] -= SHIFT
         np.matmul(block[: len(part)], columns, out=sims[start : start + len(part)])
     return sims
 
