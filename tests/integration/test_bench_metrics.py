@@ -25,6 +25,8 @@ async def test_locomo_harness_on_a_known_conversation(
     assert mnemo["single-hop"]["n"] == 2 and mnemo["multi-hop"]["n"] == 1 and mnemo["temporal"]["n"] == 0
     assert mnemo["overall 1-4"]["n"] == 3 and mnemo["overall 1-5"]["n"] == 4
     assert mnemo["overall 1-5"]["R@5"] == 100.0 and mnemo["overall 1-5"]["B@500"] == 100.0
+    assert mnemo["overall 1-5"]["RA@5"] == 100.0  # one evidence turn each: all of it is found
+    assert mnemo["evidence in 2+ sessions"]["n"] == 0  # one session: no question's evidence spans two
     assert set(result["systems"]) == {"mnemo", "bm25s", "dense", "bm25s+dense rrf"}
     assert mnemo["latency_ms"]["p50"] > 0
 

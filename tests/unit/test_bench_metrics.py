@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from mnemo.bench.metrics import budget_recall, parse_evidence, percentile, recall_any_at_k, recall_at_k
+from mnemo.bench.metrics import (
+    budget_recall,
+    evidence_sessions,
+    parse_evidence,
+    percentile,
+    recall_all_at_k,
+    recall_any_at_k,
+    recall_at_k,
+)
 
 
 def test_parse_evidence_splits_malformed_entries() -> None:
@@ -34,6 +42,24 @@ def test_recall_any_at_k_counts_a_question_found_by_any_of_its_evidence() -> Non
     for k in (1, 2, 3, 4):
         assert recall_any_at_k(ranking, ["D1:2", "D3:1"], k) >= recall_at_k(ranking, ["D1:2", "D3:1"], k)
         assert recall_any_at_k(ranking, ["D3:1"], k) == recall_at_k(ranking, ["D3:1"], k)
+
+
+def test_recall_all_at_k_counts_a_question_only_when_every_evidence_turn_is_found() -> None:
+    ranking = ["D1:1", "D4:2", "block", "D3:1"]
+    assert recall_all_at_k(ranking, ["D1:1", "D3:1"], 3) == 0.0  # half is not enough
+    assert recall_all_at_k(ranking, ["D1:1", "D3:1"], 4) == 1.0
+    assert recall_all_at_k(ranking, ["D1:1", "D7:7"], 3, {"block": ("D7:7", "D7:8")}) == 1.0  # through a cover
+    assert recall_all_at_k(ranking, [], 1) == 1.0
+    with pytest.raises(ValueError):
+        recall_all_at_k(ranking, ["D1:1"], 0)
+    for k in (1, 2, 3, 4):  # never above the fractional recall, equal to it for one evidence turn
+        assert recall_all_at_k(ranking, ["D4:2", "D3:1"], k) <= recall_at_k(ranking, ["D4:2", "D3:1"], k)
+        assert recall_all_at_k(ranking, ["D3:1"], k) == recall_at_k(ranking, ["D3:1"], k)
+
+
+def test_evidence_sessions_counts_the_distinct_sessions_of_the_dia_ids() -> None:
+    assert evidence_sessions(["D1:1", "D1:9", "D12:3"]) == 2
+    assert evidence_sessions(["D2:2"]) == 1 and evidence_sessions([]) == 0
 
 
 def test_budget_recall_stops_at_the_first_item_that_does_not_fit() -> None:

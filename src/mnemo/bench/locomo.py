@@ -5,8 +5,9 @@ every conversation goes into a fresh scope through the real write path; every
 question runs the real recall path read-only and ranks that conversation's
 turns; recall@k is the share of the question's evidence dia_ids in the top k
 (a question without evidence scores 1); recall_any@k (``A@k``) is 1 when any
-of them is. "overall 1-4" and "overall 1-5" are
-means over the questions of those categories.
+of them is, recall_all@k (``RA@k``, issue 43) when all of them are. "overall 1-4" and
+"overall 1-5" are means over the questions of those categories; "evidence in 2+ sessions" over
+the questions of categories 1-4 whose evidence sits in two sessions or more.
 
 Baselines in the same run, over the same turns and questions: BM25 (``bm25s``)
 over the turn texts, dense cosine with the same embedder over the turn texts,
@@ -62,17 +63,28 @@ from typing import Any
 import numpy as np
 
 from mnemo.archive import AsyncArchive
-from mnemo.bench.metrics import budget_recall, mean, parse_evidence, percentile, recall_any_at_k, recall_at_k
+from mnemo.bench.metrics import (
+    budget_recall,
+    evidence_sessions,
+    mean,
+    parse_evidence,
+    percentile,
+    recall_all_at_k,
+    recall_any_at_k,
+    recall_at_k,
+)
 from mnemo.cognition.scoring.fusion import rrf
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.errors import MalformedImportError
 from mnemo.models import Refusal, Scope, TurnInput
 
-__all__ = ["BUDGETS", "CATEGORIES", "KS", "Conversation", "load_locomo", "run_locomo"]
+__all__ = ["ALL_KS", "BUDGETS", "CATEGORIES", "KS", "SPREAD", "Conversation", "load_locomo", "run_locomo"]
 
 KS = (1, 5, 10, 25, 50)
 ANY_KS = (5, 10)
+ALL_KS = (5, 10)
+SPREAD = "evidence in 2+ sessions"
 BUDGETS = (500, 1000, 2000)
 # --live: the seed of the lived rounds' stochastic scoring (``--seed``)
 LIVE_SEED = 20260302
@@ -158,17 +170,22 @@ def score(run: SystemRun, tokens: Mapping[str, Mapping[str, int]], sample_of: Se
         costs = {**tokens[sample], **run.item_tokens, **quoted}
         rec = {f"R@{k}": recall_at_k(ranking, evidence, k, cover) for k in KS}
         rec |= {f"A@{k}": recall_any_at_k(ranking, evidence, k, cover) for k in ANY_KS}
+        rec |= {f"RA@{k}": recall_all_at_k(ranking, evidence, k, cover) for k in ALL_KS}
         rec |= {f"B@{b}": budget_recall(ranking, costs, evidence, b, cover) for b in BUDGETS}
-        per_question.append((category, rec))
+        per_question.append((category, evidence_sessions(evidence), rec))
     groups: dict[str, list[dict[str, float]]] = {name: [] for name in CATEGORIES.values()}
     groups["overall 1-4"] = []
     groups["overall 1-5"] = []
-    for category, rec in per_question:
+    groups[SPREAD] = []
+    for category, sessions, rec in per_question:
         groups[CATEGORIES.get(category, str(category))].append(rec)
         groups["overall 1-5"].append(rec)
         if category in (1, 2, 3, 4):
             groups["overall 1-4"].append(rec)
-    metrics = [f"R@{k}" for k in KS] + [f"A@{k}" for k in ANY_KS] + [f"B@{b}" for b in BUDGETS]
+            if sessions >= 2:
+                groups[SPREAD].append(rec)
+    metrics = [f"R@{k}" for k in KS] + [f"A@{k}" for k in ANY_KS] + [f"RA@{k}" for k in ALL_KS]
+    metrics += [f"B@{b}" for b in BUDGETS]
     out: dict[str, Any] = {
         group: {"n": len(recs), **{m: round(100 * mean([r[m] for r in recs]), 2) for m in metrics}}
         for group, recs in groups.items()

@@ -4,6 +4,9 @@
   ranking; a question without evidence scores 1 (LoCoMo paper, Table 3).
 - recall_any@k: 1 when any of a question's evidence ids is in the top k, else 0 (the
   figure some peers publish; a question without evidence scores 1);
+- recall_all@k: 1 when every one of a question's evidence ids is in the top k, else 0 (issue 43:
+  a question whose answer is spread over several turns is answered only when all of them are
+  found; a question without evidence scores 1);
 - budget recall: the share of evidence a caller gets if it fills ``budget``
   tokens of context from the top of the ranking (an item that does not fit
   ends the context).
@@ -14,7 +17,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["EVIDENCE_RE", "budget_recall", "mean", "parse_evidence", "percentile", "recall_any_at_k", "recall_at_k"]
+__all__ = [
+    "EVIDENCE_RE",
+    "budget_recall",
+    "evidence_sessions",
+    "mean",
+    "parse_evidence",
+    "percentile",
+    "recall_all_at_k",
+    "recall_any_at_k",
+    "recall_at_k",
+]
 
 EVIDENCE_RE = re.compile(r"D\d+:\d+")
 
@@ -56,6 +69,18 @@ def recall_any_at_k(
     if not wanted:
         return 1.0
     return float(any(e in wanted for item in ranking[:k] for e in _covered(item, cover)))
+
+
+def recall_all_at_k(
+    ranking: Sequence[str], evidence: Sequence[str], k: int, cover: Mapping[str, Iterable[str]] | None = None
+) -> float:
+    """1.0 when the top ``k`` hold every evidence id (or there is none to hold), else 0.0."""
+    return float(recall_at_k(ranking, evidence, k, cover) == 1.0)
+
+
+def evidence_sessions(evidence: Iterable[str]) -> int:
+    """How many sessions a question's evidence sits in: the distinct ``D<session>`` of its dia_ids."""
+    return len({e.split(":", 1)[0] for e in evidence})
 
 
 def budget_recall(

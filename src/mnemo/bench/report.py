@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from mnemo.bench.locomo import ANY_KS, BUDGETS, CATEGORIES, KS
+from mnemo.bench.locomo import ALL_KS, ANY_KS, BUDGETS, CATEGORIES, KS, SPREAD
 
 __all__ = ["print_ablation", "print_locomo", "print_perf"]
 
@@ -65,6 +65,8 @@ def print_locomo(result: dict[str, Any], console: Console) -> None:
             table.add_column(f"R@{k}", justify="right")
         for k in ANY_KS:
             table.add_column(f"any@{k}", justify="right")
+        for k in ALL_KS:
+            table.add_column(f"all@{k}", justify="right")
         for b in BUDGETS:
             table.add_column(f"ev@{b}tok", justify="right")
         table.add_column("p50 ms", justify="right")
@@ -77,6 +79,7 @@ def print_locomo(result: dict[str, Any], console: Console) -> None:
                 str(row["n"]),
                 *(f"{row[f'R@{k}']:.1f}" for k in KS),
                 *(f"{row[f'A@{k}']:.1f}" for k in ANY_KS),
+                *(f"{row[f'RA@{k}']:.1f}" for k in ALL_KS),
                 *(f"{row[f'B@{b}']:.1f}" for b in BUDGETS),
                 _ms(lat.get("p50")),
                 _ms(lat.get("p95")),
@@ -89,27 +92,29 @@ def print_locomo(result: dict[str, Any], console: Console) -> None:
                 "",
                 *(f"{anchor.get(f'R@{k}', '')}" for k in KS[1:]),
                 *("" for _ in ANY_KS),
+                *("" for _ in ALL_KS),
                 *("" for _ in BUDGETS),
                 "",
                 "",
             )
         console.print(table)
-    table = Table(title="per category: R@1 / R@5 / R@10 / evidence@1000 tokens")
-    table.add_column("system")
-    for name in CATEGORIES.values():
-        table.add_column(name, justify="right")
-    for name, scores in systems.items():
-        table.add_row(
-            name,
-            *(
-                f"{scores[c]['R@1']:.1f} / {scores[c]['R@5']:.1f} / {scores[c]['R@10']:.1f} / {scores[c]['B@1000']:.1f}"
-                if scores[c]["n"]
-                else "-"
-                for c in CATEGORIES.values()
-            ),
-        )
-    console.print(table)
+    groups = [*CATEGORIES.values(), SPREAD]
+    for title, cell in (
+        ("R@1 / R@5 / R@10 / evidence@1000 tokens", lambda r: _cells(r, ["R@1", "R@5", "R@10", "B@1000"])),
+        ("recall_all@5 / @10 (every evidence turn found)", lambda r: _cells(r, [f"RA@{k}" for k in ALL_KS])),
+    ):
+        table = Table(title=f"per category: {title}")
+        table.add_column("system")
+        for group in groups:
+            table.add_column(group if group != SPREAD else f"{SPREAD} (1-4)", justify="right")
+        for name, scores in systems.items():
+            table.add_row(name, *(cell(scores[g]) if scores.get(g, {}).get("n") else "-" for g in groups))
+        console.print(table)
     _print_refusal(systems, console)
+
+
+def _cells(row: dict[str, Any], metrics: list[str]) -> str:
+    return " / ".join(f"{row[m]:.1f}" for m in metrics)
 
 
 def _print_refusal(systems: dict[str, Any], console: Console) -> None:
