@@ -166,6 +166,11 @@ class Settings(BaseSettings):
         description="Spread the top of the ranking over sessions: a session's further candidates pay the "
         "ranking model's penalty, so the evidence of other sessions comes up.",
     )
+    represent_sessions: bool = Field(
+        default=True,
+        description="Represent every session within reach of the best (the first relevance tier of the "
+        "sessions' best scores) by its best candidate before any session's second candidate takes a place.",
+    )
     turn_context: bool = Field(default=True, description="Embed turns as 'Speaker: content'.")
     late_interaction: bool = Field(
         default=True,

@@ -12,7 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mnemo.cognition.scoring.late import TokenVectors
-from mnemo.cognition.scoring.ranker import FEATURES, Ranker, spread_sessions, standardise
+from mnemo.cognition.scoring.ranker import (
+    FEATURES,
+    Ranker,
+    represent_sessions,
+    sessions_in_reach,
+    spread_sessions,
+    standardise,
+)
 from mnemo.cognition.scoring.refusal import Verdict, judge, question_words, unsupported, word_support
 from mnemo.errors import ConfigurationError
 from mnemo.recall.learned import load_ranker
@@ -107,6 +114,51 @@ def test_a_mild_penalty_lets_a_much_stronger_candidate_of_the_same_session_stay(
     sessions = {0: "a", 1: "a", 2: "b"}
     assert spread_sessions(order, {0: 10.0, 1: 9.0, 2: 0.0}, sessions, 0.2, 3) == [0, 1, 2]
     assert spread_sessions(order, {0: 10.0, 1: 9.0, 2: 8.95}, sessions, 0.2, 3) == [0, 2, 1]
+
+
+# --- session representation (issue 43) ----------------------------------------------------------
+mixed_st = st.lists(st.sampled_from(["a", "b", "c", "d", None]), min_size=0, max_size=30)
+
+
+@given(mixed_st, st.sets(st.sampled_from("abcdz"), max_size=5))
+def test_representation_puts_each_reached_session_before_any_second_candidate(
+    sessions: list[str | None], reach: set[str]
+) -> None:
+    order = list(range(len(sessions)))
+    session_of = {i: s for i, s in enumerate(sessions) if s is not None}
+    got = represent_sessions(order, reach, session_of)
+    assert sorted(got) == order  # a permutation
+    for name in {*sessions} - {None}:  # each session's candidates keep their order
+        assert [i for i in got if session_of.get(i) == name] == [i for i in order if session_of.get(i) == name]
+    assert [i for i in got if i not in session_of] == [i for i in order if i not in session_of]
+    present = reach & set(session_of.values())
+    if len(reach) < 2:
+        assert got == order
+    elif present == reach:  # every reached session's first candidate comes before any second candidate
+        seen: set[str] = set()
+        firsts_done = False
+        for i in got:
+            name = session_of.get(i)
+            if name is None:
+                continue
+            if name in seen:
+                assert firsts_done or not (reach - seen), (got, reach)
+            seen.add(name)
+            firsts_done = firsts_done or not (reach - seen)
+
+
+def test_one_long_session_does_not_crowd_out_another_as_good() -> None:
+    # session a's five turns score 10, 9.9, 9.8, 9.7, 9.6; b's best 9.75, c's 2 (far below: not in reach)
+    order = ["a1", "a2", "a3", "b1", "a4", "a5", "c1", "b2"]
+    scores = {"a1": 10.0, "a2": 9.9, "a3": 9.8, "b1": 9.75, "a4": 9.7, "a5": 9.6, "c1": 2.0, "b2": 1.9}
+    session_of = {k: k[0] for k in order}
+    reach = sessions_in_reach(order, scores, session_of)
+    assert reach == {"a", "b"}
+    assert represent_sessions(order, reach, session_of) == ["a1", "b1", "a2", "a3", "a4", "a5", "c1", "b2"]
+    # one session far ahead of every other: only it is in reach, nothing moves
+    lone = {**scores, "b1": 3.0}
+    assert sessions_in_reach(order, lone, session_of) == {"a"}
+    assert represent_sessions(order, sessions_in_reach(order, lone, session_of), session_of) == order
 
 
 def test_question_words_are_what_the_question_is_about() -> None:

@@ -104,6 +104,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "passages of long items": {"passages": False},
     "learned fusion (the hand-set head instead)": {"ranker": "hand"},
     "session spreading": {"spread_sessions": False},
+    "session representation": {"represent_sessions": False},
     "refusal of what was never said": {"refuse_unsupported": False},
 }
 

@@ -1,4 +1,4 @@
-"""Recall stage 5e: the learned fusion of the head and its spreading across sessions.
+"""Recall stage 5e: the learned fusion of the head, its spreading across sessions and their representation.
 
 Seeds: cognitive-plan §2.5 (hybrid search), §4.5 (weights from outcomes, not hand-set), §4.6
 (contextual retrieval: a question's evidence can sit in several sessions).
@@ -6,7 +6,9 @@ Seeds: cognitive-plan §2.5 (hybrid search), §4.5 (weights from outcomes, not h
 :func:`features` describes each candidate of the head by :data:`~mnemo.cognition.scoring.ranker.FEATURES`
 from what the earlier stages computed (no new search); :func:`learned_rank` orders the head by
 the shipped :class:`~mnemo.cognition.scoring.ranker.Ranker` (``ranker="learned"``) or keeps the hand-set
-order (``"hand"``), then spreads its top over sessions (``spread_sessions``). The head stays above
+order (``"hand"``), then spreads its top over sessions (``spread_sessions``) and represents each
+session within reach of the best before any session's second candidate (``represent_sessions``,
+issue 43). The head stays above
 every other candidate, as after late interaction. :func:`mnemo.recall.capture.capturing` lets a
 benchmark collect the features of each recall it makes (``benchmarks/learn_fusion.py`` trains the
 model on them).
@@ -25,7 +27,14 @@ import numpy as np
 import psycopg
 
 from mnemo._runtime import Runtime
-from mnemo.cognition.scoring.ranker import FEATURES, Ranker, spread_sessions, standardise
+from mnemo.cognition.scoring.ranker import (
+    FEATURES,
+    Ranker,
+    represent_sessions,
+    sessions_in_reach,
+    spread_sessions,
+    standardise,
+)
 from mnemo.cognition.scoring.refusal import proper_names
 from mnemo.errors import ConfigurationError
 from mnemo.recall.capture import Pool, sink
@@ -59,7 +68,9 @@ async def learned_rank(rt: Runtime, conn: psycopg.AsyncConnection, request: Requ
     cfg = rt.settings
     capture = sink()
     spreads = cfg.spread_sessions and rt.ranker.penalty > 0
-    if len(found.final) < 2 or (cfg.ranker == "hand" and not spreads and capture is None):
+    if len(found.final) < 2 or (
+        cfg.ranker == "hand" and not spreads and not cfg.represent_sessions and capture is None
+    ):
         return  # nothing would move: the hand-set order stands
     pool = await features(rt, conn, request, found)
     if capture is not None:
@@ -75,6 +86,8 @@ async def learned_rank(rt: Runtime, conn: psycopg.AsyncConnection, request: Requ
     order = _utterances_reordered(pool.ids, scores, found.kind_of)
     if spreads:
         order = spread_sessions(order, scores, pool.sessions, model.penalty, max(request.k, 10))
+    if cfg.represent_sessions:  # issue 43: no session crowds out another as good
+        order = represent_sessions(order, sessions_in_reach(order, scores, pool.sessions), pool.sessions)
     found.smoothed = found.smoothed or found.final
     found.final = _in_order(found.final, pool.ids, order)
 

@@ -19,6 +19,12 @@ lost short stated facts. A model whose other weights are zero reproduces the han
 :func:`spread_sessions` then re-orders the top of a ranking so that one session does not hold
 every slot: each further candidate of a session already taken pays ``penalty`` (in units of the
 scores' standard deviation), so a second session's best turn comes up unless it is much weaker.
+
+:func:`represent_sessions` (issue 43) is the rule, not the penalty: the sessions whose best
+candidate scores within reach of the best session's (:func:`sessions_in_reach`: the first tier of
+the sessions' best scores, as :func:`~mnemo.cognition.scoring.relevance.relevance_tiers` groups
+them, no constant) are each represented by their best candidate before any session's second
+candidate takes a place, so one session's many turns cannot crowd another that matches as well.
 """
 
 from __future__ import annotations
@@ -31,7 +37,9 @@ from typing import TypeVar
 
 import numpy as np
 
-__all__ = ["FEATURES", "Ranker", "spread_sessions", "standardise"]
+from mnemo.cognition.scoring.relevance import relevance_tiers
+
+__all__ = ["FEATURES", "Ranker", "represent_sessions", "sessions_in_reach", "spread_sessions", "standardise"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -158,3 +166,44 @@ def spread_sessions(
         if session is not None:
             taken[session] = taken.get(session, 0) + 1
     return placed + left
+
+
+def sessions_in_reach(order: Sequence[K], scores: Mapping[K, float], session_of: Mapping[K, str]) -> set[str]:
+    """The sessions within reach of the best: each session scores its best candidate's score, and
+    those of the first relevance tier of these scores (walking down them, up to the first clear
+    gap: :func:`~mnemo.cognition.scoring.relevance.relevance_tiers`) are in reach."""
+    best: dict[str, float] = {}
+    for k in order:
+        session = session_of.get(k)
+        if session is not None:
+            best[session] = max(best.get(session, -math.inf), scores[k])
+    return {session for session, tier in relevance_tiers(best).items() if tier == 0}
+
+
+def represent_sessions(order: Sequence[K], reach: set[str], session_of: Mapping[K, str]) -> list[K]:
+    """``order`` (best first) with each session of ``reach`` represented by its first candidate
+    before any session's second candidate: a session's later candidates met while a session of
+    ``reach`` is still unrepresented wait, in their order, until the last one is placed. Items with
+    no session keep their places among the others; nothing changes with fewer than two sessions in
+    reach."""
+    if len(reach) < 2:
+        return list(order)
+    placed: list[K] = []
+    waiting: list[K] = []
+    seen: set[str] = set()
+    missing = set(reach)
+    for k in order:
+        session = session_of.get(k)
+        if session is None or session not in seen:
+            placed.append(k)
+            if session is not None:
+                seen.add(session)
+                missing.discard(session)
+                if not missing:
+                    placed.extend(waiting)
+                    waiting.clear()
+        elif missing:
+            waiting.append(k)
+        else:
+            placed.append(k)
+    return placed + waiting

@@ -23,6 +23,7 @@ def register(app: typer.Typer) -> None:
     bench = typer.Typer(no_args_is_help=True, help="Benchmarks: retrieval quality and performance.")
     bench.command("locomo")(bench_locomo)
     bench.command("updates")(bench_updates)
+    bench.command("spread")(bench_spread)
     bench.command("dynamics")(bench_dynamics)
     bench.command("perf")(bench_perf)
     app.add_typer(bench, name="bench")
@@ -180,6 +181,59 @@ def bench_updates(
             )
         )
     out.print(_updates_table(result))
+    if json_out is not None:
+        json_out.write_text(json.dumps(result, indent=2, ensure_ascii=False))
+        out.print(f"wrote {json_out}")
+
+
+@fail_cleanly
+def bench_spread(
+    path: Annotated[Path, typer.Argument(help="The spread question set (e.g. tests/data/spread).")],
+    locomo: Annotated[
+        Path | None, typer.Option("--locomo", help="The LoCoMo dev file its LoCoMo questions are about.")
+    ] = None,
+    lives: Annotated[Path | None, typer.Option("--lives", help="The lives its life questions are about.")] = None,
+    live: Annotated[bool, typer.Option("--live", help="Also a lived round after the lab pass.")] = False,
+    seed: Annotated[int, typer.Option("--seed", help="The seed of the lived round's stochastic scoring.")] = 0,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a setting, KEY=VALUE (repeatable).")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write every figure to this JSON file.")] = None,
+) -> None:
+    """Evidence spread over sessions (issue 43): R@5/R@10 and recall_all@5/@10 (every evidence turn
+    found) per question kind, beside BM25, dense and their reciprocal-rank fusion."""
+    import asyncio
+
+    from mnemo.bench.spread import KINDS, run_spread
+    from mnemo.config import load_settings
+    from mnemo.embed import load_embedder
+
+    for given, hint in ((path, "PATH"), (locomo, "--locomo"), (lives, "--lives")):
+        if given is not None and not given.exists():
+            raise typer.BadParameter(f"{given} does not exist", param_hint=hint)
+    if locomo is None and lives is None:
+        raise typer.BadParameter("give --locomo, --lives or both", param_hint="--locomo")
+    overrides = _overrides(set_ or [])
+    settings = load_settings(**overrides)
+    embeddings = load_embedder(settings.embedder, **settings.embedder_options())
+    with progress("spread") as update:
+        result = asyncio.run(
+            run_spread(
+                path, embeddings=embeddings, locomo=locomo, lives=lives, overrides=overrides,
+                database_url=settings.database_url, live=live, seed=seed,
+                progress=lambda _name, done, total: update(done, total),
+            )
+        )  # fmt: skip
+    systems = result["systems"]
+    table = Table(title=f"bench spread: {result['questions']} questions, R@5 / R@10 / all@5 / all@10")
+    table.add_column("group")
+    for name in systems:
+        table.add_column(name, justify="right")
+    for group in ("overall", "locomo", "lives", *KINDS):
+        if group in systems["mnemo"]:
+            cells = [
+                " / ".join(f"{s[group][m]:.1f}" for m in ("R@5", "R@10", "RA@5", "RA@10")) for s in systems.values()
+            ]
+            table.add_row(f"{group} ({systems['mnemo'][group]['n']})", *cells)
+    out.print(table)
     if json_out is not None:
         json_out.write_text(json.dumps(result, indent=2, ensure_ascii=False))
         out.print(f"wrote {json_out}")
