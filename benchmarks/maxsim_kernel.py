@@ -41,7 +41,9 @@ Kernel = Int8Product
 
 
 def _numpy_kernel(rows: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    return np.matmul(rows, codes.T, dtype=np.int32)
+    # an index holds its codes shifted (uint8, code + 128): numpy multiplies the signed codes
+    signed = rows if rows.dtype == np.int8 else np.bitwise_xor(rows, np.uint8(0x80)).view(np.int8)
+    return np.matmul(signed, codes.T, dtype=np.int32)
 
 
 def scores(query: TokenVectors, index: TokenIndex, product: Int8Product | None) -> np.ndarray:
