@@ -166,6 +166,11 @@ class Settings(BaseSettings):
         description="Spread the top of the ranking over sessions: a session's further candidates pay the "
         "ranking model's penalty, so the evidence of other sessions comes up.",
     )
+    advice_preferences: bool = Field(
+        default=True,
+        description="A request for advice, a choice or a plan about someone ('suggest a restaurant for Maya') "
+        "lifts the preference memories about them most similar to it (the first relevance tier) above the head.",
+    )
     represent_sessions: bool = Field(
         default=True,
         description="Represent every session within reach of the best (the first relevance tier of the "

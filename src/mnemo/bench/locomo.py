@@ -105,6 +105,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "learned fusion (the hand-set head instead)": {"ranker": "hand"},
     "session spreading": {"spread_sessions": False},
     "session representation": {"represent_sessions": False},
+    "preferences for a request for advice": {"advice_preferences": False},
     "refusal of what was never said": {"refuse_unsupported": False},
 }
 

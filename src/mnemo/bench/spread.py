@@ -9,7 +9,8 @@ every evidence turn, of a kind: count, list, comparison, every-time, change, bot
 Each conversation and life goes into a fresh scope through the real write path and its questions
 are recalled over its turns exactly as ``mnemo bench locomo`` asks (:func:`mnemo.bench.locomo.run_mnemo`:
 the lab pass read-only and deterministic, with ``live`` a lived round after it, mutating and
-stochastic, seeded), beside BM25, dense and their plain reciprocal-rank fusion over the same turns.
+stochastic, seeded; with ``night`` after the night cycle, memory hits standing for the turns they were
+made from), beside BM25, dense and their plain reciprocal-rank fusion over the same turns.
 Figures per kind, per source and overall: R@5 / R@10 (the share of the evidence in the top k) and
 recall_all@5 / @10 (all of it).
 """
@@ -96,9 +97,10 @@ def load_spread(
 def score(run: SystemRun, sources: Sequence[str]) -> dict[str, Any]:
     """R@k and recall_all@k per kind, per source and overall (``sources``: each question's, in row order)."""
     groups: dict[str, list[dict[str, float]]] = {"overall": []}
+    cover = run.cover or None  # after a night, a memory hit stands for the turns it was made from
     for (kind, evidence, ranking), source in zip(run.rows, sources, strict=True):
-        rec = {f"R@{k}": recall_at_k(ranking, evidence, k) for k in KS}
-        rec |= {f"RA@{k}": recall_all_at_k(ranking, evidence, k) for k in KS}
+        rec = {f"R@{k}": recall_at_k(ranking, evidence, k, cover) for k in KS}
+        rec |= {f"RA@{k}": recall_all_at_k(ranking, evidence, k, cover) for k in KS}
         for group in ("overall", source, KINDS[kind]):
             groups.setdefault(group, []).append(rec)
     return {
@@ -116,16 +118,21 @@ async def run_spread(
     overrides: Mapping[str, Any] | None = None,
     database_url: str | None = None,
     live: bool = False,
+    night: bool = False,
     seed: int = 0,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Run the set; returns every figure (what ``--json`` writes)."""
+    """Run the set; returns every figure (what ``--json`` writes). ``night``: every conversation goes
+    through the night cycle first and recall searches turns and memories (a memory hit stands for the
+    turns it was made from, as in ``mnemo bench locomo --night``)."""
     loaded = load_spread(directory, locomo, lives)
     conversations = [c for _, c in loaded]
     sources = [source for source, c in loaded for _ in c.questions]
     with tempfile.TemporaryDirectory(prefix="mnemo-spread-") as home:
         settings, lived = _settings(Path(home), database_url, overrides, live=live, seed=seed)
-        lab, rounds = await run_mnemo(conversations, settings, embeddings, progress, lived=lived, seed=seed)
+        lab, rounds = await run_mnemo(
+            conversations, settings, embeddings, progress, lived=lived, seed=seed, night=night
+        )
     bm25 = run_bm25(conversations)
     dense = await run_dense(conversations, embeddings)
     systems = {"mnemo": score(lab, sources)}
@@ -142,5 +149,6 @@ async def run_spread(
         "questions": len(sources),
         "embedder": str(embeddings.slug),
         "live": {"seed": seed, "scoring": lived.scoring} if lived is not None else None,
+        "night": lab.night or None,
         "systems": systems,
     }

@@ -32,6 +32,8 @@ Pipeline, in the order :func:`recall` runs it (each piece switchable in
    session neighbours in, and every turn earns a share of its neighbours' scores;
 6. the head: ``late_interaction`` re-ranks it by MaxSim over token embeddings (or a
    cross-encoder); ``time_frame`` lifts its candidates of the period the question names;
+   ``preferences_asked`` (``advice_preferences``) lifts, for a request for advice about someone,
+   the preference memories about them most similar to it (issue 43);
    ``attribution`` keeps the candidates the requested ``processes`` wrote;
 7. ``learned_rank``, the learned fusion (``ranker``): the head's turns and lines put in the order
    of the shipped ranking model over the hand-set rank, neighbours, session evidence, speaker,
@@ -70,6 +72,7 @@ import numpy as np
 
 from mnemo._runtime import Runtime
 from mnemo.models import RecallResult, Refusal, Scope
+from mnemo.recall.advice_stage import preferences_asked
 from mnemo.recall.answerable import check_answerable
 from mnemo.recall.blend import blend
 from mnemo.recall.current import current
@@ -131,6 +134,7 @@ async def recall(
         await smooth_neighbours(rt, conn, request, found)
         await late_interaction(rt, conn, request, found)
         await time_frame(rt, conn, request, found)
+        await preferences_asked(rt, conn, request, found)
         await attribution(rt, conn, request, found)
         await learned_rank(rt, conn, request, found)
         blended = await blend(rt, conn, request, found)

@@ -28,6 +28,7 @@ __all__ = [
     "item_texts",
     "lexical",
     "positions",
+    "preference_memories",
 ]
 
 _LEXICAL_TURNS = """
@@ -261,3 +262,17 @@ async def item_processes(
         {"e": entity_id, "ns": namespace, "ids": list(ids)},
     )
     return {r[0]: str(r[1]) for r in await cur.fetchall()}
+
+
+async def preference_memories(
+    conn: psycopg.AsyncConnection, entity_id: str, namespace: str, limit: int
+) -> dict[uuid.UUID, str]:
+    """The scope's active preference memories, newest first (at most ``limit``), with their text:
+    what a request for advice about someone depends on (issue 43, item 4)."""
+    cur = await conn.execute(
+        """SELECT id, content FROM mnemo.memories
+           WHERE entity_id = %(e)s AND namespace = %(ns)s AND kind = 'preference' AND status = 'active'
+           ORDER BY created_at DESC, id LIMIT %(limit)s""",
+        {"e": entity_id, "ns": namespace, "limit": limit},
+    )
+    return {r[0]: r[1] for r in await cur.fetchall()}

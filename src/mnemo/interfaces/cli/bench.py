@@ -194,6 +194,9 @@ def bench_spread(
     ] = None,
     lives: Annotated[Path | None, typer.Option("--lives", help="The lives its life questions are about.")] = None,
     live: Annotated[bool, typer.Option("--live", help="Also a lived round after the lab pass.")] = False,
+    night: Annotated[
+        bool, typer.Option("--night", help="Run the night cycle first; recall turns and memories.")
+    ] = False,
     seed: Annotated[int, typer.Option("--seed", help="The seed of the lived round's stochastic scoring.")] = 0,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override a setting, KEY=VALUE (repeatable).")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write every figure to this JSON file.")] = None,
@@ -218,7 +221,7 @@ def bench_spread(
         result = asyncio.run(
             run_spread(
                 path, embeddings=embeddings, locomo=locomo, lives=lives, overrides=overrides,
-                database_url=settings.database_url, live=live, seed=seed,
+                database_url=settings.database_url, live=live, night=night, seed=seed,
                 progress=lambda _name, done, total: update(done, total),
             )
         )  # fmt: skip
