@@ -216,6 +216,32 @@ async def test_the_budget_evicts_the_least_recently_used_scope(archive: AsyncArc
     assert not isinstance(result, Refusal) and "Pixel" in result.hits[0].content
 
 
+async def test_a_scope_whose_vectors_alone_exceed_the_budget_is_refused_before_anything_is_read(
+    archive: AsyncArchive,
+) -> None:
+    from mnemo.recall.scope_index import least_bytes
+
+    scope = Scope("reader", "toobig")
+    for text in SENTENCES:
+        await archive.remember(scope, text)
+    await archive._rt.backfill.wait()
+    indexes = archive._rt.indexes
+    at_least = least_bytes(len(SENTENCES), archive.embeddings.dim)
+    indexes.max_bytes = at_least - 1  # the live vectors alone do not fit
+    builds = indexes.builds
+    assert await indexes.ensure(archive._rt, key(archive, scope)) is None
+    assert indexes.builds == builds  # nothing was read or laid out
+    assert indexes.refused[key(archive, scope)] == at_least
+    # answered through SQL, and not tried again at every recall
+    result = await archive.recall(scope, "What is the dog called?", 1, read_only=True)
+    assert not isinstance(result, Refusal) and "Pixel" in result.hits[0].content
+    assert indexes.builds == builds and indexes.held(key(archive, scope)) is None
+    # with room for it (what a full build then measures), it is built and held
+    indexes.max_bytes = None
+    indexes.drop(scope.entity_id, scope.namespace)
+    assert (await indexes.ensure(archive._rt, key(archive, scope))) is not None and indexes.builds == builds + 1
+
+
 async def test_the_index_only_holds_its_own_scope(archive: AsyncArchive) -> None:
     mine, theirs = Scope("reader", "mine"), Scope("stranger", "mine")
     own = [await archive.remember(mine, text) for text in SENTENCES[:3]]

@@ -148,3 +148,37 @@ def test_a_change_statement_moves_only_within_the_window() -> None:
 )
 def test_a_question_about_now(question: str, now: bool) -> None:
     assert asks_about_now(question) is now
+
+
+# --- the live claims, laid out without comparing every pair (issue 42's million-item run) ----------
+_a_claim = st.builds(
+    lambda turn, value, negated, single, day: Claim(
+        uuid.UUID(int=turn), "maya|lives in", value, negated, single, T0 + timedelta(days=day)
+    ),
+    st.integers(0, 6),
+    st.sampled_from(["", "lisbon", "porto", "lisbon old town", "padel", "padel every saturday"]),
+    st.booleans(),
+    st.booleans(),
+    st.integers(0, 5),  # few days: many claims said at the same time
+)
+
+
+@given(st.lists(_a_claim, max_size=25))
+def test_live_claims_are_those_no_later_claim_supersedes(slot: list[Claim]) -> None:
+    from mnemo.cognition.scoring.claims import _live, book
+
+    assert _live(slot) == [c for c in slot if not any(supersedes(n, c) for n in slot)]
+    ids = list(dict.fromkeys(c.turn_id for c in slot))
+    assert successors(ids, book(slot)) == successors(ids, slot) and endings(book(slot)) == endings(slot)
+
+
+def test_a_slot_said_many_times_is_laid_out_from_its_distinct_statements() -> None:
+    from mnemo.cognition.scoring.claims import _live
+
+    # 3,000 claims of three statements: comparing every pair would take ~9 million supersedes calls
+    values = ["lisbon", "porto", "lisbon"]
+    slot = [
+        Claim(uuid.UUID(int=n), "maya|lives in", values[n % 3], False, True, T0 + timedelta(hours=n))
+        for n in range(3000)
+    ]
+    assert _live(slot) == [slot[-1]]  # a one-value slot: only the last said holds

@@ -28,10 +28,11 @@ from mnemo._runtime import Runtime
 from mnemo.cognition.consolidation.facts import canonical_value
 from mnemo.cognition.scoring.blend_components import RELEVANCE, scores
 from mnemo.cognition.scoring.claims import (
-    Claim,
+    Book,
     Ending,
     Said,
     asks_about_now,
+    book,
     changes_first,
     endings,
     move_above,
@@ -95,7 +96,7 @@ _CACHED_SCOPES = 1024
 
 async def _claims(
     rt: Runtime, conn: psycopg.AsyncConnection, request: Request, found: Candidates
-) -> tuple[list[Claim], list[Ending]]:
+) -> tuple[Book, list[Ending]]:
     """The scope's claims that can make a statement stale, and the values that ended: read once per
     version of the scope and its epoch (a scope purged and written again counts its versions from 1
     again, migration 0023; a recall made ``as_of`` a time reads what was said by then)."""
@@ -104,11 +105,12 @@ async def _claims(
     epoch = found.facts.epoch if found.facts is not None else None
     cached = rt.claims_cache.get((e, ns)) if version else None
     if cached is not None and cached[0] == (version, epoch):
-        return cast("tuple[list[Claim], list[Ending]]", cached[1])
+        return cast("tuple[Book, list[Ending]]", cached[1])
     claims = await claim_rows.changeable(conn, e, ns)
     if request.as_of is not None:  # asked as of a point in time: what was said after it is not known yet
         claims = [c for c in claims if c.said_at <= request.as_of]
-    read = (claims, endings(claims))
+    laid_out = book(claims)  # each slot's live claims, once per version (not per recall)
+    read = (laid_out, endings(laid_out))
     if version:
         if len(rt.claims_cache) >= _CACHED_SCOPES:
             rt.claims_cache.clear()

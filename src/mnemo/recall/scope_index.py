@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from mnemo.cognition.scoring.late import TokenVectors
     from mnemo.store.search import ItemText
 
-__all__ = ["YIELD_S", "ReadIndexes", "ScopeIndex", "ScopeKey", "build_index"]
+__all__ = ["YIELD_S", "ReadIndexes", "ScopeIndex", "ScopeKey", "TooBig", "build_index", "least_bytes"]
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +155,21 @@ class ScopeIndex:
         return True
 
 
+class TooBig(Exception):
+    """A scope's read index cannot fit the budget, told before it is read (:func:`build_index`)."""
+
+    def __init__(self, at_least: int) -> None:
+        super().__init__(f"the read index needs at least {at_least} bytes")
+        self.at_least = at_least
+
+
+def least_bytes(items: int, dim: int) -> int:
+    """What a read index of ``items`` live vectors of ``dim`` dimensions takes at the least: the
+    dense part's own accounting (:attr:`mnemo.recall.index_vectors.DenseIndex.nbytes`: float32 values,
+    a float64 norm and ~120 bytes of bookkeeping an item), before postings, tokens and any graph."""
+    return items * (4 * dim + 8 + 120)
+
+
 async def build_index(
     rt: Runtime,
     conn: psycopg.AsyncConnection,
@@ -162,12 +177,19 @@ async def build_index(
     *,
     pause: Callable[[], Awaitable[None]] = _go_on,
     tokens: Mapping[uuid.UUID, TokenVectors] | None = None,
+    budget: int | None = None,
 ) -> ScopeIndex:
     """Read a scope's whole index from PostgreSQL, at the version read first (changes committed
     while it reads are re-read by the next catch-up, so nothing is missed). ``pause`` is awaited
     before each part is read and before the layout (a build in the background yields to recalls);
-    ``tokens``: items' token embeddings already read (not read again)."""
+    ``tokens``: items' token embeddings already read (not read again). :class:`TooBig` when the
+    scope's live vectors alone would take more than ``budget`` bytes: nothing is read (a million
+    items' index is gigabytes and minutes of layout, for an index that would not be kept)."""
     e, ns, slug = key
+    if budget is not None:
+        at_least = least_bytes(await index_rows.dense_count(conn, rt.table, e, ns, slug), rt.embeddings.dim)
+        if at_least > budget:
+            raise TooBig(at_least)
     version, _, epoch = await index_rows.scope_version(conn, e, ns)
     await pause()
     postings = await index_rows.postings(conn, e, ns)
@@ -298,10 +320,22 @@ class ReadIndexes:
         """Build the scope's index now, if indexing is on (benchmarks, tests, a service warming up)."""
         if not rt.settings.index:
             return None
-        if key not in self._scopes:
+        if key not in self._scopes and key not in self._too_big:
             async with rt.store.background() as conn:  # never waits behind requests for a connection
-                self._keep(rt, key, await build_index(rt, conn, key))
+                try:
+                    self._keep(rt, key, await build_index(rt, conn, key, budget=self.budget(rt)))
+                except TooBig as big:
+                    self._refuse(key, big.at_least)
         return self._scopes.get(key)
+
+    def budget(self, rt: Runtime) -> int:
+        """The bytes the indexes may take: :attr:`max_bytes`, else ``index_mb``."""
+        return self.max_bytes if self.max_bytes is not None else rt.settings.index_mb << 20
+
+    def _refuse(self, key: ScopeKey, nbytes: int) -> None:
+        """The scope's index alone is over the budget: answered through SQL, not built again."""
+        self._too_big.add(key)
+        self.refused[key] = nbytes
 
     @contextlib.asynccontextmanager
     async def reading(self) -> AsyncIterator[None]:
@@ -342,8 +376,11 @@ class ReadIndexes:
         try:
             await pause()  # the recall that asked for it first
             async with rt.store.background() as conn:  # the reserved pool: no request's connection
-                index = await build_index(rt, conn, key, pause=pause, tokens=self._offered.setdefault(key, {}))
+                offered = self._offered.setdefault(key, {})
+                index = await build_index(rt, conn, key, pause=pause, tokens=offered, budget=self.budget(rt))
             self._keep(rt, key, index)
+        except TooBig as big:
+            self._refuse(key, big.at_least)
         except Exception:  # the SQL path keeps answering; the next recall tries again
             log.exception("building the read index of %s/%s failed", key[0], key[1])
         finally:
@@ -352,10 +389,9 @@ class ReadIndexes:
 
     def _keep(self, rt: Runtime, key: ScopeKey, index: ScopeIndex) -> None:
         self.builds += 1
-        budget = self.max_bytes if self.max_bytes is not None else rt.settings.index_mb << 20
+        budget = self.budget(rt)
         if index.nbytes > budget:  # answered through SQL; not built again at every recall
-            self._too_big.add(key)
-            self.refused[key] = index.nbytes
+            self._refuse(key, index.nbytes)
             return
         self._scopes[key] = index
         self._scopes.move_to_end(key)

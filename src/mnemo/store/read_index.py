@@ -27,6 +27,7 @@ __all__ = [
     "Postings",
     "ScopeVersion",
     "changes_since",
+    "dense_count",
     "dense_rows",
     "forget_changes",
     "postings",
@@ -184,6 +185,22 @@ async def dense_rows(
         return [], [], np.zeros((0, 0), dtype=np.float32)
     vectors = np.stack([np.asarray(r[2].to_numpy(), dtype=np.float32) for r in rows])
     return [r[0] for r in rows], [r[1] for r in rows], vectors
+
+
+_DENSE_COUNT = (
+    "SELECT count(*) FROM {t} v"  # noqa: S608 (a constant; the table is an sql.Identifier)
+    + """ WHERE v.entity_id = %(e)s AND v.namespace = %(ns)s AND v.slug = %(slug)s"""
+    + LIVE
+)
+
+
+async def dense_count(conn: psycopg.AsyncConnection, table: str, entity_id: str, namespace: str, slug: str) -> int:
+    """How many live vectors the scope has in ``slug``'s space: what its read index would hold (the
+    index's size is bounded below by it before anything is read)."""
+    stmt = sql.SQL(_DENSE_COUNT).format(t=sql.SQL("vectors.{}").format(sql.Identifier(table)))
+    cur = await conn.execute(stmt, {"e": entity_id, "ns": namespace, "slug": slug})
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
 
 
 _UTTERANCES = """SELECT 'turn', id, session_id, turn_number FROM mnemo.turns

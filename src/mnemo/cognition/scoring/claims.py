@@ -24,6 +24,7 @@ puts it right above the statement when a question asks about the present
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -34,10 +35,12 @@ from mnemo.cognition.consolidation.extraction import TurnText, extract, fact_key
 from mnemo.cognition.consolidation.facts import canonical_value
 
 __all__ = [
+    "Book",
     "Claim",
     "Ending",
     "Said",
     "asks_about_now",
+    "book",
     "changes_first",
     "claims_of",
     "endings",
@@ -106,6 +109,7 @@ def supersedes(new: Claim, old: Claim) -> bool:
     return (old.single or new.single) and not same
 
 
+@functools.lru_cache(maxsize=65_536)
 def _same_value(a: str, b: str) -> bool:
     """Whether two canonical values name the same thing: equal, or one's words all in the other
     ("padel" and "padel every saturday")."""
@@ -133,8 +137,35 @@ def _by_slot(claims: Iterable[Claim]) -> dict[str, list[Claim]]:
 
 
 def _live(slot: Sequence[Claim]) -> list[Claim]:
-    """The claims of one slot that nothing later supersedes."""
-    return [c for c in slot if not any(supersedes(n, c) for n in slot)]
+    """The claims of one slot that nothing later supersedes, in their order.
+
+    Whether a later claim supersedes another depends only on its statement (value, ending, one-value
+    slot), its turn and its time: so each claim is checked against the latest claim of every distinct
+    statement of the slot said by another turn, not against every claim (a large scope says the same
+    things many times: a slot of n claims costs n times its distinct statements, not n squared)."""
+    latest: dict[tuple[str, bool, bool], list[Claim]] = {}  # per statement: its latest two of distinct turns
+    for claim in slot:
+        top = latest.setdefault((claim.value, claim.negated, claim.single), [])
+        _keep_latest(top, claim)
+    statements = list(latest.values())
+    return [c for c in slot if not any(_superseded_by(c, top) for top in statements)]
+
+
+def _keep_latest(top: list[Claim], claim: Claim) -> None:
+    """Keep in ``top`` the latest claim and the latest of another turn (the first said wins a tie)."""
+    if not top or claim.said_at > top[0].said_at:
+        if top and top[0].turn_id != claim.turn_id:
+            top[1:] = [top[0]]
+        top[0:1] = [claim]
+    elif claim.turn_id != top[0].turn_id and (len(top) < 2 or claim.said_at > top[1].said_at):
+        top[1:] = [claim]
+
+
+def _superseded_by(claim: Claim, top: Sequence[Claim]) -> bool:
+    """Whether a claim of the statement whose latest (of distinct turns) are ``top`` supersedes ``claim``:
+    the latest said by another turn than ``claim``'s is the one to ask (any other is earlier)."""
+    other = top[0] if top[0].turn_id != claim.turn_id else (top[1] if len(top) > 1 else None)
+    return other is not None and supersedes(other, claim)
 
 
 def _current(old: Sequence[Claim], live: Sequence[Claim]) -> Claim | None:
@@ -144,41 +175,65 @@ def _current(old: Sequence[Claim], live: Sequence[Claim]) -> Claim | None:
     return max(after, key=lambda c: (not c.negated, c.said_at)) if after else None
 
 
-def successors(of: Iterable[uuid.UUID], claims: Sequence[Claim]) -> dict[uuid.UUID, uuid.UUID]:
-    """Per turn of ``of`` whose claims something later supersedes, the turn of its current statement
-    (:func:`_current`). A turn that also states what is current in that slot is not stale in it."""
+@dataclass(frozen=True, slots=True)
+class Book:
+    """A scope's claims laid out once (recall keeps one per version of the scope): by slot, and
+    which of each slot's are live (nothing later supersedes them)."""
+
+    claims: tuple[Claim, ...]
+    """Every claim, in the order read."""
+    slots: Mapping[str, list[Claim]]
+    """Each slot's claims."""
+    live: Mapping[str, list[Claim]]
+    """Each slot's live claims, in order."""
+    live_set: Mapping[str, frozenset[Claim]]
+    """The same, as sets."""
+
+
+def book(claims: Sequence[Claim] | Book) -> Book:
+    """``claims`` laid out (:class:`Book`); a book is returned as it is."""
+    if isinstance(claims, Book):
+        return claims
     slots = _by_slot(claims)
     live = {slot: _live(cs) for slot, cs in slots.items()}
+    return Book(tuple(claims), slots, live, {slot: frozenset(cs) for slot, cs in live.items()})
+
+
+def successors(of: Iterable[uuid.UUID], claims: Sequence[Claim] | Book) -> dict[uuid.UUID, uuid.UUID]:
+    """Per turn of ``of`` whose claims something later supersedes, the turn of its current statement
+    (:func:`_current`). A turn that also states what is current in that slot is not stale in it."""
+    read = book(claims)
     wanted = set(of)
     own: dict[uuid.UUID, list[Claim]] = {}
-    for claim in claims:
+    for claim in read.claims:
         if claim.turn_id in wanted:
             own.setdefault(claim.turn_id, []).append(claim)
     out: dict[uuid.UUID, uuid.UUID] = {}
     for turn_id, made in own.items():
         for slot, mine in _by_slot(made).items():
-            if any(c in live[slot] for c in mine):
+            if any(c in read.live_set[slot] for c in mine):
                 continue  # it states what is current in this slot
-            if (now := _current(mine, live[slot])) is not None:
+            if (now := _current(mine, read.live[slot])) is not None:
                 out[turn_id] = now.turn_id
                 break
     return out
 
 
-def endings(claims: Sequence[Claim]) -> list[Ending]:
+def endings(claims: Sequence[Claim] | Book) -> list[Ending]:
     """The values that stopped holding and were not said again since: an ending still live
     ("Daifuku died", "I'm not vegan anymore"), or a value of a one-value slot that another
     replaced ("Osaka" after "we moved to Tokyo"). Values without a word of three letters are left
     out: nothing to recognise them by."""
+    read = book(claims)
     out: list[Ending] = []
-    for slot in _by_slot(claims).values():
-        live = _live(slot)
+    for name, slot in read.slots.items():
+        live, live_set = read.live[name], read.live_set[name]
         for claim in slot:
             if not any(len(w) >= 3 for w in claim.value.split()):
                 continue
-            if claim.negated and claim in live:
+            if claim.negated and claim in live_set:
                 out.append(Ending(claim.value, claim.turn_id))
-            elif not claim.negated and claim not in live and (now := _current([claim], live)) is not None:
+            elif not claim.negated and claim not in live_set and (now := _current([claim], live)) is not None:
                 out.append(Ending(claim.value, now.turn_id))
     return out
 
