@@ -173,8 +173,8 @@ class Settings(BaseSettings):
     )
     represent_sessions: bool = Field(
         default=True,
-        description="Represent every session within reach of the best (the first relevance tier of the "
-        "sessions' best scores) by its best candidate before any session's second candidate takes a place.",
+        description="Represent every session with a candidate within reach of the best (the first relevance "
+        "tier of the ranking's scores) by its best candidate before any session's second candidate takes a place.",
     )
     turn_context: bool = Field(default=True, description="Embed turns as 'Speaker: content'.")
     late_interaction: bool = Field(

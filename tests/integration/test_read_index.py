@@ -239,7 +239,9 @@ async def test_a_scope_whose_vectors_alone_exceed_the_budget_is_refused_before_a
     # with room for it (what a full build then measures), it is built and held
     indexes.max_bytes = None
     indexes.drop(scope.entity_id, scope.namespace)
-    assert (await indexes.ensure(archive._rt, key(archive, scope))) is not None and indexes.builds == builds + 1
+    held = await indexes.ensure(archive._rt, key(archive, scope))
+    assert held is not None, (indexes.refused, indexes.builds, builds, indexes.max_bytes)
+    assert indexes.builds == builds + 1
 
 
 async def test_the_index_only_holds_its_own_scope(archive: AsyncArchive) -> None:

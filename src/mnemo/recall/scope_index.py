@@ -400,7 +400,8 @@ class ReadIndexes:
 
     def drop(self, entity_id: str, namespace: str | None = None) -> None:
         """Forget every index of the entity (of one namespace): ``forget`` and ``purge`` call this."""
-        for key in [k for k in (*self._scopes, *self._building) if k[0] == entity_id and namespace in (None, k[1])]:
+        known = (*self._scopes, *self._building, *self._too_big)  # a refused scope too: it may fit once rewritten
+        for key in [k for k in dict.fromkeys(known) if k[0] == entity_id and namespace in (None, k[1])]:
             self._scopes.pop(key, None)
             self._too_big.discard(key)
             self.refused.pop(key, None)

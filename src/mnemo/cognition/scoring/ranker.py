@@ -20,11 +20,11 @@ lost short stated facts. A model whose other weights are zero reproduces the han
 every slot: each further candidate of a session already taken pays ``penalty`` (in units of the
 scores' standard deviation), so a second session's best turn comes up unless it is much weaker.
 
-:func:`represent_sessions` (issue 43) is the rule, not the penalty: the sessions whose best
-candidate scores within reach of the best session's (:func:`sessions_in_reach`: the first tier of
-the sessions' best scores, as :func:`~mnemo.cognition.scoring.relevance.relevance_tiers` groups
-them, no constant) are each represented by their best candidate before any session's second
-candidate takes a place, so one session's many turns cannot crowd another that matches as well.
+:func:`represent_sessions` (issue 43) is the rule, not the penalty: the sessions with a candidate
+within reach of the best (:func:`sessions_in_reach`: the first relevance tier of the ranking's
+scores, as :func:`~mnemo.cognition.scoring.relevance.relevance_tiers` cuts it, no constant) are
+each represented by their best candidate before any session's second candidate takes a place, so
+one session's many turns cannot crowd another that matches as well.
 """
 
 from __future__ import annotations
@@ -169,15 +169,11 @@ def spread_sessions(
 
 
 def sessions_in_reach(order: Sequence[K], scores: Mapping[K, float], session_of: Mapping[K, str]) -> set[str]:
-    """The sessions within reach of the best: each session scores its best candidate's score, and
-    those of the first relevance tier of these scores (walking down them, up to the first clear
-    gap: :func:`~mnemo.cognition.scoring.relevance.relevance_tiers`) are in reach."""
-    best: dict[str, float] = {}
-    for k in order:
-        session = session_of.get(k)
-        if session is not None:
-            best[session] = max(best.get(session, -math.inf), scores[k])
-    return {session for session, tier in relevance_tiers(best).items() if tier == 0}
+    """The sessions within reach of the best: those with a candidate in the first relevance tier of
+    the ranking's scores (walking down them, up to the first clear gap:
+    :func:`~mnemo.cognition.scoring.relevance.relevance_tiers`, the scores' own scale, no constant)."""
+    tiers = relevance_tiers({k: scores[k] for k in order})
+    return {session_of[k] for k in order if k in session_of and tiers[k] == 0}
 
 
 def represent_sessions(order: Sequence[K], reach: set[str], session_of: Mapping[K, str]) -> list[K]:
