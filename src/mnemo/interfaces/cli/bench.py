@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from mnemo.interfaces.cli._common import fail_cleanly, out, progress
+
+if TYPE_CHECKING:
+    from mnemo.config import Settings
+    from mnemo.embed import Embeddings
 
 __all__ = ["register"]
 
@@ -27,6 +31,16 @@ def register(app: typer.Typer) -> None:
     bench.command("dynamics")(bench_dynamics)
     bench.command("perf")(bench_perf)
     app.add_typer(bench, name="bench")
+
+
+def _prepared(pairs: list[str] | None) -> tuple[dict[str, str], Settings, Embeddings]:
+    """The ``--set`` overrides, the settings they give (validated before the long run) and the embedder."""
+    from mnemo.config import load_settings
+    from mnemo.embed import load_embedder
+
+    overrides = _overrides(pairs or [])
+    settings = load_settings(**overrides)
+    return overrides, settings, load_embedder(settings.embedder, **settings.embedder_options())
 
 
 def _overrides(pairs: list[str]) -> dict[str, str]:
@@ -81,8 +95,6 @@ def bench_locomo(
 
     from mnemo.bench.locomo import ABLATIONS, LIVE_SEED, run_locomo
     from mnemo.bench.report import print_ablation, print_locomo
-    from mnemo.config import load_settings
-    from mnemo.embed import load_embedder
 
     if not path.is_file():
         raise typer.BadParameter(f"{path} is not a file", param_hint="PATH")
@@ -98,9 +110,7 @@ def bench_locomo(
         raise typer.BadParameter(f"must be at least 1, not {rounds}", param_hint="--rounds")
     if conversations is not None and conversations < 1:
         raise typer.BadParameter(f"must be at least 1, not {conversations}", param_hint="--conversations")
-    overrides = _overrides(set_ or [])
-    settings = load_settings(**overrides)  # validates the overrides before the long run
-    embeddings = load_embedder(settings.embedder, **settings.embedder_options())
+    overrides, settings, embeddings = _prepared(set_)
 
     def run(extra: dict[str, object], with_baselines: bool, label: str, lived: bool = False) -> dict[str, Any]:
         with progress(label) as update:
@@ -155,8 +165,6 @@ def bench_updates(
     import asyncio
 
     from mnemo.bench.updates import STAGES, run_updates
-    from mnemo.config import load_settings
-    from mnemo.embed import load_embedder
 
     if not path.exists():
         raise typer.BadParameter(f"{path} does not exist", param_hint="PATH")
@@ -164,9 +172,7 @@ def bench_updates(
     unknown = {part.strip() for part in stages.split(",")} - set(STAGES)
     if unknown or not chosen:
         raise typer.BadParameter(f"choose from {', '.join(STAGES)}, not {stages!r}", param_hint="--stages")
-    overrides = _overrides(set_ or [])
-    settings = load_settings(**overrides)  # validates the overrides before the long run
-    embeddings = load_embedder(settings.embedder, **settings.embedder_options())
+    overrides, settings, embeddings = _prepared(set_)
     with progress("updates") as update:
         result = asyncio.run(
             run_updates(
@@ -206,17 +212,13 @@ def bench_spread(
     import asyncio
 
     from mnemo.bench.spread import KINDS, run_spread
-    from mnemo.config import load_settings
-    from mnemo.embed import load_embedder
 
     for given, hint in ((path, "PATH"), (locomo, "--locomo"), (lives, "--lives")):
         if given is not None and not given.exists():
             raise typer.BadParameter(f"{given} does not exist", param_hint=hint)
     if locomo is None and lives is None:
         raise typer.BadParameter("give --locomo, --lives or both", param_hint="--locomo")
-    overrides = _overrides(set_ or [])
-    settings = load_settings(**overrides)
-    embeddings = load_embedder(settings.embedder, **settings.embedder_options())
+    overrides, settings, embeddings = _prepared(set_)
     with progress("spread") as update:
         result = asyncio.run(
             run_spread(
@@ -292,12 +294,8 @@ def bench_dynamics(
     import asyncio
 
     from mnemo.bench.dynamics_scenario import run_dynamics
-    from mnemo.config import load_settings
-    from mnemo.embed import load_embedder
 
-    overrides = _overrides(set_ or [])
-    settings = load_settings(**overrides)
-    embeddings = load_embedder(settings.embedder, **settings.embedder_options())
+    overrides, settings, embeddings = _prepared(set_)
     with progress("sessions") as update:
         result = asyncio.run(
             run_dynamics(
