@@ -46,25 +46,29 @@ def _tags(result: object, tags: dict[str, str], k: int) -> list[str]:
 async def test_a_request_for_advice_lifts_the_preferences_of_the_person_it_names(
     archive: AsyncArchive, settings: Settings, embeddings: Embeddings
 ) -> None:
-    tags = await _fill(archive, SCOPE)
-    top = _tags(await archive.recall(SCOPE, REQUEST, 3, read_only=True, threshold=-1.0), tags, 3)
+    tags = await _fill(archive, SCOPE)  # through the default archive: the stage is off by default
+    on = await AsyncArchive.open(settings.model_copy(update={"advice_preferences": True}), embeddings=embeddings)
+    try:
+        top = _tags(await on.recall(SCOPE, REQUEST, 3, read_only=True, threshold=-1.0), tags, 3)
+        asked = _tags(await on.recall(SCOPE, "What did Maya say about her flat?", 1, read_only=True), tags, 1)
+    finally:
+        await on.close()
     assert top[0] in {"maya-food", "maya-quiet"}, top  # Maya's preferences first ...
     assert "tom-bars" not in top and "tom-curry" not in top  # ... never Tom's
     # a question about what was said is not a request for advice: nothing is lifted
-    asked = _tags(await archive.recall(SCOPE, "What did Maya say about her flat?", 1, read_only=True), tags, 1)
     assert asked == ["other"]
-    # switched off, the same request does not put a preference of Maya's first
-    off = await AsyncArchive.open(settings.model_copy(update={"advice_preferences": False}), embeddings=embeddings)
-    try:
-        plain = _tags(await off.recall(SCOPE, REQUEST, 3, read_only=True, threshold=-1.0), tags, 3)
-    finally:
-        await off.close()
+    # switched off (the default), the same request does not put a preference of Maya's first
+    plain = _tags(await archive.recall(SCOPE, REQUEST, 3, read_only=True, threshold=-1.0), tags, 3)
     assert plain[0] not in {"maya-food", "maya-quiet"}, plain
 
 
-async def test_another_scopes_preferences_are_never_lifted(archive: AsyncArchive) -> None:
-    tags = await _fill(archive, Scope("agent", "elsewhere"))
-    for text in SAID:
-        await archive.remember(SCOPE, text)
-    result = await archive.recall(SCOPE, REQUEST, 10, read_only=True, threshold=-1.0)
+async def test_another_scopes_preferences_are_never_lifted(settings: Settings, embeddings: Embeddings) -> None:
+    archive = await AsyncArchive.open(settings.model_copy(update={"advice_preferences": True}), embeddings=embeddings)
+    try:
+        tags = await _fill(archive, Scope("agent", "elsewhere"))
+        for text in SAID:
+            await archive.remember(SCOPE, text)
+        result = await archive.recall(SCOPE, REQUEST, 10, read_only=True, threshold=-1.0)
+    finally:
+        await archive.close()
     assert set(_tags(result, tags, 10)) == {"other"}  # only this scope's memories, none a preference

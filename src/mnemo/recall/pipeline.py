@@ -32,8 +32,8 @@ Pipeline, in the order :func:`recall` runs it (each piece switchable in
    session neighbours in, and every turn earns a share of its neighbours' scores;
 6. the head: ``late_interaction`` re-ranks it by MaxSim over token embeddings (or a
    cross-encoder); ``time_frame`` lifts its candidates of the period the question names;
-   ``preferences_asked`` (``advice_preferences``) lifts, for a request for advice about someone,
-   the preference memories about them most similar to it (issue 43);
+   ``preferences_asked`` (``advice_preferences``, off by default) lifts, for a request for advice
+   about someone, the preference memories about them most similar to it (issue 43);
    ``attribution`` keeps the candidates the requested ``processes`` wrote;
 7. ``learned_rank``, the learned fusion (``ranker``): the head's turns and lines put in the order
    of the shipped ranking model over the hand-set rank, neighbours, session evidence, speaker,
