@@ -153,31 +153,22 @@ def settings(database_url: str, request: pytest.FixtureRequest) -> Settings:
 
 @pytest.fixture
 async def archive(settings: Settings, embeddings: Embeddings) -> AsyncIterator[AsyncArchive]:
-    arch = await AsyncArchive.open(settings, embeddings=embeddings)
-    try:
+    async with await AsyncArchive.open(settings, embeddings=embeddings) as arch:
         yield arch
-    finally:
-        await arch.close()
 
 
 @pytest.fixture
 async def other(settings: Settings, embeddings: Embeddings) -> AsyncIterator[AsyncArchive]:
     """A second process on the same database, with its own read indexes."""
-    archive = await AsyncArchive.open(settings, embeddings=embeddings, gate_noise=0.0)
-    try:
+    async with await AsyncArchive.open(settings, embeddings=embeddings, gate_noise=0.0) as archive:
         yield archive
-    finally:
-        await archive.close()
 
 
 @pytest.fixture
 async def sql_only(settings: Settings, embeddings: Embeddings) -> AsyncIterator[AsyncArchive]:
     """The same database answered through SQL alone (``index=false``)."""
-    archive = await AsyncArchive.open(settings.model_copy(update={"index": False}), embeddings=embeddings)
-    try:
+    async with await AsyncArchive.open(settings.model_copy(update={"index": False}), embeddings=embeddings) as archive:
         yield archive
-    finally:
-        await archive.close()
 
 
 @pytest.fixture

@@ -47,12 +47,10 @@ async def test_a_request_for_advice_lifts_the_preferences_of_the_person_it_names
     archive: AsyncArchive, settings: Settings, embeddings: Embeddings
 ) -> None:
     tags = await _fill(archive, SCOPE)  # through the default archive: the stage is off by default
-    on = await AsyncArchive.open(settings.model_copy(update={"advice_preferences": True}), embeddings=embeddings)
-    try:
-        top = _tags(await on.recall(SCOPE, REQUEST, 3, read_only=True, threshold=-1.0), tags, 3)
-        asked = _tags(await on.recall(SCOPE, "What did Maya say about her flat?", 1, read_only=True), tags, 1)
-    finally:
-        await on.close()
+    on = settings.model_copy(update={"advice_preferences": True})
+    async with await AsyncArchive.open(on, embeddings=embeddings) as lifting:
+        top = _tags(await lifting.recall(SCOPE, REQUEST, 3, read_only=True, threshold=-1.0), tags, 3)
+        asked = _tags(await lifting.recall(SCOPE, "What did Maya say about her flat?", 1, read_only=True), tags, 1)
     assert top[0] in {"maya-food", "maya-quiet"}, top  # Maya's preferences first ...
     assert "tom-bars" not in top and "tom-curry" not in top  # ... never Tom's
     # a question about what was said is not a request for advice: nothing is lifted
@@ -63,12 +61,10 @@ async def test_a_request_for_advice_lifts_the_preferences_of_the_person_it_names
 
 
 async def test_another_scopes_preferences_are_never_lifted(settings: Settings, embeddings: Embeddings) -> None:
-    archive = await AsyncArchive.open(settings.model_copy(update={"advice_preferences": True}), embeddings=embeddings)
-    try:
+    on = settings.model_copy(update={"advice_preferences": True})
+    async with await AsyncArchive.open(on, embeddings=embeddings) as archive:
         tags = await _fill(archive, Scope("agent", "elsewhere"))
         for text in SAID:
             await archive.remember(SCOPE, text)
         result = await archive.recall(SCOPE, REQUEST, 10, read_only=True, threshold=-1.0)
-    finally:
-        await archive.close()
     assert set(_tags(result, tags, 10)) == {"other"}  # only this scope's memories, none a preference

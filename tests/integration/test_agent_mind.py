@@ -40,11 +40,8 @@ LINES = [
 @pytest.fixture
 async def quiet(settings: Settings, embeddings: Embeddings) -> AsyncIterator[AsyncArchive]:
     """An archive whose exit gate runs only when asked (no flush every few items)."""
-    archive = await AsyncArchive.open(settings, embeddings=embeddings, gate_flush_every=1000)
-    try:
+    async with await AsyncArchive.open(settings, embeddings=embeddings, gate_flush_every=1000) as archive:
         yield archive
-    finally:
-        await archive.close()
 
 
 def _instructions(messages: list[ModelMessage]) -> str:

@@ -25,22 +25,20 @@ HOBBIES = ["sailing", "pottery", "chess", "climbing"]
 QUESTIONS = ["Who lives in Osaka?", "Who likes pottery?", "Where does Lena live?", "Who climbs?", "Tell me about Sam."]
 
 
+def _limited(settings: Settings) -> Settings:
+    return settings.model_copy(update={"exact_scan_limit": LIMIT})
+
+
 @pytest.fixture
 async def small_limit(settings: Settings, embeddings: Embeddings) -> AsyncIterator[AsyncArchive]:
-    archive = await AsyncArchive.open(settings.model_copy(update={"exact_scan_limit": LIMIT}), embeddings=embeddings)
-    try:
+    async with await AsyncArchive.open(_limited(settings), embeddings=embeddings) as archive:
         yield archive
-    finally:
-        await archive.close()
 
 
 @pytest.fixture
 async def other(settings: Settings, embeddings: Embeddings) -> AsyncIterator[AsyncArchive]:
-    archive = await AsyncArchive.open(settings.model_copy(update={"exact_scan_limit": LIMIT}), embeddings=embeddings)
-    try:
+    async with await AsyncArchive.open(_limited(settings), embeddings=embeddings) as archive:
         yield archive
-    finally:
-        await archive.close()
 
 
 async def _built(archive: AsyncArchive) -> ScopeIndex:
