@@ -79,7 +79,17 @@ from mnemo.embed import Embeddings
 from mnemo.errors import MalformedImportError
 from mnemo.models import Refusal, Scope, TurnInput
 
-__all__ = ["ALL_KS", "BUDGETS", "CATEGORIES", "KS", "SPREAD", "Conversation", "load_locomo", "run_locomo"]
+__all__ = [
+    "ALL_KS",
+    "BUDGETS",
+    "CATEGORIES",
+    "KS",
+    "SPREAD",
+    "Conversation",
+    "bench_settings",
+    "load_locomo",
+    "run_locomo",
+]
 
 KS = (1, 5, 10, 25, 50)
 ANY_KS = (5, 10)
@@ -506,7 +516,7 @@ async def run_locomo(
     tokens = _turn_tokens(conversations, embeddings)
     sample_of = [c.sample_id for c in conversations for _ in c.questions]
     with tempfile.TemporaryDirectory(prefix="mnemo-locomo-") as home:
-        settings, lived = _settings(Path(home), database_url, overrides, live=live, seed=seed)
+        settings, lived = bench_settings(Path(home), database_url, overrides, live=live, seed=seed)
         passes = functools.partial(
             run_mnemo, conversations, settings, embeddings, progress, lived=lived, rounds=rounds, seed=seed,
             ask_at=ask_at,
@@ -562,7 +572,7 @@ def _turn_tokens(conversations: Sequence[Conversation], embeddings: Embeddings) 
     }
 
 
-def _settings(
+def bench_settings(
     home: Path, database_url: str | None, overrides: Mapping[str, Any] | None, *, live: bool, seed: int
 ) -> tuple[Settings, Settings | None]:
     """The lab's settings (deterministic unless told otherwise) and, with ``live``, the lived rounds'

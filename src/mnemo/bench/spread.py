@@ -28,7 +28,7 @@ from mnemo.bench.locomo import (
     Conversation,
     Question,
     SystemRun,
-    _settings,
+    bench_settings,
     load_locomo,
     run_bm25,
     run_dense,
@@ -129,7 +129,7 @@ async def run_spread(
     conversations = [c for _, c in loaded]
     sources = [source for source, c in loaded for _ in c.questions]
     with tempfile.TemporaryDirectory(prefix="mnemo-spread-") as home:
-        settings, lived = _settings(Path(home), database_url, overrides, live=live, seed=seed)
+        settings, lived = bench_settings(Path(home), database_url, overrides, live=live, seed=seed)
         lab, rounds = await run_mnemo(
             conversations, settings, embeddings, progress, lived=lived, seed=seed, night=night
         )

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemo.archive import AsyncArchive
-from mnemo.bench.locomo import LATER, _settings
+from mnemo.bench.locomo import LATER, bench_settings
 from mnemo.config import Settings
 from mnemo.embed import Embeddings
 from mnemo.errors import MalformedImportError
@@ -369,7 +369,7 @@ async def run_updates(
     run = _Run({}, [], {}, {})
     namespace = f"bench-updates-{uuid.uuid4().hex[:8]}"  # a database that is kept holds each run apart
     with tempfile.TemporaryDirectory(prefix="mnemo-updates-") as home:
-        lab, lived = _settings(Path(home), database_url, overrides, live=True, seed=seed)
+        lab, lived = bench_settings(Path(home), database_url, overrides, live=True, seed=seed)
         assert lived is not None
         archive = await AsyncArchive.open(lab, embeddings=embeddings)
         try:
