@@ -70,7 +70,7 @@ class Probes:
         rt = self._rt
         key = (scope.entity_id, scope.namespace, rt.slug)
         index = await rt.indexes.ensure(rt, key)
-        budget = rt.indexes.max_bytes if rt.indexes.max_bytes is not None else rt.settings.index_mb << 20
+        budget = rt.indexes.budget(rt)
         if index is None:
             return {"held": False, "bytes": rt.indexes.refused.get(key, 0), "items": 0, "ann": False, "budget": budget}
         ann = index.vectors.ann is not None
